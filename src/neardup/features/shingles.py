@@ -1,0 +1,160 @@
+"""Shingling: a batch of documents → 64-bit shingle hashes in CSR form.
+
+A *shingle* is n consecutive tokens (word/jieba tokenizers) or n consecutive code points
+(``char``). Its hash is seeded and well mixed (XXH64 per token, then an XXH64-round fold; see
+:mod:`neardup.kernels.hashing`). A document with fewer than n (but at least one) tokens yields
+one shingle made of all its tokens, so identical short texts match; an empty document yields none.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..kernels.shingle import (
+    char_shingles_batch,
+    solo_fraction_batch,
+    sort_unique_counts,
+    token_shingles_batch,
+)
+from ..text.normalize import Normalizer, encode_batch
+from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_tokens, tokenize
+from ..text.unicode import class_table
+
+_EMPTY_TABLE = np.zeros(1, dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class Features:
+    """Shingle hashes of a batch: document ``d`` owns ``hashes[offsets[d]:offsets[d+1]]``."""
+
+    hashes: np.ndarray
+    offsets: np.ndarray
+    counts: np.ndarray | None = field(default=None, compare=False)
+
+    def __len__(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    def doc(self, i: int) -> np.ndarray:
+        return self.hashes[self.offsets[i]:self.offsets[i + 1]]
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def unique(self) -> "Features":
+        """Per document: distinct hashes (sorted) with their multiplicities in ``counts``."""
+        if self.counts is not None:
+            return self
+        h, c, off = sort_unique_counts(self.hashes, self.offsets)
+        return Features(h, off, c)
+
+    @staticmethod
+    def concat_interleaved(parts: list[tuple[np.ndarray, "Features"]], n: int) -> "Features":
+        """Merge feature batches computed for disjoint document index sets back into order."""
+        sizes = np.zeros(n, dtype=np.int64)
+        for idx, f in parts:
+            sizes[idx] = f.sizes()
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        hashes = np.empty(offsets[-1], dtype=np.uint64)
+        for idx, f in parts:
+            for k, d in enumerate(idx):
+                hashes[offsets[d]:offsets[d + 1]] = f.doc(k)
+        return Features(hashes, offsets)
+
+
+class Shingler:
+    """Turns documents into shingle-hash features.
+
+    Parameters
+    ----------
+    tokenizer : ``"word"`` (default), ``"char"``, ``"jieba"`` or ``"auto"``.
+    ngram : shingle size n ≥ 1 (tokens, or code points for ``char``).
+    normalizer : :class:`Normalizer` (default: NFKC + casefold + whitespace), or ``None`` for raw text.
+    seed : seed of the token/shingle hash (default 0).
+    """
+
+    def __init__(self, tokenizer: str = "word", ngram: int = 5, normalizer: Normalizer | None | str = "default",
+                 seed: int = 0):
+        self.tokenizer = check_tokenizer(tokenizer)
+        if not isinstance(ngram, (int, np.integer)) or isinstance(ngram, bool) or ngram < 1:
+            raise ValueError(f"ngram must be an integer >= 1, got {ngram!r}")
+        if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
+            raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+        self.ngram = int(ngram)
+        self.normalizer = Normalizer() if normalizer == "default" else normalizer
+        self.seed = int(seed)
+
+    def config(self) -> dict:
+        return {"tokenizer": self.tokenizer, "ngram": self.ngram, "hash_seed": self.seed,
+                "normalize": self.normalizer.config() if self.normalizer else None}
+
+    # -- batch --------------------------------------------------------------------------------
+    def features(self, texts: Sequence) -> Features:
+        """Shingle hashes of a batch of documents (``str`` or UTF-8 ``bytes``)."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("features() takes a sequence of documents; use features_one() for one")
+        buf, offsets = encode_batch(texts, self.normalizer)
+        return self._from_buffer(buf, offsets)
+
+    def _from_buffer(self, buf: np.ndarray, offsets: np.ndarray) -> Features:
+        seed = np.uint64(self.seed)
+        if self.tokenizer == "word":
+            return Features(*token_shingles_batch(buf, offsets, class_table(), self.ngram, seed, 0))
+        if self.tokenizer == "char":
+            return Features(*char_shingles_batch(buf, offsets, self.ngram, seed))
+        if self.tokenizer == "jieba":
+            return self._jieba(buf, offsets, np.arange(offsets.shape[0] - 1))
+        # auto: CJK-heavy documents go through jieba, the rest through the word kernel
+        frac = solo_fraction_batch(buf, offsets, class_table())
+        cjk = np.flatnonzero(frac >= AUTO_CJK_FRACTION)
+        words = Features(*token_shingles_batch(buf, offsets, class_table(), self.ngram, seed, 0))
+        if cjk.shape[0] == 0:
+            return words
+        rest = np.flatnonzero(frac < AUTO_CJK_FRACTION)
+        return Features.concat_interleaved(
+            [(rest, _select(words, rest)), (cjk, self._jieba(buf, offsets, cjk))], len(frac))
+
+    def _jieba(self, buf: np.ndarray, offsets: np.ndarray, idx: np.ndarray) -> Features:
+        raw = buf.tobytes()
+        parts = []
+        for d in idx:
+            text = raw[offsets[d]:offsets[d + 1]].decode("utf-8")
+            parts.append("\x1f".join(jieba_tokens(text)).encode("utf-8"))
+        sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in parts], out=sub_off[1:])
+        sub_buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if sub_off[-1] else np.zeros(1, np.uint8)
+        return Features(*token_shingles_batch(sub_buf, sub_off, _EMPTY_TABLE, self.ngram, np.uint64(self.seed), 1))
+
+    # -- one document ---------------------------------------------------------------------------
+    def features_one(self, text) -> np.ndarray:
+        return self.features([text]).hashes
+
+    def normalize(self, text) -> str:
+        return self.normalizer(text) if self.normalizer is not None else text
+
+    def tokens(self, text) -> list[str]:
+        return tokenize(self.normalize(text), self.tokenizer)
+
+    def shingles(self, text) -> list[str]:
+        """Human-readable shingles in document order (word n-grams joined by a space)."""
+        toks = self.tokens(text)
+        tokenizer = self.tokenizer
+        joiner = "" if tokenizer == "char" else " "
+        n = self.ngram
+        if not toks:
+            return []
+        if len(toks) < n:
+            return [joiner.join(toks)]
+        return [joiner.join(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+
+
+def _select(f: Features, idx: np.ndarray) -> Features:
+    sizes = f.sizes()[idx]
+    off = np.zeros(idx.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=off[1:])
+    if idx.shape[0] == 0:
+        return Features(np.empty(0, np.uint64), off)
+    hashes = np.concatenate([f.doc(int(d)) for d in idx]) if off[-1] else np.empty(0, np.uint64)
+    return Features(hashes, off)

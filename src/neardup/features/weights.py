@@ -1,0 +1,108 @@
+"""Feature weights for SimHash: term frequency, IDF tables (fitted or jieba's), top-N keywords.
+
+IDF fitted on N documents: idf(t) = ln((1 + N) / (1 + df(t))) + 1 (smoothed; always > 0);
+a feature never seen gets the value of df = 0. jieba's table: the idf column of jieba's
+``analyse/idf.txt``; unknown words get the median of that column (as jieba does).
+Features are keyed by the same 64-bit hashes the shingler produces, so lookups are one
+vectorised ``searchsorted`` per batch.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Mapping
+
+import numpy as np
+from numba import njit
+
+from ..kernels.shingle import token_shingles_batch
+from .shingles import Features
+
+
+def hash_words(words: list[str], seed: int = 0) -> np.ndarray:
+    """Hashes of whole words exactly as the ``jieba`` tokenizer's unigram shingles hash them."""
+    parts = [w.replace("\x1f", " ").encode("utf-8") for w in words]
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) + 0 for p in parts], out=offsets[1:])
+    buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
+    hashes, doc_off = token_shingles_batch(buf, offsets, np.zeros(1, np.uint8), 1, np.uint64(seed), 1)
+    out = np.zeros(len(parts), dtype=np.uint64)
+    has = np.diff(doc_off) > 0
+    out[has] = hashes
+    return out
+
+
+class IdfTable:
+    """Sorted uint64 feature keys → IDF values, with a default for unknown features."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray, default: float):
+        order = np.argsort(keys, kind="stable")
+        self.keys = np.ascontiguousarray(keys[order], dtype=np.uint64)
+        self.values = np.ascontiguousarray(values[order], dtype=np.float64)
+        self.default = float(default)
+
+    def __len__(self) -> int:
+        return self.keys.shape[0]
+
+    def lookup(self, hashes: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(self.keys, hashes)
+        pos = np.minimum(pos, max(len(self) - 1, 0))
+        found = (self.keys[pos] == hashes) if len(self) else np.zeros(hashes.shape, bool)
+        return np.where(found, self.values[pos] if len(self) else 0.0, self.default)
+
+    @classmethod
+    def fit(cls, features: Features) -> "IdfTable":
+        """Smoothed IDF from document frequencies of a feature batch."""
+        uniq = features.unique()
+        n = len(uniq)
+        keys, df = np.unique(uniq.hashes, return_counts=True)
+        values = np.log((1.0 + n) / (1.0 + df)) + 1.0
+        return cls(keys, values, np.log(1.0 + n) + 1.0)
+
+    @classmethod
+    def from_words(cls, idf: Mapping[str, float], default: float | None = None, seed: int = 0) -> "IdfTable":
+        words = list(idf)
+        vals = np.array([float(idf[w]) for w in words], dtype=np.float64)
+        keys = hash_words(words, seed)
+        return cls(keys, vals, float(np.median(vals)) if default is None else default)
+
+    @classmethod
+    def jieba(cls, seed: int = 0) -> "IdfTable":
+        """jieba's IDF table (``jieba/analyse/idf.txt``), unknown words → median IDF."""
+        return _jieba_table(seed)
+
+
+@lru_cache(maxsize=4)
+def _jieba_table(seed: int) -> IdfTable:
+    words, vals = jieba_idf_words()
+    keys = hash_words(words, seed)
+    return IdfTable(keys, vals, float(np.median(vals)))
+
+
+@lru_cache(maxsize=1)
+def jieba_idf_words() -> tuple[list[str], np.ndarray]:
+    """(words, idf values) of jieba's shipped IDF file, in file order."""
+    text = resources.files("jieba.analyse").joinpath("idf.txt").read_text(encoding="utf-8")
+    words, vals = [], []
+    for line in text.splitlines():
+        parts = line.split(" ")
+        if len(parts) == 2:
+            words.append(parts[0])
+            vals.append(float(parts[1]))
+    return words, np.array(vals, dtype=np.float64)
+
+
+@njit(cache=True)
+def top_n_mask(weights, offsets, n):
+    """Per document keep the n largest weights; ties keep the smaller feature (earlier in order)."""
+    keep = np.zeros(weights.shape[0], dtype=np.bool_)
+    for d in range(offsets.shape[0] - 1):
+        s = offsets[d]
+        e = offsets[d + 1]
+        if e - s <= n:
+            keep[s:e] = True
+            continue
+        order = np.argsort(-weights[s:e], kind="mergesort")
+        for t in range(n):
+            keep[s + order[t]] = True
+    return keep

@@ -1,0 +1,247 @@
+"""Tokenising and shingling kernels over a UTF-8 batch (one buffer + document offsets).
+
+Every kernel reads ``buf`` (uint8) where document ``d`` is ``buf[offsets[d]:offsets[d+1]]`` and
+writes the 64-bit shingle hashes of all documents into one CSR array (hashes + per-document
+offsets). No Python object is created per token.
+
+Shingle definition: with tokens t_1..t_m and n-gram size n, the shingles are the windows
+(t_i, ..., t_{i+n-1}) for i = 1..m-n+1; a document with 1 <= m < n tokens yields the single
+shingle (t_1..t_m), so identical short texts still match; a document with no token yields none.
+Token hash: XXH64(token bytes, seed). Shingle hash: :func:`neardup.kernels.hashing.combine`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .hashing import combine, xxh64
+
+SEP = np.uint8(0)
+WORD = np.uint8(1)
+SOLO = np.uint8(2)
+PRESPLIT_SEP = 0x1F  # ASCII unit separator: token boundary for pre-tokenised text
+
+
+@njit(inline="always", cache=True)
+def decode_at(buf, i, end):
+    """Decode one UTF-8 code point at ``buf[i]``; returns (code point, byte length).
+
+    Invalid or truncated sequences decode as U+FFFD with length 1 (never read past ``end``)."""
+    b0 = np.int64(buf[i])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 >= 0xC2 and b0 < 0xE0 and i + 1 < end:
+        b1 = np.int64(buf[i + 1])
+        if (b1 & 0xC0) == 0x80:
+            return ((b0 & 0x1F) << 6) | (b1 & 0x3F), 2
+    elif b0 >= 0xE0 and b0 < 0xF0 and i + 2 < end:
+        b1 = np.int64(buf[i + 1])
+        b2 = np.int64(buf[i + 2])
+        if (b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80:
+            return ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), 3
+    elif b0 >= 0xF0 and b0 < 0xF5 and i + 3 < end:
+        b1 = np.int64(buf[i + 1])
+        b2 = np.int64(buf[i + 2])
+        b3 = np.int64(buf[i + 3])
+        if (b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80 and (b3 & 0xC0) == 0x80:
+            return ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F), 4
+    return 0xFFFD, 1
+
+
+@njit(cache=True)
+def word_spans(buf, start, end, table, tok_start, tok_end):
+    """Word tokens of ``buf[start:end]``: fills byte spans, returns the token count.
+
+    A token is a maximal run of word characters (class 1), or one class-2 character (CJK
+    ideograph, kana, hangul syllable). Everything else separates tokens."""
+    m = 0
+    i = start
+    cur = -1
+    while i < end:
+        b = buf[i]
+        if b < 0x80:
+            cls = table[b]
+            ln = 1
+        else:
+            cp, ln = decode_at(buf, i, end)
+            cls = table[cp]
+        if cls == WORD:
+            if cur < 0:
+                cur = i
+        else:
+            if cur >= 0:
+                tok_start[m] = cur
+                tok_end[m] = i
+                m += 1
+                cur = -1
+            if cls == SOLO:
+                tok_start[m] = i
+                tok_end[m] = i + ln
+                m += 1
+        i += ln
+    if cur >= 0:
+        tok_start[m] = cur
+        tok_end[m] = end
+        m += 1
+    return m
+
+
+@njit(cache=True)
+def presplit_spans(buf, start, end, tok_start, tok_end):
+    """Tokens separated by the byte 0x1F (empty tokens are skipped)."""
+    m = 0
+    cur = start
+    for i in range(start, end + 1):
+        if i == end or buf[i] == PRESPLIT_SEP:
+            if i > cur:
+                tok_start[m] = cur
+                tok_end[m] = i
+                m += 1
+            cur = i + 1
+    return m
+
+
+@njit(cache=True)
+def char_positions(buf, start, end, pos):
+    """Byte offset of every code point of ``buf[start:end]`` plus the end; returns the count."""
+    m = 0
+    i = start
+    while i < end:
+        pos[m] = i
+        m += 1
+        if buf[i] < 0x80:
+            i += 1
+        else:
+            _, ln = decode_at(buf, i, end)
+            i += ln
+    pos[m] = end
+    return m
+
+
+@njit(cache=True)
+def _emit_token_shingles(buf, tok_start, tok_end, m, n, seed, tokh, out, o):
+    for t in range(m):
+        tokh[t] = xxh64(buf, tok_start[t], tok_end[t], seed)
+    if m == 0:
+        return o
+    if m < n:
+        out[o] = combine(tokh, 0, m, seed)
+        return o + 1
+    for t in range(m - n + 1):
+        out[o] = combine(tokh, t, t + n, seed)
+        o += 1
+    return o
+
+
+@njit(cache=True)
+def token_shingles_batch(buf, offsets, table, n, seed, mode):
+    """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes);
+    1: pre-split tokens (0x1F separated). Returns (hashes, doc_offsets)."""
+    nd = offsets.shape[0] - 1
+    total = offsets[nd] - offsets[0]
+    out = np.empty(total + 1, dtype=np.uint64)
+    doc_off = np.empty(nd + 1, dtype=np.int64)
+    maxlen = 1
+    for d in range(nd):
+        ln = offsets[d + 1] - offsets[d]
+        if ln > maxlen:
+            maxlen = ln
+    tok_start = np.empty(maxlen + 1, dtype=np.int64)
+    tok_end = np.empty(maxlen + 1, dtype=np.int64)
+    tokh = np.empty(maxlen + 1, dtype=np.uint64)
+    o = 0
+    doc_off[0] = 0
+    for d in range(nd):
+        if mode == 0:
+            m = word_spans(buf, offsets[d], offsets[d + 1], table, tok_start, tok_end)
+        else:
+            m = presplit_spans(buf, offsets[d], offsets[d + 1], tok_start, tok_end)
+        o = _emit_token_shingles(buf, tok_start, tok_end, m, n, seed, tokh, out, o)
+        doc_off[d + 1] = o
+    return out[:o].copy(), doc_off
+
+
+@njit(cache=True)
+def char_shingles_batch(buf, offsets, n, seed):
+    """Character n-gram hashes: XXH64 of the UTF-8 bytes of every window of n code points."""
+    nd = offsets.shape[0] - 1
+    total = offsets[nd] - offsets[0]
+    out = np.empty(total + 1, dtype=np.uint64)
+    doc_off = np.empty(nd + 1, dtype=np.int64)
+    maxlen = 1
+    for d in range(nd):
+        ln = offsets[d + 1] - offsets[d]
+        if ln > maxlen:
+            maxlen = ln
+    pos = np.empty(maxlen + 2, dtype=np.int64)
+    o = 0
+    doc_off[0] = 0
+    for d in range(nd):
+        m = char_positions(buf, offsets[d], offsets[d + 1], pos)
+        if m > 0:
+            if m < n:
+                out[o] = xxh64(buf, pos[0], pos[m], seed)
+                o += 1
+            else:
+                for t in range(m - n + 1):
+                    out[o] = xxh64(buf, pos[t], pos[t + n], seed)
+                    o += 1
+        doc_off[d + 1] = o
+    return out[:o].copy(), doc_off
+
+
+@njit(cache=True)
+def solo_fraction_batch(buf, offsets, table):
+    """Per document: the fraction of word characters that are class 2 (CJK/kana/hangul)."""
+    nd = offsets.shape[0] - 1
+    out = np.zeros(nd, dtype=np.float64)
+    for d in range(nd):
+        i = offsets[d]
+        end = offsets[d + 1]
+        words = 0
+        solo = 0
+        while i < end:
+            if buf[i] < 0x80:
+                if table[buf[i]] == WORD:
+                    words += 1
+                i += 1
+            else:
+                cp, ln = decode_at(buf, i, end)
+                cls = table[cp]
+                if cls == SOLO:
+                    solo += 1
+                    words += 1
+                elif cls == WORD:
+                    words += 1
+                i += ln
+        if words > 0:
+            out[d] = solo / words
+    return out
+
+
+@njit(cache=True)
+def sort_unique_counts(hashes, offsets):
+    """Per document: its distinct shingle hashes (sorted) and their counts, as a new CSR."""
+    nd = offsets.shape[0] - 1
+    uniq = np.empty(hashes.shape[0], dtype=np.uint64)
+    counts = np.empty(hashes.shape[0], dtype=np.int64)
+    new_off = np.empty(nd + 1, dtype=np.int64)
+    new_off[0] = 0
+    o = 0
+    for d in range(nd):
+        s = offsets[d]
+        e = offsets[d + 1]
+        if e > s:
+            part = np.sort(hashes[s:e])
+            uniq[o] = part[0]
+            counts[o] = 1
+            o += 1
+            for i in range(1, part.shape[0]):
+                if part[i] == uniq[o - 1]:
+                    counts[o - 1] += 1
+                else:
+                    uniq[o] = part[i]
+                    counts[o] = 1
+                    o += 1
+        new_off[d + 1] = o
+    return uniq[:o].copy(), counts[:o].copy(), new_off

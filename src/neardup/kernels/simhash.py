@@ -1,0 +1,55 @@
+"""SimHash kernels: fold weighted 64-bit feature hashes into 64-bit fingerprints.
+
+Charikar's rule: bit j of the fingerprint is 1 iff  sum_i w_i * (+1 if bit j of h_i else -1) > 0.
+(Equivalently: the weight of features with bit j set exceeds half the total weight; a tie gives 0.)
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def fold_one(hashes, weights, start, end):
+    """Fingerprint of the features ``hashes[start:end]`` with ``weights[start:end]`` (float64)."""
+    acc = np.zeros(64, dtype=np.float64)
+    for i in range(start, end):
+        h = hashes[i]
+        w = weights[i]
+        for j in range(64):
+            if (h >> np.uint64(j)) & np.uint64(1):
+                acc[j] += w
+            else:
+                acc[j] -= w
+    out = np.uint64(0)
+    for j in range(64):
+        if acc[j] > 0.0:
+            out |= np.uint64(1) << np.uint64(j)
+    return out
+
+
+@njit(cache=True)
+def fold_batch(hashes, weights, offsets):
+    """Fingerprints of a CSR batch: document d owns ``hashes[offsets[d]:offsets[d+1]]``."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    for d in range(n):
+        out[d] = fold_one(hashes, weights, offsets[d], offsets[d + 1])
+    return out
+
+
+@njit(cache=True)
+def popcount64(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@njit(cache=True)
+def hamming_many(a, b):
+    """Elementwise Hamming distance of two uint64 arrays."""
+    out = np.empty(a.shape[0], dtype=np.int64)
+    for i in range(a.shape[0]):
+        out[i] = popcount64(a[i] ^ b[i])
+    return out

@@ -1,0 +1,53 @@
+"""Exact Jaccard J(A, B) = |A ∩ B| / |A ∪ B| and containment C(A, B) = |A ∩ B| / |A| over shingle sets.
+
+Convention: a pair involving an empty set scores 0.0 (empty documents are never near-duplicates
+of anything, themselves included), matching the MinHash estimators.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from ..features.shingles import Features, Shingler
+from ..kernels.jaccard import pair_stats
+
+
+def _stats(features: Features, ii, jj):
+    u = features.unique()
+    ii = np.asarray(ii, dtype=np.int64)
+    jj = np.asarray(jj, dtype=np.int64)
+    n = len(u)
+    if ii.shape != jj.shape:
+        raise ValueError("row index arrays must have the same shape")
+    if ii.size and (ii.min() < 0 or jj.min() < 0 or ii.max() >= n or jj.max() >= n):
+        raise IndexError(f"row index out of range for {n} documents")
+    return pair_stats(u.hashes, u.offsets, ii, jj)
+
+
+def exact_jaccard_pairs(features: Features, ii, jj) -> np.ndarray:
+    """Exact Jaccard of each document pair (ii[p], jj[p]) of a feature batch."""
+    inter, na, nb = _stats(features, ii, jj)
+    union = na + nb - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((na > 0) & (nb > 0), inter / np.maximum(union, 1), 0.0)
+
+
+def containment_pairs(features: Features, ii, jj) -> np.ndarray:
+    """Exact containment |A ∩ B| / |A| of document ii[p] in document jj[p]."""
+    inter, na, nb = _stats(features, ii, jj)
+    return np.where((na > 0) & (nb > 0), inter / np.maximum(na, 1), 0.0)
+
+
+def exact_jaccard(a, b, tokenizer: str = "word", ngram: int = 5, **kwargs) -> float:
+    """Exact Jaccard of two texts' shingle sets (same tokenizer and normalisation as MinHasher)."""
+    f = Shingler(tokenizer=tokenizer, ngram=ngram, **kwargs).features([a, b])
+    return float(exact_jaccard_pairs(f, [0], [1])[0])
+
+
+def set_jaccard(a: Iterable, b: Iterable) -> float:
+    """Exact Jaccard of two Python sets of items (0.0 if either is empty)."""
+    sa, sb = set(a), set(b)
+    if not sa or not sb:
+        return 0.0
+    return len(sa & sb) / len(sa | sb)

@@ -1,0 +1,111 @@
+"""SimHash (Charikar 2002; Manku, Jain, Das Sarma 2007): a 64-bit fingerprint of weighted features.
+
+f = Σ_i w_i · s(h_i) with s(h)_j = +1 if bit j of h is set else −1; fingerprint bit j = [f_j > 0].
+For two documents, P[bit differs] ≈ θ/π (θ the angle between their weighted feature vectors), so
+near-duplicates have small Hamming distance; Manku et al. use f = 64 bits and k = 3.
+
+Weighting (``weighting=``): ``"uniform"`` (each distinct feature 1), ``"tf"`` (count in the
+document, default), ``"tfidf"`` (count × IDF from an :class:`IdfTable`: ``idf="jieba"`` for
+jieba's Chinese table, or fitted on a corpus with :meth:`SimHasher.fit_idf`). ``top_n`` keeps only
+the N heaviest features (keywords) per document.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..features.shingles import Features, Shingler
+from ..features.weights import IdfTable, top_n_mask
+from ..kernels.simhash import fold_batch, hamming_many, popcount64
+
+WEIGHTINGS = ("uniform", "tf", "tfidf")
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits of two 64-bit fingerprints."""
+    return (int(a) ^ int(b)).bit_count() if hasattr(int, "bit_count") else bin(int(a) ^ int(b)).count("1")
+
+
+def hamming_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return hamming_many(np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64))
+
+
+def is_near(a: int, b: int, k: int = 3) -> bool:
+    """``hamming(a, b) <= k``, stopping as soon as the count passes k (clears the lowest set bit
+    of a ^ b once per step: at most k + 1 steps)."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    x = (int(a) ^ int(b)) & 0xFFFFFFFFFFFFFFFF
+    for _ in range(k + 1):
+        if x == 0:
+            return True
+        x &= x - 1
+    return x == 0
+
+
+class SimHasher:
+    """Text → 64-bit SimHash fingerprints.
+
+    Defaults: word tokens, 3-gram shingles, term-frequency weights, all features, hash seed 0.
+    """
+
+    def __init__(self, tokenizer: str = "word", ngram: int = 3, weighting: str = "tf", idf=None,
+                 top_n: int | None = None, normalizer="default", seed: int = 0):
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
+        if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1):
+            raise ValueError(f"top_n must be a positive integer or None, got {top_n!r}")
+        self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=seed)
+        self.weighting = weighting
+        self.top_n = top_n
+        if isinstance(idf, str):
+            if idf != "jieba":
+                raise ValueError(f"idf must be an IdfTable, 'jieba' or None, got {idf!r}")
+            if ngram != 1:
+                raise ValueError("jieba's IDF table weights single words: use ngram=1 with idf='jieba'")
+            idf = IdfTable.jieba(seed)
+        self.idf = idf
+
+    def config(self) -> dict:
+        return {"method": "simhash", "bits": 64, "weighting": self.weighting, "top_n": self.top_n,
+                **self.shingler.config()}
+
+    def fit_idf(self, texts: Sequence) -> "SimHasher":
+        """Fit the IDF table on a corpus (used when ``weighting="tfidf"``)."""
+        self.idf = IdfTable.fit(self.shingler.features(texts))
+        return self
+
+    def weights(self, features: Features) -> tuple[Features, np.ndarray]:
+        uniq = features.unique()
+        if self.weighting == "uniform":
+            w = np.ones(uniq.hashes.shape[0], dtype=np.float64)
+        elif self.weighting == "tf":
+            w = uniq.counts.astype(np.float64)
+        else:
+            if self.idf is None:
+                raise ValueError("weighting='tfidf' needs an IDF table: pass idf=... or call fit_idf()")
+            w = uniq.counts * self.idf.lookup(uniq.hashes)
+        if self.top_n is not None:
+            keep = top_n_mask(w, uniq.offsets, self.top_n)
+            nd = len(uniq)
+            doc_of = np.repeat(np.arange(nd), np.diff(uniq.offsets))
+            new_off = np.zeros(nd + 1, dtype=np.int64)
+            np.cumsum(np.bincount(doc_of[keep], minlength=nd), out=new_off[1:])
+            uniq = Features(uniq.hashes[keep], new_off, uniq.counts[keep])
+            w = w[keep]
+        return uniq, w
+
+    def sign_features(self, features: Features) -> np.ndarray:
+        uniq, w = self.weights(features)
+        return fold_batch(uniq.hashes, np.ascontiguousarray(w, dtype=np.float64), uniq.offsets)
+
+    def sign_batch(self, texts: Sequence) -> np.ndarray:
+        """uint64 fingerprints of a batch of documents."""
+        return self.sign_features(self.shingler.features(texts))
+
+    def sign(self, text) -> int:
+        return int(self.sign_batch([text])[0])
+
+
+__all__ = ["SimHasher", "hamming", "hamming_array", "is_near", "popcount64", "WEIGHTINGS"]

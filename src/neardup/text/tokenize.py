@@ -1,0 +1,76 @@
+"""Tokenizers, Python-level view (one document → list of token strings).
+
+The batch path never calls these: it runs :mod:`neardup.kernels.shingle` over a UTF-8 buffer.
+These return the very same tokens as strings, for people (``neardup compare``) and for
+compatibility modes that hash token text.
+
+* ``word``  — maximal runs of letters/digits/marks of any script; every CJK ideograph, kana or
+  hangul syllable is a token of its own; punctuation, symbols and spaces of every script split.
+* ``char``  — code points (shingles of n of them are character n-grams).
+* ``jieba`` — Chinese word segmentation (rjieba, jieba's dictionary and HMM for unknown words);
+  tokens without any letter or digit (punctuation, spaces) are dropped.
+* ``auto``  — ``jieba`` when at least ``AUTO_CJK_FRACTION`` of the word characters of the
+  document are CJK/kana/hangul, else ``word``.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..kernels.shingle import solo_fraction_batch, word_spans
+from .normalize import to_utf8
+from .unicode import class_table
+
+TOKENIZERS = ("word", "char", "jieba", "auto")
+AUTO_CJK_FRACTION = 0.3
+
+
+def check_tokenizer(name: str) -> str:
+    if name not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {name!r}; expected one of {', '.join(TOKENIZERS)}")
+    return name
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import rjieba  # noqa: PLC0415  (imported on first use: loading the dictionary costs ~0.3 s)
+
+    return rjieba
+
+
+def jieba_tokens(text: str) -> list[str]:
+    """rjieba segmentation (HMM on), keeping tokens that contain a word character."""
+    table = class_table()
+    return [t for t in _jieba().cut(text, True) if any(table[ord(c)] for c in t)]
+
+
+def word_tokens(text: str) -> list[str]:
+    data = to_utf8(text)
+    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, dtype=np.uint8)
+    starts = np.empty(len(data) + 1, dtype=np.int64)
+    ends = np.empty(len(data) + 1, dtype=np.int64)
+    m = word_spans(buf, 0, len(data), class_table(), starts, ends)
+    return [data[s:e].decode("utf-8", errors="replace") for s, e in zip(starts[:m], ends[:m])]
+
+
+def cjk_fraction(text: str) -> float:
+    data = to_utf8(text)
+    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, dtype=np.uint8)
+    return float(solo_fraction_batch(buf, np.array([0, len(data)], dtype=np.int64), class_table())[0])
+
+
+def resolve_auto(text: str) -> str:
+    return "jieba" if cjk_fraction(text) >= AUTO_CJK_FRACTION else "word"
+
+
+def tokenize(text: str, tokenizer: str = "word") -> list[str]:
+    """Tokens of an already normalised ``text``."""
+    check_tokenizer(tokenizer)
+    if tokenizer == "auto":
+        tokenizer = resolve_auto(text)
+    if tokenizer == "word":
+        return word_tokens(text)
+    if tokenizer == "char":
+        return list(text)
+    return jieba_tokens(text)
