@@ -95,7 +95,8 @@ class Shingler:
         """Shingle hashes of a batch of documents (``str`` or UTF-8 ``bytes``)."""
         if isinstance(texts, (str, bytes)):
             raise TypeError("features() takes a sequence of documents; use features_one() for one")
-        buf, offsets = encode_batch(texts, self.normalizer)
+        # white space only matters to character n-grams: the other tokenizers split on it anyway
+        buf, offsets = encode_batch(texts, self.normalizer, whitespace=self.tokenizer == "char")
         return self._from_buffer(buf, offsets)
 
     def _from_buffer(self, buf: np.ndarray, offsets: np.ndarray) -> Features:

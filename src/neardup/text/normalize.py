@@ -2,7 +2,7 @@
 
 Steps (each switchable): Unicode NFKC (compatibility forms fold: full-width → ASCII, ligatures
 split), full case folding (``str.casefold``: ß → ss), whitespace (every run of Unicode white
-space becomes one space; leading/trailing space is dropped).
+space, as ``str.isspace`` defines it, becomes one space; leading/trailing space is dropped).
 Lone surrogates (not encodable in UTF-8) become U+FFFD; ``bytes`` input is decoded as UTF-8
 with invalid sequences replaced by U+FFFD. Both are counted in :attr:`Normalizer.replaced`.
 """
@@ -14,9 +14,19 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
+from numba import njit
 
-_WS = re.compile(r"\s+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _nfkc_by_line(text: str) -> str:
+    """NFKC applied to the lines that need it. Exact: a line feed is a starter that never
+    composes with a neighbour, so normalisation commutes with splitting at it."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.isascii() and not unicodedata.is_normalized("NFKC", line):
+            lines[i] = unicodedata.normalize("NFKC", line)
+    return "\n".join(lines)
 
 
 @dataclass
@@ -29,13 +39,21 @@ class Normalizer:
     replaced: int = field(default=0, compare=False, repr=False)
 
     def __call__(self, text) -> str:
-        text = _as_str(text, self)
-        if self.nfkc and not text.isascii():
-            text = unicodedata.normalize("NFKC", text)
-        if self.casefold:
-            text = text.casefold()
-        if self.whitespace:
-            text = _WS.sub(" ", text).strip()
+        return self.apply(_as_str(text, self), self.whitespace, True)
+
+    def apply(self, text: str, whitespace: bool, ascii_case: bool) -> str:
+        """Normalise ``text``; ``ascii_case=False`` leaves ASCII letters' case to the caller
+        (the batch path folds them in one vectorised pass over the buffer)."""
+        if text.isascii():
+            if self.casefold and ascii_case:
+                text = text.lower()
+        else:
+            if self.nfkc and not unicodedata.is_normalized("NFKC", text):
+                text = _nfkc_by_line(text)
+            if self.casefold:
+                text = text.casefold()
+        if whitespace:
+            text = " ".join(text.split())
         return text
 
     def config(self) -> dict:
@@ -67,25 +85,42 @@ def to_utf8(text: str, counter: Normalizer | None = None) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
-def encode_batch(texts: Sequence, normalizer: Normalizer | None) -> tuple[np.ndarray, np.ndarray]:
+def encode_batch(texts: Sequence, normalizer: Normalizer | None,
+                 whitespace: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Normalise and pack documents: returns ``(buf uint8, offsets int64[n+1])``.
 
+    ``whitespace=False`` skips the whitespace step (callers whose tokens ignore white space).
     Raises ``TypeError`` naming the position of the first document that is not text."""
     parts = []
     append = parts.append
+    if normalizer is not None:
+        ws = normalizer.whitespace if whitespace is None else (whitespace and normalizer.whitespace)
     for i, t in enumerate(texts):
         try:
-            s = normalizer(t) if normalizer is not None else _as_str(t)
+            s = _as_str(t, normalizer)
         except TypeError as exc:
             raise TypeError(f"document {i}: {exc}") from None
+        if normalizer is not None:
+            s = normalizer.apply(s, ws, False)
         append(to_utf8(s, normalizer))
     lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    buf = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    buf = np.frombuffer(bytearray(b"".join(parts)), dtype=np.uint8)
     if buf.shape[0] == 0:
         buf = np.zeros(1, dtype=np.uint8)  # numba wants a non-empty buffer to index safely
+    elif normalizer is not None and normalizer.casefold:
+        ascii_lower_inplace(buf)
     return buf, offsets
+
+
+@njit(cache=True)
+def ascii_lower_inplace(buf):
+    """A–Z → a–z over a UTF-8 buffer (bytes < 0x80 are always whole ASCII characters)."""
+    for i in range(buf.shape[0]):
+        b = buf[i]
+        if b >= 65 and b <= 90:
+            buf[i] = b + 32
 
 
 def iter_normalized(texts: Iterable, normalizer: Normalizer) -> Iterable[str]:

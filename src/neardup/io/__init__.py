@@ -1,0 +1,4 @@
+"""Reading documents: files, stdin, JSONL (plain or gzip) — streamed in batches."""
+from .readers import Document, InputError, iter_documents
+
+__all__ = ["Document", "InputError", "iter_documents"]

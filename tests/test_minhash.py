@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+
+from neardup import MinHash, MinHasher, SCHEMES, Signatures, Shingler, exact_jaccard_pairs
+
+DOCS = [
+    "MinHash is a probabilistic data structure for estimating the similarity between datasets quickly",
+    "MinHash is a probabilistic data structure for estimating the similarity between documents quickly",
+    "Completely unrelated words appear here with no overlap in any five word window at all today",
+    "",
+    "tiny",
+]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_identical_symmetric_and_batch_equals_single(scheme):
+    h = MinHasher(num_perm=64, scheme=scheme, ngram=3)
+    sigs = h.sign_batch(DOCS)
+    assert sigs.values.shape == (len(DOCS), 64)
+    for i, d in enumerate(DOCS):
+        assert np.array_equal(h.sign(d).hashvalues, sigs.values[i]), i
+    assert sigs.jaccard_pairs([0], [0])[0] == 1.0
+    assert sigs.jaccard_pairs([4], [4])[0] == 1.0
+    assert sigs.jaccard_pairs([0], [1])[0] == sigs.jaccard_pairs([1], [0])[0]
+    assert 0.2 < sigs.jaccard_pairs([0], [1])[0] < 0.9
+    assert sigs.jaccard_pairs([0], [2])[0] < 0.1
+    # empty documents are similar to nothing, themselves included
+    assert sigs.jaccard_pairs([3, 3], [3, 0]).tolist() == [0.0, 0.0]
+    m = sigs.jaccard_matrix()
+    assert np.allclose(m, m.T)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_merge_equals_sketch_of_union(scheme):
+    items_a = [f"a{i}" for i in range(300)] + [f"s{i}" for i in range(100)]
+    items_b = [f"b{i}" for i in range(50)] + [f"s{i}" for i in range(100)]
+    ma = MinHash(128, scheme, seed=3).update(items_a)
+    mb = MinHash(128, scheme, seed=3).update(items_b)
+    union = MinHash(128, scheme, seed=3).update(items_a + items_b)
+    assert ma.copy().merge(mb) == union
+    assert mb.copy().merge(ma) == union
+
+
+@pytest.mark.parametrize("scheme", ["oph", "permutation", "bottomk"])
+def test_incremental_update_equals_one_shot(scheme):
+    items = np.arange(1000, dtype=np.int64) * 7919
+    one = MinHash(128, scheme, seed=9).update(items)
+    inc = MinHash(128, scheme, seed=9)
+    for part in np.array_split(items, 7):
+        inc.update(part)
+    assert inc == one
+    # ints as Python ints hash like numpy ints
+    assert MinHash(128, scheme, seed=9).update([int(x) for x in items]) == one
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_serialisation_round_trip(scheme, tmp_path):
+    m = MinHasher(num_perm=32, scheme=scheme, seed=5).sign(DOCS[0])
+    back = MinHash.from_bytes(m.to_bytes())
+    assert back == m and back.scheme == scheme and back.seed == 5 and back.num_perm == 32
+    assert back.jaccard(m) == 1.0
+    sigs = MinHasher(num_perm=32, scheme=scheme, seed=5).sign_batch(DOCS)
+    sigs.save(tmp_path / "s.npz")
+    again = Signatures.load(tmp_path / "s.npz")
+    assert np.array_equal(again.values, sigs.values) and again.scheme == scheme and again.seed == 5
+    assert again.config["ngram"] == 5
+
+
+def test_from_bytes_rejects_garbage():
+    with pytest.raises(ValueError, match="magic"):
+        MinHash.from_bytes(b"nope")
+
+
+def test_incompatible_sketches_refuse_comparison():
+    a = MinHash(64, "oph", seed=1).update(["x"])
+    with pytest.raises(ValueError, match="scheme, seed, num_perm"):
+        a.jaccard(MinHash(64, "oph", seed=2).update(["x"]))
+    with pytest.raises(ValueError, match="scheme, seed, num_perm"):
+        a.jaccard(MinHash(64, "permutation", seed=1).update(["x"]))
+    with pytest.raises(TypeError):
+        a.jaccard("x")
+
+
+def test_parameter_validation():
+    with pytest.raises(ValueError, match="scheme"):
+        MinHash(128, "nope")
+    with pytest.raises(ValueError, match="num_perm"):
+        MinHash(0)
+    with pytest.raises(ValueError, match="seed"):
+        MinHash(128, "oph", seed=-1)
+    with pytest.raises(ValueError, match="seed"):
+        MinHash(128, "datasketch-legacy", seed=2**32)
+    with pytest.raises(TypeError):
+        MinHash(16).update([1.5])
+
+
+def test_datasketch_scheme_reproduces_published_values(shared):
+    import json
+
+    ref = json.loads((shared / "corpora/reference_values/values.json").read_text())["datasketch"]
+    assert MinHash(4, "datasketch-legacy", seed=1).update([b"Hello"]).hashvalues.tolist() == \
+        ref["test_byte_tokens"]["hashvalues_legacy"]
+    assert MinHash(4, "datasketch-affine32", seed=1).update([b"Hello"]).hashvalues.tolist() == \
+        ref["test_byte_tokens"]["hashvalues_affine32_default_2.0.0"]
+    ex = ref["minhash_example"]
+    for scheme, key in (("datasketch-legacy", "legacy"), ("datasketch-affine32", "affine32")):
+        a = MinHash(128, scheme, seed=1).update(ex["data1"])
+        b = MinHash(128, scheme, seed=1).update(ex["data2"])
+        assert a.jaccard(b) == ex["estimated_num_perm128_seed1"][key]
+
+
+def test_item_sets_for_recommenders():
+    users_a = np.arange(0, 10_000, dtype=np.int64)
+    users_b = np.arange(5_000, 15_000, dtype=np.int64)
+    a = MinHash(256, "oph", seed=1).update(users_a)
+    b = MinHash(256, "oph", seed=1).update(users_b)
+    assert abs(a.jaccard(b) - 1 / 3) < 4 * np.sqrt((1 / 3) * (2 / 3) / 256)
+
+
+def test_exact_jaccard_matches_python_sets():
+    sh = Shingler(ngram=3)
+    f = sh.features(DOCS)
+    for i in range(len(DOCS)):
+        for j in range(len(DOCS)):
+            sa, sb = set(sh.shingles(DOCS[i])), set(sh.shingles(DOCS[j]))
+            expect = len(sa & sb) / len(sa | sb) if sa and sb else 0.0
+            assert exact_jaccard_pairs(f, [i], [j])[0] == pytest.approx(expect)

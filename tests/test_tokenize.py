@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+
+from neardup import Normalizer, Shingler
+from neardup.text.tokenize import tokenize
+
+
+def test_word_tokens_any_script_and_punctuation():
+    text = "Héllo, wörld! Привет—мир; naïve café 3.14 «quoted» ¿qué? x_y"
+    assert tokenize(text, "word") == ["Héllo", "wörld", "Привет", "мир", "naïve", "café", "3", "14",
+                                      "quoted", "qué", "x", "y"]
+
+
+def test_cjk_ideographs_kana_hangul_are_single_tokens():
+    assert tokenize("中文abc日本語カナ한국어", "word") == ["中", "文", "abc", "日", "本", "語", "カ", "ナ", "한", "국", "어"]
+    # fullwidth and ideographic punctuation split too
+    assert tokenize("你好，世界。（测试）", "word") == ["你", "好", "世", "界", "测", "试"]
+
+
+def test_normalizer_steps():
+    n = Normalizer()
+    assert n("ＦＵＬＬ\u3000Width  Straße\n\tﬁ") == "full width strasse fi"
+    assert Normalizer(nfkc=False, casefold=False, whitespace=False)("ＡB  c") == "ＡB  c"
+    assert Normalizer(casefold=False)("A  B") == "A B"
+
+
+def test_short_document_gets_one_shingle_and_empty_none():
+    sh = Shingler(ngram=5)
+    f = sh.features(["just three words", "", "   ", "one two three four five six"])
+    assert list(f.sizes()) == [1, 0, 0, 2]
+    assert sh.shingles("just three words") == ["just three words"]
+
+
+def test_identical_short_texts_match_and_differ_from_others():
+    sh = Shingler(ngram=5)
+    f = sh.features(["ok", "OK", "no"])
+    assert f.doc(0)[0] == f.doc(1)[0] != f.doc(2)[0]
+
+
+@pytest.mark.parametrize("tokenizer,ngram", [("word", 1), ("word", 3), ("char", 4), ("jieba", 2), ("auto", 2)])
+def test_kernel_shingles_agree_with_python_view(tokenizer, ngram):
+    texts = ["The cat sat on the mat; the cat sat.", "我是蓝翔技工拖拉机学院手扶拖拉机专业的。不用多久，我就会升职加薪",
+             "Ünïcödé ﬁne   text with   spaces", "a", ""]
+    sh = Shingler(tokenizer=tokenizer, ngram=ngram)
+    f = sh.features(texts)
+    for i, t in enumerate(texts):
+        strings = sh.shingles(t)
+        # the kernel's hashes are a function of the shingle: equal strings ⇔ equal hashes
+        assert len(f.doc(i)) == len(strings)
+        by_string = {}
+        for s, h in zip(strings, f.doc(i)):
+            assert by_string.setdefault(s, h) == h
+        assert len(set(by_string.values())) == len(by_string)
+
+
+def test_char_ngrams_on_normalised_whitespace():
+    sh = Shingler(tokenizer="char", ngram=3)
+    assert sh.shingles("ab  c\n") == ["ab ", "b c"]
+    f = sh.features(["ab  c\n", "ab c"])
+    assert np.array_equal(f.doc(0), f.doc(1))
+
+
+def test_auto_uses_jieba_for_chinese_and_word_otherwise():
+    sh = Shingler(tokenizer="auto", ngram=1)
+    assert sh.shingles("手扶拖拉机专业") == ["手扶拖拉机", "专业"]
+    assert sh.shingles("hello world") == ["hello", "world"]
+    f = sh.features(["hello world", "手扶拖拉机专业", "x"])
+    assert list(f.sizes()) == [2, 2, 1]
+    solo = Shingler(tokenizer="jieba", ngram=1).features(["手扶拖拉机专业"])
+    assert np.array_equal(f.doc(1), solo.doc(0))
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="tokenizer"):
+        Shingler(tokenizer="nope")
+    with pytest.raises(ValueError, match="ngram"):
+        Shingler(ngram=0)
