@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import click
 
@@ -54,8 +55,9 @@ def _simhash_compat_signer(compat: str, top_n: int | None):
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
 @click.option("-o", "--output", type=click.File("w"), default="-", help="Output file (default: stdout).")
+@click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
 def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, idf, top_n, compat, n_sentences,
-         jsonl, text_field, id_field, on_error, batch_size, output):
+         jsonl, text_field, id_field, on_error, batch_size, output, summary):
     """Print one JSON line per document with its signature.
 
     INPUTS are files (one document each), '-' for one document on stdin, or JSONL files.
@@ -82,16 +84,31 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
         raise click.UsageError(str(exc)) from None
     skipped: list = []
     count = 0
+    n_bytes = 0
+    distinct: set = set()
+    start = time.perf_counter()
     try:
         docs = iter_documents(inputs, jsonl=jsonl, text_field=text_field, id_field=id_field, on_error=on_error,
                               skipped=skipped)
         for batch in batched(docs, batch_size):
-            sigs = sign_batch([d.text for d in batch])
+            texts = [d.text for d in batch]
+            sigs = sign_batch(texts)
             for d, s in zip(batch, sigs):
                 output.write(json.dumps({"id": d.id, key: s}, ensure_ascii=False) + "\n")
+                if summary:
+                    distinct.add(tuple(s) if isinstance(s, list) else s)
             count += len(batch)
+            if summary:
+                n_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
     except InputError as exc:
         raise click.ClickException(str(exc)) from None
+    output.flush()
+    if summary:
+        secs = time.perf_counter() - start
+        click.echo(f"neardup sign --method {method}: {count} documents, {n_bytes / 1e6:.2f} MB in {secs:.2f} s "
+                   f"({n_bytes / 1e6 / max(secs, 1e-9):.1f} MB/s incl. reading and JSON output); "
+                   f"{len(distinct)} distinct signatures ({count - len(distinct)} documents share one "
+                   f"with an earlier document)", err=True)
     if skipped:
         click.echo(f"neardup: signed {count} documents, skipped {len(skipped)} bad records:", err=True)
         for path, line, reason in skipped[:20]:

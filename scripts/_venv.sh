@@ -1,0 +1,16 @@
+# Shared by demo.sh and test.sh: create or refresh the project's virtual environment.
+# Usage: source scripts/_venv.sh EXTRAS   (EXTRAS like "" or "[test]")
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${NEARDUP_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
+fi
+STAMP="$VENV/.neardup-installed$1"
+if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT$1"
+  touch "$STAMP"
+fi
+export PATH="$VENV/bin:$PATH"
