@@ -31,7 +31,7 @@ class SentenceSigner:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         self.n = n
         self.min_chars = min_chars
-        self._norm = Normalizer()
+        self._norm = Normalizer(whitespace=False)  # line breaks split sentences: keep them
 
     def config(self) -> dict:
         return {"method": "sentences", "n": self.n}
