@@ -1,0 +1,89 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+import neardup
+from neardup.cli import main
+
+
+def run_cli(*args, input=None):
+    res = CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+    return res
+
+
+def lines(out):
+    return [json.loads(x) for x in out.strip().splitlines()]
+
+
+def test_sign_files_minhash_matches_api(tmp_path):
+    a = tmp_path / "a.txt"
+    b = tmp_path / "b.txt"
+    a.write_text("one two three four five six seven eight", encoding="utf-8")
+    b.write_text("one two three four five six seven nine", encoding="utf-8")
+    res = run_cli("sign", str(a), str(b), "--num-perm", "16", "--scheme", "permutation", "--seed", "3")
+    assert res.exit_code == 0, res.output
+    recs = lines(res.output)
+    assert [r["id"] for r in recs] == [str(a), str(b)]
+    expect = neardup.MinHasher(num_perm=16, scheme="permutation", seed=3).sign_batch(
+        [a.read_text(), b.read_text()]).values
+    assert [r["minhash"] for r in recs] == expect.tolist()
+
+
+def test_sign_jsonl_simhash_and_sentences(tmp_path):
+    p = tmp_path / "docs.jsonl"
+    docs = [{"doc": "d1", "body": "hello world, this is a test."}, {"doc": "d2", "body": "another text!"}]
+    p.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
+    res = run_cli("sign", str(p), "--method", "simhash", "--text-field", "body", "--id-field", "doc")
+    assert res.exit_code == 0, res.output
+    recs = lines(res.output)
+    assert [r["id"] for r in recs] == ["d1", "d2"]
+    assert recs[0]["simhash"] == neardup.SimHasher().sign(docs[0]["body"])
+    res = run_cli("sign", str(p), "--method", "sentences", "--text-field", "body")
+    assert lines(res.output)[1] == {"id": f"{p}:2", "sentences": neardup.SentenceSigner().sign("another text!")}
+
+
+def test_bad_json_line_names_file_and_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"text": "ok"}\n{"text": broken}\n{"text": "fine"}\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["sign", str(p)])
+    assert res.exit_code != 0
+    assert f"{p}:2: malformed JSON" in res.output
+    res = CliRunner().invoke(main, ["sign", str(p), "--on-error", "skip"])
+    assert res.exit_code == 0
+    assert len(lines(res.stdout)) == 2
+    assert "skipped 1 bad records" in res.stderr and f"{p}:2" in res.stderr
+
+
+def test_missing_text_field_lists_fields(tmp_path):
+    p = tmp_path / "f.jsonl"
+    p.write_text('{"content": "x", "url": "u"}\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["sign", str(p)])
+    assert res.exit_code != 0
+    assert "no field 'text'" in res.output and "'content', 'url'" in res.output
+
+
+def test_bad_options_are_usage_errors(tmp_path):
+    res = CliRunner().invoke(main, ["sign", "x", "--scheme", "nope"])
+    assert res.exit_code == 2
+    res = CliRunner().invoke(main, ["sign", "x", "--compat", "yanyiwu"])
+    assert res.exit_code == 2 and "--compat" in res.output
+
+
+def test_console_script_reads_stdin():
+    res = subprocess.run([sys.executable, "-m", "neardup.cli", "sign", "-", "--method", "simhash"],
+                         input="stdin document text here", capture_output=True, text=True, check=True)
+    rec = json.loads(res.stdout)
+    assert rec == {"id": "-", "simhash": neardup.SimHasher().sign("stdin document text here")}
+
+
+def test_simhash_compat_yanyiwu_on_news_content(shared):
+    pytest.importorskip("neardup.sketches.compat.yanyiwu")
+    path = shared / "corpora/yanyiwu_simhash_testdata/news_content"
+    expected = json.loads((shared / "corpora/yanyiwu_simhash_testdata/expected.json").read_text())
+    want = next(a["expected"] for a in expected["asserts"] if a["test"] == "make(news_content, topN=5) -> simhash")
+    res = run_cli("sign", "--method", "simhash", "--compat", "yanyiwu", "--top-n", "5", str(path))
+    assert res.exit_code == 0, res.output
+    assert lines(res.output)[0]["simhash"] == int(want)
