@@ -1,0 +1,92 @@
+"""LSH banding kernels: band keys of a signature matrix and candidate pairs from equal keys.
+
+Band key of row x, band i: a 64-bit fold of the r values x[i r : (i+1) r] seeded with i, so
+equal keys ⇔ (up to a 2^-64 collision chance) equal bands. Candidates are grouped by sorting
+each band column; no Python loop per document or pair.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .hashing import P1, P2, P4, P5, _avalanche, _round, rotl
+
+
+@njit(cache=True)
+def band_keys(values, b, r):
+    n = values.shape[0]
+    out = np.empty((n, b), dtype=np.uint64)
+    for x in range(n):
+        for i in range(b):
+            h = np.uint64(i) * P1 + P5 + np.uint64(r)
+            base = i * r
+            for t in range(r):
+                h ^= _round(np.uint64(0), np.uint64(values[x, base + t]))
+                h = rotl(h, 27) * P1 + P4
+            out[x, i] = _avalanche(h)
+    return out
+
+
+@njit(cache=True)
+def row_keys(values):
+    """64-bit key of each whole row (for collapsing identical signatures)."""
+    n, k = values.shape
+    out = np.empty(n, dtype=np.uint64)
+    for x in range(n):
+        h = P5 + np.uint64(k) * P2
+        for t in range(k):
+            h ^= _round(np.uint64(0), np.uint64(values[x, t]))
+            h = rotl(h, 27) * P1 + P4
+        out[x] = _avalanche(h)
+    return out
+
+
+@njit(cache=True)
+def _grow(a, need):
+    cap = a.shape[0]
+    while cap < need:
+        cap *= 2
+    out = np.empty(cap, dtype=a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit(cache=True)
+def bucket_pairs(keys, ids, max_bucket):
+    """Pairs of ``ids`` that share a key. ``keys`` (n, b): for each band column, sort and scan runs
+    of equal keys; a run of m ≤ ``max_bucket`` members yields all m(m−1)/2 pairs, a larger run
+    yields the m−1 edges from its smallest id to each other member (a star: linear in m).
+    Returns (lo, hi) arrays with lo < hi, possibly repeated across bands."""
+    n, b = keys.shape
+    lo = np.empty(max(16, 2 * n), dtype=np.int64)
+    hi = np.empty(max(16, 2 * n), dtype=np.int64)
+    p = 0
+    for band in range(b):
+        col = keys[:, band].copy()
+        order = np.argsort(col)
+        s = 0
+        while s < n:
+            e = s + 1
+            key = col[order[s]]
+            while e < n and col[order[e]] == key:
+                e += 1
+            m = e - s
+            if m > 1:
+                members = np.sort(ids[order[s:e]])
+                need = p + (m * (m - 1) // 2 if m <= max_bucket else m - 1)
+                if need > lo.shape[0]:
+                    lo = _grow(lo, need)
+                    hi = _grow(hi, need)
+                if m <= max_bucket:
+                    for u in range(m):
+                        for v in range(u + 1, m):
+                            lo[p] = members[u]
+                            hi[p] = members[v]
+                            p += 1
+                else:
+                    for v in range(1, m):
+                        lo[p] = members[0]
+                        hi[p] = members[v]
+                        p += 1
+            s = e
+    return lo[:p].copy(), hi[:p].copy()

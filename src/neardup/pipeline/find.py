@@ -1,0 +1,144 @@
+"""Finding near-duplicates in a batch of signatures, end to end in memory.
+
+MinHash: identical signature rows are linked first (similarity 1.0), so n copies of a document
+cost O(n), not O(n²); LSH banding proposes candidate pairs among the distinct rows; each
+candidate is verified — estimated Jaccard from the full signatures ≥ t (default), or exact
+Jaccard / containment on the shingles when ``features`` are given — and the verified graph is
+cut into clusters (:mod:`neardup.clusters`). Empty documents are never duplicates.
+
+Containment from Jaccard: with |A ∩ B| = J (|A| + |B|) / (1 + J),  C(A ⊆ B) = |A ∩ B| / |A|.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..clusters import Clusters, build_clusters
+from ..features.shingles import Features
+from ..index.lsh import LSHParams, candidate_pairs, choose_params, identical_rows
+from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
+from ..sketches.minhash import Signatures, empty_value, jaccard_rows
+
+METRICS = ("jaccard", "containment")
+VERIFY = ("minhash", "exact", "none")
+
+
+def containment_from_jaccard(j, size_a, size_b):
+    """C(A ⊆ B) estimated from J and the set sizes (0 where |A| = 0)."""
+    j = np.asarray(j, dtype=np.float64)
+    a = np.asarray(size_a, dtype=np.float64)
+    b = np.asarray(size_b, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = j * (a + b) / ((1.0 + j) * a)
+    return np.clip(np.nan_to_num(c), 0.0, 1.0)
+
+
+@dataclass
+class DuplicateResult:
+    clusters: Clusters
+    pairs_lo: np.ndarray           # verified pairs (including identical-signature links)
+    pairs_hi: np.ndarray
+    pairs_sim: np.ndarray
+    candidates: int                # LSH candidate pairs among distinct signatures
+    params: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+
+
+def _empty_rows(sigs: Signatures) -> np.ndarray:
+    return np.all(sigs.values == sigs.values.dtype.type(empty_value(sigs.scheme)), axis=1)
+
+
+def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LSHParams | None = None,
+                            lsh_mode: str = "recall", recall: float = 0.99, metric: str = "jaccard",
+                            verify: str = "minhash", features: Features | None = None,
+                            sizes: np.ndarray | None = None, keep: str = "first", lengths=None, keys=None,
+                            max_drift: float | None = None, max_bucket: int = 64) -> DuplicateResult:
+    """Clusters of near-duplicates among the rows of ``sigs``.
+
+    ``metric="containment"`` accepts a pair when either document is at least ``threshold``
+    contained in the other (needs ``sizes`` — distinct shingles per document — or ``features``).
+    ``verify="exact"`` checks candidates on ``features``; ``"none"`` accepts every candidate.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if verify not in VERIFY:
+        raise ValueError(f"verify must be one of {VERIFY}, got {verify!r}")
+    if verify == "exact" and features is None:
+        raise ValueError("verify='exact' needs the documents' features")
+    if metric == "containment" and sizes is None:
+        if features is None:
+            raise ValueError("metric='containment' needs sizes (distinct shingles per document) or features")
+        sizes = features.unique().sizes()
+    timings = {}
+    t0 = time.perf_counter()
+    n = len(sigs)
+    values = sigs.values
+    params = lsh or choose_params(threshold, sigs.num_perm, lsh_mode, recall)
+    empty = _empty_rows(sigs)
+    same = identical_rows(values)
+    same[empty] = np.flatnonzero(empty)
+    dup = np.flatnonzero(same != np.arange(n))
+    distinct = np.flatnonzero((same == np.arange(n)) & ~empty)
+    timings["identical"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    lo, hi = candidate_pairs(values, params.b, params.r, max_bucket=max_bucket, rows=distinct)
+    timings["candidates"] = time.perf_counter() - t0
+    n_candidates = int(lo.shape[0])
+
+    t0 = time.perf_counter()
+
+    def similarity(a, b):
+        if verify == "exact" and features is not None:
+            if metric == "jaccard":
+                return exact_jaccard_pairs(features, a, b)
+            return np.maximum(containment_pairs(features, a, b), containment_pairs(features, b, a))
+        j = jaccard_rows(values, a, b, sigs.scheme)
+        if metric == "jaccard":
+            return j
+        return np.maximum(containment_from_jaccard(j, sizes[a], sizes[b]),
+                          containment_from_jaccard(j, sizes[b], sizes[a]))
+
+    if verify == "none":
+        sim = similarity(lo, hi)
+        ok = np.ones(lo.shape[0], dtype=bool)
+    else:
+        sim = similarity(lo, hi)
+        ok = sim >= threshold
+    lo, hi, sim = lo[ok], hi[ok], sim[ok]
+    # identical signatures: linked to the first row with the same values
+    lo = np.concatenate([same[dup], lo])
+    hi = np.concatenate([dup, hi])
+    sim = np.concatenate([np.ones(dup.shape[0]), sim])
+    timings["verify"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys,
+                              threshold=threshold, max_drift=max_drift)
+    timings["clusters"] = time.perf_counter() - t0
+    info = {"method": "minhash", "threshold": threshold, "b": params.b, "r": params.r, "lsh_mode": params.mode,
+            "metric": metric, "verify": verify, "keep": keep, "max_drift": max_drift, "num_perm": sigs.num_perm,
+            "scheme": sigs.scheme, "seed": sigs.seed, "empty_documents": int(empty.sum())}
+    return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings)
+
+
+def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, keep: str = "first",
+                          lengths=None, user_keys=None) -> DuplicateResult:
+    """Clusters of documents with equal signatures (sentence signatures, exact hashes).
+    Rows where ``valid`` is False (e.g. empty documents) stay alone."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    n = keys.shape[0]
+    t0 = time.perf_counter()
+    idx = np.arange(n) if valid is None else np.flatnonzero(valid)
+    order = idx[np.lexsort((idx, keys[idx]))]
+    k = keys[order]
+    start = np.ones(order.shape[0], dtype=bool)
+    start[1:] = k[1:] != k[:-1]
+    first = order[np.maximum.accumulate(np.where(start, np.arange(order.shape[0]), 0))]
+    link = first != order
+    lo, hi = first[link], order[link]
+    clusters = build_clusters(n, lo, hi, lambda a, b: np.ones(a.shape[0]), keep=keep, lengths=lengths, keys=user_keys)
+    return DuplicateResult(clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
+                           {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0})
