@@ -1,0 +1,113 @@
+import json
+
+import numpy as np
+import pytest
+
+from neardup import MinHasher, Signatures
+from neardup.clusters import build_clusters
+from neardup.index.lsh import candidate_pairs, choose_params, datasketch_params, recall_params, s_curve
+from neardup.pipeline import containment_from_jaccard, find_equal_duplicates, find_minhash_duplicates
+
+
+def test_datasketch_parameters_reproduced(shared):
+    ref = json.loads((shared / "corpora/reference_values/values.json").read_text())["datasketch"]
+    for key, br in ref["lsh_params_num_perm128_default_weights"].items():
+        t = float(key.split()[1])
+        assert datasketch_params(t, 128) == (br["b"], br["r"])
+
+
+@pytest.mark.parametrize("t", [0.5, 0.7, 0.8, 0.9])
+@pytest.mark.parametrize("target", [0.9, 0.99, 0.999])
+def test_recall_params_reach_target_and_are_cheapest(t, target):
+    b, r = recall_params(t, 128, target)
+    assert b * r <= 128
+    assert s_curve(t, b, r) >= target
+    # no other feasible (b', r') with P(t) >= target has less mass below t
+    from neardup.index.lsh import false_positive_mass
+    mine = false_positive_mass(t, b, r)
+    for r2 in range(1, 129):
+        for b2 in range(1, 128 // r2 + 1):
+            if s_curve(t, b2, r2) >= target:
+                assert false_positive_mass(t, b2, r2) >= mine - 1e-12
+
+
+def test_explicit_and_invalid_params():
+    assert (choose_params(0.8, 128, b=8, r=16).b, choose_params(0.8, 128, b=8, r=16).r) == (8, 16)
+    with pytest.raises(ValueError):
+        choose_params(0.8, 128, b=20, r=10)
+    with pytest.raises(ValueError):
+        recall_params(1.2, 128)
+
+
+def test_candidate_probability_follows_s_curve():
+    """Empirical candidate rate of planted pairs at similarity s matches 1-(1-s^r)^b."""
+    rng = np.random.default_rng(1)
+    k, b, r, pairs = 128, 16, 6, 4000
+    for s in (0.5, 0.7):
+        base = rng.integers(0, 2**32, (pairs, k), dtype=np.uint64)
+        other = base.copy()
+        mask = rng.random((pairs, k)) >= s            # each slot agrees with probability s
+        other[mask] = rng.integers(0, 2**32, int(mask.sum()), dtype=np.uint64)
+        vals = np.empty((2 * pairs, k), dtype=np.uint32)
+        vals[0::2], vals[1::2] = base, other
+        lo, hi = candidate_pairs(vals, b, r)
+        found = np.sum((hi == lo + 1) & (lo % 2 == 0))
+        p = s_curve(s, b, r)
+        assert abs(found / pairs - p) <= 4 * np.sqrt(p * (1 - p) / pairs)
+
+
+def test_identical_documents_cost_linear_edges():
+    vals = np.repeat(np.arange(128, dtype=np.uint32)[None, :], 50_000, axis=0)
+    res = find_minhash_duplicates(Signatures(vals, "oph", 1), 0.8)
+    assert res.candidates == 0                       # identical rows never reach the LSH stage
+    assert res.pairs_lo.shape[0] == 49_999
+    assert res.clusters.kept.sum() == 1
+
+
+def test_large_bucket_is_a_star_not_quadratic():
+    rng = np.random.default_rng(2)
+    vals = rng.integers(0, 2**32, (3000, 128), dtype=np.uint64).astype(np.uint32)
+    vals[:, :6] = 7                                   # everyone shares band 0 (r = 6)
+    lo, hi = candidate_pairs(vals, 16, 6, max_bucket=64)
+    assert lo.shape[0] == 2999 and np.all(lo == 0)
+
+
+def test_end_to_end_clusters_keep_policy_and_chaining():
+    base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
+    docs = [" ".join(base), " ".join(base[:-1] + ["sigma"]), " ".join(base[:-2] + ["sigma", "tau"]),
+            "unrelated words that share nothing with the greek alphabet sequence at all", "",
+            " ".join(base) + " extra words at the end making it longer"]
+    h = MinHasher(num_perm=256, ngram=2)
+    sigs = h.sign_batch(docs)
+    res = find_minhash_duplicates(sigs, 0.7, lengths=[len(d) for d in docs], keep="longest")
+    c = res.clusters
+    assert c.cluster[3] == 3 and c.cluster[4] == 4           # unrelated and empty stay alone
+    assert len({c.cluster[0], c.cluster[1], c.cluster[2]}) == 1
+    rep = c.cluster[0]
+    assert c.kept[rep] and c.kept.sum() == len(docs) - (np.bincount(c.cluster)[rep] - 1)
+    assert np.all(c.similarity[c.cluster == np.arange(len(docs))] == 1.0)
+    first = find_minhash_duplicates(sigs, 0.7, keep="first").clusters
+    assert first.cluster[1] == 0
+
+
+def test_drift_split_breaks_chains():
+    # path graph 0-1-2-3 where similarity to rep 0 decays along the chain
+    sim = {(0, 1): 0.9, (0, 2): 0.6, (0, 3): 0.3, (2, 3): 0.9, (1, 2): 0.9, (1, 3): 0.6}
+
+    def sim_to(a, b):
+        return np.array([1.0 if x == y else sim[(min(x, y), max(x, y))] for x, y in zip(a, b)])
+
+    lo, hi = np.array([0, 1, 2]), np.array([1, 2, 3])
+    chained = build_clusters(4, lo, hi, sim_to)
+    assert chained.cluster.tolist() == [0, 0, 0, 0]
+    split = build_clusters(4, lo, hi, sim_to, threshold=0.8, max_drift=0.1)
+    assert split.cluster.tolist() == [0, 0, 2, 2]
+    assert split.similarity.tolist() == [1.0, 0.9, 1.0, 0.9]
+
+
+def test_containment_from_jaccard_and_equal_grouping():
+    # |A|=10 inside |B|=40: J = 10/40
+    assert containment_from_jaccard(0.25, 10, 40) == pytest.approx(1.0)
+    assert containment_from_jaccard(0.25, 40, 10) == pytest.approx(0.25)
+    res = find_equal_duplicates(np.array([9, 4, 9, 0, 4], np.uint64), valid=np.array([1, 1, 1, 0, 1], bool))
+    assert res.clusters.cluster.tolist() == [0, 1, 0, 3, 1]
