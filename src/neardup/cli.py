@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -117,3 +118,159 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+# -- dedup ---------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("--method", type=click.Choice(["minhash", "simhash", "sentences", "exact"]), default="minhash",
+              show_default=True)
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True), default=None,
+              help="MinHash: similarity to call two documents duplicates (default 0.8).")
+@click.option("--metric", type=click.Choice(["jaccard", "containment"]), default="jaccard", show_default=True,
+              help="MinHash: Jaccard, or containment of either document in the other.")
+@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
+@click.option("--ngram", type=click.IntRange(1, 64), default=None, help="Shingle size (default: 5 minhash, 3 simhash).")
+@click.option("--num-perm", type=click.IntRange(2, 65536), default=128, show_default=True)
+@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True)
+@click.option("--bits", type=click.IntRange(0, 32), default=None, help="SimHash: max Hamming distance k (default 3).")
+@click.option("--sentences", "n_sentences", type=click.IntRange(1), default=3, show_default=True)
+@click.option("--lsh", "lsh_mode", type=click.Choice(["recall", "datasketch"]), default="recall", show_default=True,
+              help="How to choose LSH bands: a recall target at the threshold, or datasketch's optimum.")
+@click.option("--recall", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.99, show_default=True)
+@click.option("--bands", type=click.IntRange(1), default=None, help="Explicit LSH bands b (with --rows).")
+@click.option("--rows", type=click.IntRange(1), default=None, help="Explicit LSH rows per band r (with --bands).")
+@click.option("--max-drift", type=click.FloatRange(0.0, 1.0), default=None,
+              help="Split members whose similarity to their representative is below threshold − DRIFT.")
+@click.option("--keep", type=click.Choice(["first", "longest", "key"]), default="first", show_default=True)
+@click.option("--keep-field", default=None, help="With --keep key: the field whose largest value is kept.")
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--id-field", default=None, help="Field holding the document id (default: the row's position).")
+@click.option("--input-format", type=click.Choice(["jsonl", "parquet", "csv", "lines", "dir"]), default=None,
+              help="Force the input format (default: by suffix; directories are one document per file).")
+@click.option("--format", "clusters_format", type=click.Choice(["jsonl", "parquet"]), default="jsonl",
+              show_default=True, help="Format of the clusters file.")
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
+@click.option("--workers", type=click.IntRange(0), default=0, show_default=True, help="Signing processes (0: all cores).")
+@click.option("--batch-size", type=click.IntRange(1), default=2000, show_default=True)
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True)
+@click.option("--no-html", is_flag=True, help="Skip report.html.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
+def dedup(inputs, outdir, method, threshold, metric, tokenizer, ngram, num_perm, scheme, seed, bits, n_sentences,
+          lsh_mode, recall, bands, rows, max_drift, keep, keep_field, text_field, id_field, input_format,
+          clusters_format, on_error, workers, batch_size, engine, no_html, quiet):
+    """Deduplicate INPUTS (JSONL[.gz|.zst], Parquet, CSV, text lines, directories; globs allowed) into OUTDIR.
+
+    \b
+    Writes OUTDIR/kept/ (the kept rows, each input in its own format, every field preserved, input order),
+    OUTDIR/clusters.jsonl (one record per input row: id, cluster, kept, similarity, status),
+    OUTDIR/report.json and OUTDIR/report.html.
+    Defaults: minhash — word 5-grams, 128 permutations (oph), Jaccard ≥ 0.8, LSH bands for 99% recall
+    at the threshold, candidates verified on the full signatures; simhash — word 3-grams, tf weights,
+    Hamming ≤ 3; sentences — the 3 longest sentences; exact — normalised text hash.
+    """
+    from .pipeline.dedup import DedupConfig, run_dedup  # noqa: PLC0415
+
+    if engine == "spark":
+        raise click.UsageError("--engine spark is not available in this build yet; use --engine local")
+    cfg = DedupConfig(method=method, threshold=threshold, metric=metric, tokenizer=tokenizer, ngram=ngram,
+                      num_perm=num_perm, scheme=scheme, seed=seed, bits=bits, sentences=n_sentences,
+                      lsh_mode=lsh_mode, recall=recall, bands=bands, rows=rows, max_drift=max_drift, keep=keep,
+                      keep_field=keep_field, text_field=text_field, id_field=id_field, input_format=input_format,
+                      clusters_format=clusters_format, on_error=on_error, workers=workers, batch_size=batch_size,
+                      html=not no_html, quiet=quiet)
+    try:
+        cfg = cfg.resolved()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    from .io.formats import InputFormatError  # noqa: PLC0415
+
+    try:
+        report = run_dedup(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]))
+    except (InputFormatError, InputError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not quiet:
+        c = report["counts"]
+        t = report["timings"]
+        click.echo(f"neardup dedup --method {method}: {c['input_rows']} rows → {c['kept']} kept, {c['removed']} "
+                   f"removed as duplicates ({100 * c['duplicate_rate']:.1f}%), {c['skipped_records']} skipped, "
+                   f"{c['clusters']} clusters, {c['empty_documents']} empty; {t['total']:.2f} s", err=True)
+        html = os.path.join(outdir, "report.html")
+        click.echo(f"report: {os.path.join(outdir, 'report.json')}"
+                   + (f" and {html}" if os.path.exists(html) else ""), err=True)
+
+
+# -- compare -------------------------------------------------------------------------------------------
+def _read_text_arg(value: str, literal: bool) -> str:
+    if literal:
+        return value
+    if value == "-":
+        return sys.stdin.read()
+    try:
+        with open(value, "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise click.BadParameter(f"{value}: {exc.strerror or exc}") from None
+
+
+@main.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--text", "literal", is_flag=True, help="A and B are the texts themselves, not file names.")
+@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
+@click.option("--ngram", type=click.IntRange(1, 64), default=5, show_default=True)
+@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True)
+@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True)
+@click.option("--show", type=click.IntRange(0), default=5, show_default=True, help="Shingles to show of each kind.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_json):
+    """Why are A and B (not) near-duplicates? Exact Jaccard and containment, MinHash estimate, SimHash
+    distance, sentence-signature match, and some shared / unshared shingles."""
+    from .features.shingles import Shingler  # noqa: PLC0415
+    from .similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
+    from .sketches.simhash import hamming  # noqa: PLC0415
+
+    ta, tb = _read_text_arg(a, literal), _read_text_arg(b, literal)
+    sh = Shingler(tokenizer=tokenizer, ngram=ngram)
+    f = sh.features([ta, tb])
+    mh = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
+    sims = SimHasher(tokenizer=tokenizer).sign_batch([ta, tb])
+    sent = SentenceSigner()
+    sa, sb = sh.shingles(ta), sh.shingles(tb)
+    set_a, set_b = set(sa), set(sb)
+    shared = [s for s in dict.fromkeys(sa) if s in set_b][:show]
+    only_a = [s for s in dict.fromkeys(sa) if s not in set_b][:show]
+    only_b = [s for s in dict.fromkeys(sb) if s not in set_a][:show]
+    sig_a, sig_b = sent.sign(ta), sent.sign(tb)
+    out = {
+        "jaccard": float(exact_jaccard_pairs(f, [0], [1])[0]),
+        "containment": {"a_in_b": float(containment_pairs(f, [0], [1])[0]),
+                        "b_in_a": float(containment_pairs(f, [1], [0])[0])},
+        "minhash_jaccard": float(mh.sign_batch([ta, tb]).jaccard_pairs([0], [1])[0]),
+        "simhash_distance": hamming(sims[0], sims[1]),
+        "sentences_match": bool(sig_a == sig_b and sig_a != 0),
+        "shingles": {"a": len(set_a), "b": len(set_b), "shared": len(set_a & set_b)},
+        "examples": {"shared": shared, "only_a": only_a, "only_b": only_b},
+        "parameters": {"tokenizer": tokenizer, "ngram": ngram, "num_perm": num_perm, "scheme": scheme, "seed": seed},
+    }
+    if as_json:
+        click.echo(json.dumps(out, ensure_ascii=False))
+        return
+    c = out["containment"]
+    click.echo(f"shingles ({tokenizer} {ngram}-grams): A {len(set_a)}, B {len(set_b)}, shared {len(set_a & set_b)}")
+    click.echo(f"exact Jaccard        {out['jaccard']:.4f}")
+    click.echo(f"containment A in B   {c['a_in_b']:.4f}   B in A {c['b_in_a']:.4f}")
+    click.echo(f"MinHash estimate     {out['minhash_jaccard']:.4f}  (k={num_perm}, {scheme}, seed {seed}; "
+               f"± {1.96 * (max(out['jaccard'] * (1 - out['jaccard']), 0) / num_perm) ** 0.5:.3f} at 95%)")
+    click.echo(f"SimHash distance     {out['simhash_distance']} bits of 64 (near-duplicate at ≤ 3)")
+    click.echo(f"sentence signature   {'match' if out['sentences_match'] else 'differ'}")
+    for title, key in (("shared", "shared"), ("only in A", "only_a"), ("only in B", "only_b")):
+        if out["examples"][key]:
+            click.echo(f"{title}:")
+            for s in out["examples"][key]:
+                click.echo(f"  · {s}")

@@ -142,3 +142,30 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
     clusters = build_clusters(n, lo, hi, lambda a, b: np.ones(a.shape[0]), keep=keep, lengths=lengths, keys=user_keys)
     return DuplicateResult(clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
                            {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0})
+
+
+def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | None = None, keep: str = "first",
+                            lengths=None, keys=None) -> DuplicateResult:
+    """Clusters of fingerprints within Hamming distance ``k`` (all pairs by permuted tables, exact).
+    Similarity reported is 1 − d/64."""
+    from ..index.simhash_index import all_pairs  # noqa: PLC0415
+    from ..sketches.simhash import hamming_array  # noqa: PLC0415
+
+    fps = np.ascontiguousarray(fps, dtype=np.uint64)
+    n = fps.shape[0]
+    t0 = time.perf_counter()
+    idx = np.arange(n) if valid is None else np.flatnonzero(valid)
+    i, j, dist = all_pairs(fps[idx], k=k)
+    lo, hi = idx[np.asarray(i, dtype=np.int64)], idx[np.asarray(j, dtype=np.int64)]
+    swap = lo > hi
+    lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
+    timings = {"candidates": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+
+    def similarity(a, b):
+        return 1.0 - hamming_array(fps[a], fps[b]) / 64.0
+
+    clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys)
+    timings["clusters"] = time.perf_counter() - t0
+    return DuplicateResult(clusters, lo, hi, 1.0 - np.asarray(dist, dtype=np.float64) / 64.0, int(lo.shape[0]),
+                           {"method": "simhash", "bits": k, "keep": keep}, timings)

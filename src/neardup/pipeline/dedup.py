@@ -1,0 +1,482 @@
+"""``neardup dedup``: a corpus in, the corpus without near-duplicates out — every row accounted for.
+
+Pass 1 streams the inputs in batches, signs them on all cores (the batch kernels in worker
+processes, at most 2 batches per worker in flight, so memory is bounded by the signatures, not the
+text), and records id, length and the row's place for every document. The duplicates are found in
+memory from the signatures (:mod:`neardup.pipeline.find`). Pass 2 re-reads each input and copies its
+kept rows in its own format. Everything goes to a temporary folder inside OUTDIR and is renamed
+into place at the end, ``report.json`` last: a run that stops early leaves no finished-looking output.
+
+Accounting: input_rows = kept + removed (duplicates) + skipped (unreadable rows, blank lines).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+
+import numpy as np
+
+from .._version import __version__
+from ..io.formats import InputFormatError, InputSpec, expand_inputs, output_name, read_rows, write_kept
+from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
+
+METHODS = ("minhash", "simhash", "sentences", "exact")
+DEFAULTS = {  # per method: what a user gets without flags
+    "minhash": {"threshold": 0.8, "ngram": 5},
+    "simhash": {"bits": 3, "ngram": 3},
+    "sentences": {"sentences": 3},
+    "exact": {},
+}
+
+
+@dataclass
+class DedupConfig:
+    method: str = "minhash"
+    threshold: float | None = None       # minhash (Jaccard or containment)
+    tokenizer: str = "word"
+    ngram: int | None = None
+    num_perm: int = 128
+    scheme: str = "oph"
+    seed: int = 1
+    bits: int | None = None              # simhash: max Hamming distance k
+    sentences: int = 3
+    keep: str = "first"                  # first | longest | key
+    keep_field: str | None = None
+    metric: str = "jaccard"
+    verify: str = "minhash"
+    lsh_mode: str = "recall"
+    recall: float = 0.99
+    bands: int | None = None
+    rows: int | None = None
+    max_drift: float | None = None
+    workers: int = 0                     # 0: all cores
+    batch_size: int = 2000
+    text_field: str = "text"
+    id_field: str | None = None
+    on_error: str = "raise"
+    input_format: str | None = None
+    clusters_format: str = "jsonl"
+    samples: int = 12
+    html: bool = True
+    quiet: bool = False
+    progress: bool | None = None         # None: only when stderr is a terminal
+
+    def resolved(self) -> "DedupConfig":
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        d = DEFAULTS[self.method]
+        c = DedupConfig(**asdict(self))
+        if c.threshold is None:
+            c.threshold = d.get("threshold")
+        if c.ngram is None:
+            c.ngram = d.get("ngram", 5)
+        if c.bits is None:
+            c.bits = d.get("bits", 3)
+        if c.method == "minhash" and not 0.0 < c.threshold < 1.0 + 1e-12:
+            raise ValueError(f"threshold must be in (0, 1], got {c.threshold}")
+        if c.keep not in ("first", "longest", "key"):
+            raise ValueError(f"keep must be first, longest or key, got {c.keep!r}")
+        if c.keep == "key" and not c.keep_field:
+            raise ValueError("--keep key needs --keep-field FIELD (the document with the largest value is kept)")
+        if c.on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be raise or skip, got {c.on_error!r}")
+        if c.clusters_format not in ("jsonl", "parquet"):
+            raise ValueError(f"clusters format must be jsonl or parquet, got {c.clusters_format!r}")
+        if c.workers <= 0:
+            c.workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return c
+
+
+# -- signing (runs in worker processes) ----------------------------------------------------------
+_SIGNER = None
+
+
+def _make_signer(cfg: DedupConfig):
+    from ..sketches.minhash import MinHasher  # noqa: PLC0415
+    from ..sketches.sentences import SentenceSigner, exact_hash  # noqa: PLC0415
+    from ..sketches.simhash import SimHasher  # noqa: PLC0415
+
+    if cfg.method == "minhash":
+        hasher = MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
+                           ngram=cfg.ngram)
+        need_sizes = cfg.metric == "containment"
+
+        def sign(texts):
+            if hasher.scheme.startswith("datasketch"):
+                sig = hasher.sign_batch(texts).values
+                sizes = np.array([len(set(hasher.shingler.shingles(t))) for t in texts], dtype=np.int64)
+                return sig, sizes == 0, sizes
+            feats = hasher.shingler.features(texts)
+            sig = hasher.sign_features(feats).values
+            sizes = feats.unique().sizes() if need_sizes else feats.sizes()
+            return sig, feats.sizes() == 0, sizes
+        return sign
+    if cfg.method == "simhash":
+        sh = SimHasher(tokenizer=cfg.tokenizer, ngram=cfg.ngram)
+
+        def sign(texts):
+            feats = sh.shingler.features(texts)
+            return sh.sign_features(feats), feats.sizes() == 0, None
+        return sign
+    if cfg.method == "sentences":
+        ss = SentenceSigner(n=cfg.sentences)
+
+        def sign(texts):
+            sig = ss.sign_batch(texts)
+            return sig, sig == 0, None
+        return sign
+
+    def sign(texts):
+        from ..text.normalize import Normalizer  # noqa: PLC0415
+
+        norm = Normalizer()
+        empty = np.array([not norm(t) for t in texts], dtype=bool)
+        return np.array([exact_hash(t, norm) for t in texts], dtype=np.uint64), empty, None
+    return sign
+
+
+def _worker_init(cfg_dict: dict) -> None:
+    global _SIGNER
+    _SIGNER = _make_signer(DedupConfig(**cfg_dict))
+
+
+def _worker_sign(texts):
+    return _SIGNER(texts)
+
+
+# -- the run ---------------------------------------------------------------------------------------
+@dataclass
+class _Corpus:
+    ids: list = field(default_factory=list)
+    lengths: list = field(default_factory=list)
+    keys: list = field(default_factory=list)
+    doc_row: list = field(default_factory=list)       # global row index of each document
+    row_source: list = field(default_factory=list)    # per input: number of rows read
+    skipped: list = field(default_factory=list)       # (global row, file, line, reason)
+    replaced: int = 0
+    n_rows: int = 0
+    n_bytes: int = 0
+
+
+def _progress(cfg: DedupConfig, total: int | None, desc: str, unit: str = "B"):
+    from tqdm import tqdm  # noqa: PLC0415
+
+    enabled = (sys.stderr.isatty() if cfg.progress is None else cfg.progress) and not cfg.quiet
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not enabled, file=sys.stderr,
+                leave=False)
+
+
+def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
+    sigs, empties, sizes = [], [], []
+    total = sum(os.path.getsize(s.path) for s in specs if os.path.isfile(s.path)) or None
+    bar = _progress(cfg, total, "read+sign")
+
+    def batches():
+        batch = []
+        for spec in specs:
+            start_rows = corpus.n_rows
+            last_pos = 0
+            for row in read_rows(spec, cfg.text_field, cfg.id_field, cfg.keep_field if cfg.keep == "key" else None):
+                g = corpus.n_rows
+                corpus.n_rows += 1
+                if row.error is not None:
+                    if row.blank or cfg.on_error == "skip":
+                        corpus.skipped.append((g, spec.path, row.line, row.error))
+                        continue
+                    raise InputFormatError(row.error)
+                corpus.ids.append(row.id if row.id is not None else g)
+                corpus.lengths.append(len(row.text))
+                corpus.keys.append(row.key)
+                corpus.doc_row.append(g)
+                corpus.replaced += row.replaced
+                batch.append(row.text)
+                if len(batch) >= cfg.batch_size:
+                    nbytes = sum(len(t) for t in batch)
+                    corpus.n_bytes += nbytes
+                    bar.update(nbytes)
+                    yield batch
+                    batch = []
+                last_pos = row.line
+            corpus.row_source.append(corpus.n_rows - start_rows)
+        if batch:
+            nbytes = sum(len(t) for t in batch)
+            corpus.n_bytes += nbytes
+            bar.update(nbytes)
+            yield batch
+
+    def collect(res):
+        s, e, z = res
+        sigs.append(s)
+        empties.append(e)
+        if z is not None:
+            sizes.append(z)
+
+    if cfg.workers <= 1:
+        sign = _make_signer(cfg)
+        for batch in batches():
+            collect(sign(batch))
+    else:
+        ctx = get_context("fork") if sys.platform.startswith("linux") else get_context()
+        with ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
+                                 initargs=(asdict(cfg),)) as pool:
+            window: deque = deque()
+            for batch in batches():
+                window.append(pool.submit(_worker_sign, batch))
+                if len(window) >= 2 * cfg.workers:
+                    collect(window.popleft().result())
+            while window:
+                collect(window.popleft().result())
+    bar.close()
+    if sigs:
+        values = np.concatenate(sigs)
+        empty = np.concatenate(empties)
+        size = np.concatenate(sizes) if sizes else None
+    else:
+        width = (cfg.num_perm,) if cfg.method == "minhash" else ()
+        values = np.zeros((0, *width), dtype=np.uint32 if cfg.method == "minhash" else np.uint64)
+        empty = np.zeros(0, dtype=bool)
+        size = None
+    return values, empty, size
+
+
+def _find(values, empty, sizes, cfg: DedupConfig, corpus: _Corpus) -> DuplicateResult:
+    lengths = np.asarray(corpus.lengths, dtype=np.int64)
+    keys = None
+    if cfg.keep == "key":
+        try:
+            keys = np.asarray([float(k) if k is not None else -np.inf for k in corpus.keys], dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"--keep-field {cfg.keep_field!r} must hold numbers: {exc}") from None
+    if cfg.method == "minhash":
+        from ..index.lsh import choose_params  # noqa: PLC0415
+        from ..sketches.minhash import Signatures  # noqa: PLC0415
+
+        sigs = Signatures(values, cfg.scheme, cfg.seed)
+        lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
+        return find_minhash_duplicates(sigs, cfg.threshold, lsh=lsh, metric=cfg.metric, sizes=sizes,
+                                       verify="minhash" if cfg.verify == "exact" else cfg.verify, keep=cfg.keep,
+                                       lengths=lengths, keys=keys, max_drift=cfg.max_drift)
+    if cfg.method == "simhash":
+        from .find import find_simhash_duplicates  # noqa: PLC0415
+
+        return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys)
+    return find_equal_duplicates(values, valid=~empty, keep=cfg.keep, lengths=lengths, user_keys=keys)
+
+
+def _sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float]]:
+    c = result.clusters
+    removed = np.flatnonzero(~c.kept)
+    if removed.shape[0] == 0 or n <= 0:
+        return []
+    order = removed[np.argsort(c.similarity[removed], kind="stable")]
+    # the least similar (most informative) half, then evenly spread over the rest
+    pick = list(order[: n // 2])
+    rest = order[n // 2:]
+    if rest.shape[0]:
+        pick += list(rest[np.linspace(0, rest.shape[0] - 1, min(n - len(pick), rest.shape[0])).astype(int)])
+    seen, out = set(), []
+    for d in pick:
+        if d not in seen:
+            seen.add(d)
+            out.append((int(c.cluster[d]), int(d), float(c.similarity[d])))
+    return out
+
+
+def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
+    """Texts of a few documents (for the report), re-read from the inputs."""
+    if not docs:
+        return {}
+    want_rows = {corpus.doc_row[d]: d for d in docs}
+    out, g = {}, 0
+    for spec, n_rows in zip(specs, corpus.row_source):
+        lo, hi = g, g + n_rows
+        if any(lo <= r < hi for r in want_rows):
+            for k, row in enumerate(read_rows(spec, cfg.text_field, None)):
+                if lo + k in want_rows and row.text is not None:
+                    out[want_rows[lo + k]] = row.text
+        g = hi
+    return out
+
+
+def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, command: str = "") -> dict:
+    """Deduplicate ``inputs`` into ``outdir``; returns the report (also written as report.json)."""
+    cfg = (config or DedupConfig()).resolved()
+    t_start = time.perf_counter()
+    specs = expand_inputs(list(inputs), cfg.input_format)
+    os.makedirs(outdir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".neardup-tmp-", dir=outdir)
+    try:
+        report = _run(specs, cfg, outdir, tmp, command, t_start)
+        _commit(tmp, outdir)
+        return report
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _commit(tmp: str, outdir: str) -> None:
+    """Move finished outputs into place; report.json goes last (it marks a finished run)."""
+    names = sorted(os.listdir(tmp), key=lambda n: (n == "report.json", n))
+    for name in names:
+        dest = os.path.join(outdir, name)
+        if os.path.isdir(dest) and not os.path.islink(dest):
+            shutil.rmtree(dest)
+        os.replace(os.path.join(tmp, name), dest)
+
+
+def _run(specs, cfg: DedupConfig, outdir: str, tmp: str, command: str, t_start: float) -> dict:
+    timings = {}
+    corpus = _Corpus()
+    t0 = time.perf_counter()
+    values, empty, sizes = _read_and_sign(specs, cfg, corpus)
+    timings["read_sign"] = time.perf_counter() - t0
+    n_docs = len(corpus.ids)
+
+    result = _find(values, empty, sizes, cfg, corpus)
+    timings.update({k: v for k, v in result.timings.items()})
+    clusters = result.clusters
+    kept_doc = clusters.kept
+
+    # -- pass 2: kept rows in each input's format --------------------------------------------------
+    t0 = time.perf_counter()
+    keep_row = np.zeros(corpus.n_rows, dtype=bool)
+    keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
+    kept_dir = os.path.join(tmp, "kept")
+    os.makedirs(kept_dir)
+    used: set = set()
+    outputs = []
+    g = 0
+    bar = _progress(cfg, len(specs), "write", unit="file")
+    for spec, n_rows in zip(specs, corpus.row_source):
+        name = output_name(spec, used)
+        written = write_kept(spec, keep_row[g:g + n_rows], os.path.join(kept_dir, name))
+        outputs.append({"input": spec.path, "format": spec.fmt, "output": os.path.join("kept", name),
+                        "rows": n_rows, "kept": written})
+        g += n_rows
+        bar.update(1)
+    bar.close()
+    _write_clusters(os.path.join(tmp, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty)
+    timings["write"] = time.perf_counter() - t0
+
+    # -- report ---------------------------------------------------------------------------------------
+    samples = _sample_pairs(result, cfg.samples)
+    texts = _fetch_texts(specs, cfg, corpus, {d for pair in samples for d in pair[:2]})
+    timings["total"] = time.perf_counter() - t_start
+    removed = int(n_docs - kept_doc.sum())
+    report = _report(cfg, specs, corpus, result, removed, empty, timings, samples, texts, outputs, command)
+    with open(os.path.join(tmp, "report.json"), "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=2, ensure_ascii=False, default=_json_default)
+        fh.write("\n")
+    if cfg.html:
+        try:
+            from ..report import write_html  # noqa: PLC0415
+        except ImportError:
+            write_html = None
+        if write_html is not None:
+            write_html(report, os.path.join(tmp, "report.html"))
+    return report
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empty) -> None:
+    """One record per input row, skipped rows included, in input order."""
+    n_rows = corpus.n_rows
+    doc_of_row = np.full(n_rows, -1, dtype=np.int64)
+    doc_of_row[np.asarray(corpus.doc_row, dtype=np.int64)] = np.arange(len(corpus.ids))
+    skipped = {g: (f, line, reason) for g, f, line, reason in corpus.skipped}
+    ids = corpus.ids
+    rep = clusters.cluster
+    sim = clusters.similarity
+    records = []
+    for g in range(n_rows):
+        d = doc_of_row[g]
+        if d < 0:
+            f, line, reason = skipped[g]
+            records.append({"id": None, "cluster": None, "kept": False, "similarity": None, "status": "skipped",
+                            "row": g, "reason": reason})
+            continue
+        r = rep[d]
+        records.append({"id": ids[d], "cluster": ids[r], "kept": bool(r == d), "similarity": round(float(sim[d]), 6),
+                        "status": "kept" if r == d else "duplicate", "row": g, "empty": bool(empty[d])})
+    if cfg.clusters_format == "jsonl":
+        with open(path, "w", encoding="utf-8") as fh:
+            dumps = json.dumps
+            for rec in records:
+                fh.write(dumps(rec, ensure_ascii=False, default=_json_default))
+                fh.write("\n")
+    else:
+        import pyarrow as pa  # noqa: PLC0415
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        cols = {k: [rec.get(k) for rec in records] for k in ("id", "cluster", "kept", "similarity", "status", "row",
+                                                             "reason", "empty")}
+        for k in ("id", "cluster"):
+            cols[k] = [None if v is None else str(v) for v in cols[k]]
+        pq.write_table(pa.table(cols), path)
+
+
+def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command):
+    c = result.clusters
+    n_docs = len(corpus.ids)
+    sizes = c.sizes()
+    multi = sizes[sizes > 1]
+    size_hist = {str(int(s)): int(k) for s, k in zip(*np.unique(multi, return_counts=True))} if multi.size else {}
+    rem = np.flatnonzero(~c.kept)
+    hist_counts, edges = np.histogram(c.similarity[rem], bins=20, range=(0.0, 1.0))
+    params = {**{k: v for k, v in asdict(cfg).items() if k not in ("quiet", "progress", "html", "samples")},
+              **{k: v for k, v in result.params.items() if k in ("b", "r", "lsh_mode")}}
+    rep = {
+        "neardup_version": __version__,
+        "command": command,
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "inputs": [s.path for s in specs],
+        "outputs": outputs,
+        "parameters": params,
+        "counts": {
+            "input_rows": corpus.n_rows,
+            "documents": n_docs,
+            "kept": int(n_docs - removed),
+            "removed": removed,
+            "skipped_records": len(corpus.skipped),
+            "duplicate_rate": removed / n_docs if n_docs else 0.0,
+            "clusters": int(multi.size),
+            "empty_documents": int(empty.sum()),
+            "invalid_utf8_replaced": corpus.replaced,
+            "candidate_pairs": int(result.candidates),
+            "verified_pairs": int(result.pairs_lo.shape[0]),
+            "input_bytes": corpus.n_bytes,
+            "accounted": corpus.n_rows == (n_docs - removed) + removed + len(corpus.skipped),
+        },
+        "skipped": [{"file": f, "line": line, "reason": reason} for _, f, line, reason in corpus.skipped[:1000]],
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "cluster_sizes": size_hist,
+        "similarity_histogram": {"edges": [round(float(e), 4) for e in edges], "counts": hist_counts.tolist()},
+        "samples": [{"kept_id": corpus.ids[k], "removed_id": corpus.ids[d], "similarity": round(s, 4),
+                     "kept_text": texts.get(k, "")[:4000], "removed_text": texts.get(d, "")[:4000]}
+                    for k, d, s in samples],
+    }
+    if cfg.method == "minhash":
+        from ..index.lsh import s_curve  # noqa: PLC0415
+
+        b, r = result.params["b"], result.params["r"]
+        xs = np.linspace(0.0, 1.0, 101)
+        rep["lsh"] = {"b": b, "r": r, "threshold": cfg.threshold,
+                      "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
+    return rep
