@@ -292,18 +292,35 @@ def _sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float
 
 
 def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
-    """Texts of a few documents (for the report), re-read from the inputs."""
+    """Texts of a few documents (for the report), re-read from the inputs; line formats parse
+    only the wanted lines."""
     if not docs:
         return {}
+    from ..io.formats import _jsonl_row, _lines  # noqa: PLC0415
+
     want_rows = {corpus.doc_row[d]: d for d in docs}
     out, g = {}, 0
     for spec, n_rows in zip(specs, corpus.row_source):
         lo, hi = g, g + n_rows
-        if any(lo <= r < hi for r in want_rows):
-            for k, row in enumerate(read_rows(spec, cfg.text_field, None)):
-                if lo + k in want_rows and row.text is not None:
-                    out[want_rows[lo + k]] = row.text
+        wanted = {r - lo: d for r, d in want_rows.items() if lo <= r < hi}
         g = hi
+        if not wanted:
+            continue
+        if spec.fmt in ("jsonl", "lines"):
+            for i, raw in _lines(spec):
+                d = wanted.get(i - 1)
+                if d is None:
+                    continue
+                text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+                if spec.fmt == "jsonl":
+                    text = _jsonl_row(spec, i, json.loads(text), cfg.text_field, None).text or ""
+                out[d] = text
+                if len(out) == len(want_rows):
+                    break
+            continue
+        for k, row in enumerate(read_rows(spec, cfg.text_field, None)):
+            if k in wanted and row.text is not None:
+                out[wanted[k]] = row.text
     return out
 
 
