@@ -87,6 +87,9 @@ class DedupConfig:
             raise ValueError(f"keep must be first, longest or key, got {c.keep!r}")
         if c.keep == "key" and not c.keep_field:
             raise ValueError("--keep key needs --keep-field FIELD (the document with the largest value is kept)")
+        if c.verify not in ("minhash", "none"):
+            raise ValueError(f"verify must be minhash or none (exact verification needs the text in memory; "
+                             f"use neardup.pipeline.find_minhash_duplicates(..., verify='exact')), got {c.verify!r}")
         if c.on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be raise or skip, got {c.on_error!r}")
         if c.clusters_format not in ("jsonl", "parquet"):
@@ -263,7 +266,7 @@ def _find(values, empty, sizes, cfg: DedupConfig, corpus: _Corpus) -> DuplicateR
         sigs = Signatures(values, cfg.scheme, cfg.seed)
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         return find_minhash_duplicates(sigs, cfg.threshold, lsh=lsh, metric=cfg.metric, sizes=sizes,
-                                       verify="minhash" if cfg.verify == "exact" else cfg.verify, keep=cfg.keep,
+                                       verify=cfg.verify, keep=cfg.keep,
                                        lengths=lengths, keys=keys, max_drift=cfg.max_drift)
     if cfg.method == "simhash":
         from .find import find_simhash_duplicates  # noqa: PLC0415
