@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""How time and memory of `neardup dedup` grow with the corpus: 100 k, 300 k, 1 M synthetic documents.
+
+Builds the synthetic corpora if missing (benchmarks/build_synthetic.py), runs the CLI on each with
+all cores, and reports wall time, throughput and the peak resident memory of the run (the largest
+process: `neardup` itself or a signing worker). Also checks the planted truth: the share of planted
+copies removed, by edit rate e. A fraction e of words edited touches about 1 − (1 − e)^5 of the word
+5-grams, so J ≈ (1 − e)^5 / (2 − (1 − e)^5): e = 1 % → J ≈ 0.91, 2 % → 0.82, 3 % → 0.75, 5 % → 0.63;
+at t = 0.8 copies with e ≤ 1 % should all go and copies with e ≥ 4 % mostly stay.
+Usage: python benchmarks/bench_dedup_scale.py [--sizes 100000 300000 1000000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    args = ap.parse_args()
+    rows = []
+    neardup = os.path.join(os.path.dirname(sys.executable), "neardup")
+    for n in args.sizes:
+        path = os.path.join(HERE, "data", f"synthetic_{n}.jsonl")
+        if not os.path.exists(path):
+            subprocess.run([sys.executable, os.path.join(HERE, "build_synthetic.py"), "--n", str(n)], check=True)
+        out = os.path.join(HERE, "out", f"dedup_synthetic_{n}")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        t = time.perf_counter()
+        subprocess.run([neardup, "dedup", path, "-o", out, "--id-field", "id", "-q", "--no-html"], check=True)
+        wall = time.perf_counter() - t
+        peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
+        rep = json.load(open(os.path.join(out, "report.json")))
+        # planted truth: removal rate of planted copies by edit rate
+        edges = [0.0, 0.0001, 0.01, 0.02, 0.03, 0.05, 0.101]
+        seen, gone = [0] * (len(edges) - 1), [0] * (len(edges) - 1)
+        with open(path, encoding="utf-8") as src, open(os.path.join(out, "clusters.jsonl"), encoding="utf-8") as cl:
+            for line, rec in zip(src, cl):
+                head = line[: line.index(', "text"')] + "}"
+                meta = json.loads(head)
+                if "origin" in meta:
+                    b = next(i for i in range(len(edges) - 1) if meta["edit_rate"] < edges[i + 1])
+                    seen[b] += 1
+                    gone[b] += not json.loads(rec)["kept"]
+        labels = ["exact", "<1%", "1-2%", "2-3%", "3-5%", "5-10%"]
+        by_edit = {lab: round(g / max(s_, 1), 4) for lab, g, s_ in zip(labels, gone, seen)}
+        mb = os.path.getsize(path) / 1e6
+        row = {"documents": n, "MB": round(mb), "wall_s": round(wall, 1), "MB_per_s": round(mb / wall, 1),
+               "peak_rss_MB": round(peak), "removed": rep["counts"]["removed"],
+               "removed_by_edit_rate": by_edit, "timings": rep["timings"]}
+        rows.append(row)
+        print(json.dumps(row))
+    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
+    with open(os.path.join(HERE, "out", "dedup_scale.json"), "w") as fh:
+        json.dump(rows, fh, indent=2)
+    print("\n| documents | MB | wall s | MB/s | peak RSS MB | copies removed, by edit rate |\n|---|---|---|---|---|---|")
+    for r in rows:
+        edits = ", ".join(f"{k}: {v:.3f}" for k, v in r["removed_by_edit_rate"].items())
+        print(f"| {r['documents']:,} | {r['MB']} | {r['wall_s']} | {r['MB_per_s']} | {r['peak_rss_MB']} | {edits} |")
+
+
+if __name__ == "__main__":
+    main()
