@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .hashing import fmix64
+
 MERSENNE61 = np.uint64((1 << 61) - 1)
 MASK32 = np.uint64(0xFFFFFFFF)
 EMPTY32 = np.uint64(0xFFFFFFFF)
@@ -38,18 +40,6 @@ def fmix32(x):
     x ^= x >> np.uint64(13)
     x = (x * np.uint64(0xC2B2AE35)) & MASK32
     x ^= x >> np.uint64(16)
-    return x
-
-
-@njit(inline="always", cache=True)
-def fmix64(x):
-    """MurmurHash3 64-bit finaliser; multiplications wrap modulo 2^64."""
-    x = np.uint64(x)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xFF51AFD7ED558CCD)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xC4CEB9FE1A85EC53)
-    x ^= x >> np.uint64(33)
     return x
 
 

@@ -134,6 +134,16 @@ def _emit_token_shingles(buf, tok_start, tok_end, m, n, seed, tokh, out, o):
 
 
 @njit(cache=True)
+def _max_doc_len(offsets):
+    maxlen = 1
+    for d in range(offsets.shape[0] - 1):
+        ln = offsets[d + 1] - offsets[d]
+        if ln > maxlen:
+            maxlen = ln
+    return maxlen
+
+
+@njit(cache=True)
 def token_shingles_batch(buf, offsets, table, n, seed, mode):
     """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes);
     1: pre-split tokens (0x1F separated). Returns (hashes, doc_offsets)."""
@@ -141,11 +151,7 @@ def token_shingles_batch(buf, offsets, table, n, seed, mode):
     total = offsets[nd] - offsets[0]
     out = np.empty(total + 1, dtype=np.uint64)
     doc_off = np.empty(nd + 1, dtype=np.int64)
-    maxlen = 1
-    for d in range(nd):
-        ln = offsets[d + 1] - offsets[d]
-        if ln > maxlen:
-            maxlen = ln
+    maxlen = _max_doc_len(offsets)
     tok_start = np.empty(maxlen + 1, dtype=np.int64)
     tok_end = np.empty(maxlen + 1, dtype=np.int64)
     tokh = np.empty(maxlen + 1, dtype=np.uint64)
@@ -168,11 +174,7 @@ def char_shingles_batch(buf, offsets, n, seed):
     total = offsets[nd] - offsets[0]
     out = np.empty(total + 1, dtype=np.uint64)
     doc_off = np.empty(nd + 1, dtype=np.int64)
-    maxlen = 1
-    for d in range(nd):
-        ln = offsets[d + 1] - offsets[d]
-        if ln > maxlen:
-            maxlen = ln
+    maxlen = _max_doc_len(offsets)
     pos = np.empty(maxlen + 2, dtype=np.int64)
     o = 0
     doc_off[0] = 0
