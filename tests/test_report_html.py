@@ -1,0 +1,257 @@
+"""report.html: structure and escaping of the rendered page, and a real headless-browser render.
+
+The browser test needs Debian's chromium at /usr/bin/chromium (``scripts/ensure_chromium.sh``
+installs it). It fails when chromium is missing unless NEARDUP_SKIP_BROWSER=1.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neardup.report import render_html, write_html
+from neardup.report.html import diff_html
+
+CHROMIUM = "/usr/bin/chromium"
+XSS = "<script>alert(1)</script>"
+
+
+def s_curve(b: int, r: int) -> list[list[float]]:
+    return [[i / 100, 1 - (1 - (i / 100) ** r) ** b] for i in range(101)]
+
+
+def make_report(**overrides) -> dict:
+    kept_text = ("The quick brown fox jumps over the lazy dog near the river bank. " * 3
+                 + f"Contact us at the office {XSS} for details.")
+    removed_text = ("The quick brown fox leaped over the lazy dog near the river bank. " * 3
+                    + "Contact us at our office for more details & prices.")
+    rng = np.random.default_rng(7)
+    sims = np.clip(rng.normal(0.9, 0.05, 290), 0.7, 1.0)
+    counts, edges = np.histogram(sims, bins=20, range=(0.0, 1.0))
+    report = {
+        "neardup_version": "0.1.0",
+        "command": "neardup dedup corpus/*.jsonl -o out --threshold 0.8",
+        "inputs": ["corpus/a.jsonl", "corpus/<b>.jsonl"],
+        "created": "2026-12-02T18:00:00Z",
+        "parameters": {"method": "minhash", "threshold": 0.8, "num_perm": 128, "scheme": "oph", "seed": 1,
+                       "tokenizer": "word", "ngram": 5, "b": 16, "r": 6, "lsh_mode": "recall≥0.99",
+                       "keep": "first"},
+        "counts": {"input_rows": 1000, "documents": 990, "kept": 700, "removed": 290, "duplicate_rate": 0.29,
+                   "clusters": 120, "empty_documents": 3, "skipped_records": 60, "invalid_utf8_replaced": 2},
+        "skipped": [{"file": "corpus/a.jsonl", "line": 17 + i, "reason": f"malformed JSON {XSS}"}
+                    for i in range(60)],
+        "timings": {"read_sign": 1.2, "candidates": 0.3, "verify": 0.05, "clusters": 0.01, "write": 0.4,
+                    "total": 2.0},
+        "cluster_sizes": {"2": 80, "3": 25, "4": 9, "5": 3, "6": 1, "17": 1, "2406": 1},
+        "similarity_histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]},
+        "lsh": {"b": 16, "r": 6, "threshold": 0.8, "curve": s_curve(16, 6)},
+        "samples": [
+            {"kept_id": "d1", "removed_id": "d7<i>", "similarity": 0.91, "kept_text": kept_text,
+             "removed_text": removed_text},
+            {"kept_id": "d2", "removed_id": "d9", "similarity": 0.86,
+             "kept_text": "Terms and conditions apply. " * 200,
+             "removed_text": "Terms and conditions may apply. " * 200},
+        ],
+    }
+    # unbroken long strings must wrap instead of widening the page
+    long = "x" * 400
+    report["parameters"]["text_field"] = long
+    report["skipped"][0] = {"file": f"corpus/{long}.jsonl", "line": 17, "reason": f"bad field {long}"}
+    report["samples"][0]["removed_text"] += " " + long
+    report.update(overrides)
+    return report
+
+
+def section(page: str, sid: str) -> str:
+    m = re.search(rf'<section id="{sid}">(.*?)</section>', page, re.S)
+    assert m, f"section {sid} missing"
+    return m.group(1)
+
+
+# ------------------------------------------------------------------ structure
+def test_sections_charts_and_escaping():
+    page = render_html(make_report())
+    assert page.startswith("<!DOCTYPE html>")
+    for sid in ("summary", "parameters", "counts", "cluster-sizes", "similarity", "lsh", "timings",
+                "skipped", "samples"):
+        section(page, sid)
+    for chart in ("chart-cluster-sizes", "chart-similarity", "chart-lsh", "chart-timings"):
+        assert page.count(f'id="{chart}"') == 1
+    assert page.count("<svg") == 4 and "<rect" in page and "<polyline" in page
+    # nothing a document, file name or id contains may become markup
+    assert "<script" not in page.lower()
+    assert html.escape(XSS) in page
+    assert "corpus/&lt;b&gt;.jsonl" in page and "d7&lt;i&gt;" in page
+    assert "&amp; prices" in page
+    # self-contained: no external resources
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page) and "@import" not in page and "url(" not in page
+
+
+def test_headline_and_tables():
+    page = render_html(make_report())
+    head = section(page, "summary")
+    assert ">990<" in head and ">700<" in head and ">290<" in head and "29.0%" in head and "2.0 s" in head
+    params = section(page, "parameters")
+    assert "num_perm" in params and "recall≥0.99" in params
+    sk = section(page, "skipped")
+    assert sk.count("<tr>") == 51 and "Showing 50 of 60" in sk
+
+
+def test_cluster_chart_log_scale_for_big_cluster():
+    page = render_html(make_report())
+    sizes = section(page, "cluster-sizes")
+    assert "log scale" in sizes and "2,406" in sizes
+    flat = section(render_html(make_report(cluster_sizes={"2": 5, "3": 4})), "cluster-sizes")
+    assert "log scale" not in flat and flat.count('class="bar"') == 2
+    # many distinct sizes are grouped into power-of-two bins
+    many = {str(s): 1 for s in range(2, 300)}
+    binned = section(render_html(make_report(cluster_sizes=many)), "cluster-sizes")
+    assert binned.count('class="bar"') == 9 and "257–512" in binned
+
+
+def test_threshold_and_s_curve_marks():
+    page = render_html(make_report())
+    sim = section(page, "similarity")
+    assert 'class="threshold"' in sim and "threshold 0.8" in sim
+    lsh = section(page, "lsh")
+    p = 1 - (1 - 0.8 ** 6) ** 16
+    assert 'class="p-at-threshold"' in lsh and f"{p:.3f}" in lsh and 'class="threshold"' in lsh
+
+
+def test_missing_sections_say_not_available():
+    bare = {"counts": {"documents": 10, "kept": 10, "removed": 0}, "parameters": {"method": "simhash"}}
+    page = render_html(bare)
+    for sid in ("cluster-sizes", "similarity", "lsh", "timings", "skipped", "samples"):
+        assert 'class="na"' in section(page, sid), sid
+    assert "<svg" not in page
+    # an all-zero histogram and an empty one are "not available", not an empty chart
+    for hist in ({"edges": [0, 0.5, 1], "counts": [0, 0]}, {"edges": [], "counts": []}):
+        assert "<svg" not in section(render_html(make_report(similarity_histogram=hist)), "similarity")
+    no_lsh = make_report()
+    del no_lsh["lsh"]
+    page = render_html(no_lsh)
+    assert "chart-lsh" not in page and "Not available" in section(page, "lsh")
+
+
+def test_word_diff_and_truncation():
+    a, b = diff_html("the cat sat on the mat", "the cat sat upon a mat <b>")
+    assert a == "the cat sat <del>on the</del> mat"
+    assert b == "the cat sat <ins>upon a</ins> mat <ins>&lt;b&gt;</ins>"
+    samples = section(render_html(make_report()), "samples")
+    assert "<del>jumps</del>" in samples and "<ins>leaped</ins>" in samples
+    assert "truncated: showing" in samples
+
+
+def test_write_html_is_atomic(tmp_path):
+    out = tmp_path / "report.html"
+    out.write_text("old")
+    write_html(make_report(), out)
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+# ------------------------------------------------------------------ real browser
+def decode_png(data: bytes) -> np.ndarray:
+    """Decode an 8-bit non-interlaced grey/RGB/RGBA PNG with zlib and struct (no Pillow)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, hdr = 8, [], None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IHDR":
+            hdr = struct.unpack(">IIBBBBB", data[pos + 8:pos + 8 + n])
+        elif kind == b"IDAT":
+            idat.append(data[pos + 8:pos + 8 + n])
+        pos += 12 + n
+    w, h, depth, ctype, _, _, interlace = hdr
+    assert depth == 8 and interlace == 0 and ctype in (0, 2, 4, 6), hdr
+    bpp = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
+    stride = w * bpp
+    raw = zlib.decompress(b"".join(idat))
+    out = np.zeros((h, stride), np.uint8)
+    prev = bytes(stride)
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)]
+        if f == 0:  # None
+            cur = line
+        elif f == 1:  # Sub: running sum along the row, per channel (uint8 wraps mod 256)
+            cur = np.cumsum(np.frombuffer(line, np.uint8).reshape(w, bpp), axis=0, dtype=np.uint8).tobytes()
+        elif f == 2:  # Up
+            cur = (np.frombuffer(line, np.uint8) + np.frombuffer(prev, np.uint8)).tobytes()
+        else:  # Average / Paeth: sequential along the row
+            c = bytearray(line)
+            for x in range(stride):
+                a, b = (c[x - bpp] if x >= bpp else 0), prev[x]
+                if f == 3:
+                    c[x] = (c[x] + ((a + b) >> 1)) & 255
+                else:
+                    d = prev[x - bpp] if x >= bpp else 0
+                    pa, pb, pc = abs(b - d), abs(a - d), abs(a + b - 2 * d)
+                    c[x] = (c[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else d)) & 255
+            cur = bytes(c)
+        out[y] = np.frombuffer(cur, np.uint8)
+        prev = cur
+    return out.reshape(h, w, bpp)
+
+
+PROBE = """<script>
+document.body.setAttribute("data-probe", JSON.stringify({
+  scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+  charts: Array.from(document.querySelectorAll("svg.chart"), s => {
+    const b = s.getBoundingClientRect(); return [s.id, Math.round(b.width), Math.round(b.height)]; })}));
+</script>"""
+
+
+def chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", *args]
+    return subprocess.run(cmd, capture_output=True, timeout=60, check=False)
+
+
+@pytest.mark.skipif(os.environ.get("NEARDUP_SKIP_BROWSER") == "1", reason="NEARDUP_SKIP_BROWSER=1")
+def test_headless_chromium_renders_page(tmp_path):
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure_chromium.sh (as root) first, "
+                    "or set NEARDUP_SKIP_BROWSER=1 to skip this test")
+    page = tmp_path / "report.html"
+    write_html(make_report(), page)
+    url = page.as_uri()
+
+    png = tmp_path / "report.png"
+    shot = chromium([f"--screenshot={png}", "--window-size=1280,2000", "--hide-scrollbars", url], tmp_path)
+    assert png.is_file() and png.stat().st_size > 10_000, shot.stderr.decode(errors="replace")[-2000:]
+    img = decode_png(png.read_bytes())
+    assert img.shape[:2] == (2000, 1280)
+    grey = img[..., :3].mean(axis=2) if img.shape[2] >= 3 else img[..., 0].astype(float)
+    assert abs(grey[:, :40].mean() - grey[5, 5]) < 1, "page background is not uniform at the left margin"
+    assert grey.std() > 10, "screenshot looks blank"
+    dark = (grey < 128).mean()
+    assert 0.005 < dark < 0.5, f"unexpected share of dark pixels {dark:.3f}"
+    if os.environ.get("NEARDUP_KEEP_SCREENSHOT"):
+        Path(os.environ["NEARDUP_KEEP_SCREENSHOT"]).write_bytes(png.read_bytes())
+
+    # the DOM as the browser built it, from a copy with a probe script that measures the layout
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = chromium(["--dump-dom", "--window-size=1280,2000", probed.as_uri()], tmp_path)
+    text = dom.stdout.decode("utf-8", errors="replace")
+    assert dom.returncode == 0 and "</html>" in text, dom.stderr.decode(errors="replace")[-2000:]
+    m = re.search(r'data-probe="([^"]*)"', text)
+    assert m, "probe script did not run"
+    probe = json.loads(html.unescape(m.group(1)))
+    assert probe["scrollWidth"] <= probe["innerWidth"] == 1280, f"page overflows horizontally at 1280px: {probe}"
+    assert len(probe["charts"]) == 4
+    for chart_id, w, h in probe["charts"]:
+        assert w >= 400 and h >= 100, f"chart {chart_id} drawn at {w}x{h}"
+    for chart in ("chart-cluster-sizes", "chart-similarity", "chart-lsh", "chart-timings"):
+        assert re.search(rf'<svg[^>]*id="{chart}"', text), chart
+    assert "<del>jumps</del>" in text and "<ins>leaped</ins>" in text
+    assert "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
