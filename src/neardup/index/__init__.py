@@ -1,0 +1,2 @@
+"""Indexes for near-duplicate search: LSH banding parameters and candidates, and indexes on disk."""
+from .disk import DiskIndex  # noqa: F401

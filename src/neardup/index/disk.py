@@ -1,0 +1,478 @@
+"""An index on local disk that new documents are checked against: "have I seen this before?"
+
+:class:`DiskIndex` keeps each document's MinHash signature and its b LSH band keys in an
+:class:`~neardup.index.store.IndexStore` (SQLite by default). A query signs the text, collects the
+stored documents that share at least one band key with it (candidates), and keeps those whose
+Jaccard similarity, estimated from the two full signatures, is at least the threshold — the same
+answer as banding plus verification over the whole collection in memory. :class:`SimHashDiskIndex`
+does the same with SimHash fingerprints, Manku-style block keys and exact Hamming distances.
+
+Guarantees:
+
+* a batch (``add_batch``, ``add_signatures``) is one transaction: after a crash, all of it or
+  none of it is in the index, and a document is never present without its band rows;
+* a query reads one snapshot: concurrent writers (other processes) never show it half a batch;
+* the file records how it was built (scheme, seed, k, b, r, tokenizer, n-gram, normaliser,
+  neardup version) and the signature of a fixed probe text; opening checks both, so an index
+  is never queried with signatures it cannot compare against (:class:`IndexConfigError`).
+
+One :class:`DiskIndex` object belongs to one thread; open one per thread or process.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .._version import __version__
+from ..kernels.lsh import band_keys
+from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
+from ..sketches.simhash import SimHasher, hamming_array
+from .lsh import choose_params
+from .store import (
+    DuplicateKeyError,
+    IndexStore,
+    NotAnIndexError,
+    ReadOnlyError,
+    SQLiteStore,
+    check_key,
+)
+
+__all__ = ["DiskIndex", "SimHashDiskIndex", "IndexConfigError", "NotAnIndexError",
+           "DuplicateKeyError", "ReadOnlyError"]
+
+INDEX_FORMAT = 1
+# Signed at creation and again at every open: a change in normalisation, tokenisation or hashing
+# between neardup versions shows up as a different signature, before any query is answered.
+PROBE_TEXT = ("neardup probe: The quick brown fox jumps over the lazy dog, 0123456789 times; "
+              "Ærøskøbing naïve café — ΑΒΓ δέλτα; 近似重复文档检测 near-duplicate detection.")
+
+
+class IndexConfigError(ValueError):
+    """The index was built with other parameters (or another neardup) than asked for / running."""
+
+
+def _jsonable(obj):
+    return json.loads(json.dumps(obj, sort_keys=True))
+
+
+class _BaseDiskIndex:
+    kind = ""
+    _EXPECTABLE: tuple[str, ...] = ()
+
+    def __init__(self, store: IndexStore, config: dict):
+        self._store = store
+        self.config = config
+        self.path = Path(getattr(store, "path", ""))
+        self._setup(config)
+
+    # -- to be provided by each flavour -----------------------------------------------------------
+    def _setup(self, config: dict) -> None:
+        raise NotImplementedError
+
+    def _sign(self, texts: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """(values (n, w), empty (n,) bool) for a batch of texts."""
+        raise NotImplementedError
+
+    def _bands(self, values: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _scores(self, qvals, cvals, qi, ci) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- creating and opening -------------------------------------------------------------------
+    @classmethod
+    def _create(cls, path, config: dict, exist_ok: bool, store, options: dict):
+        p = Path(path)
+        if exist_ok and p.is_file() and p.stat().st_size > 0:
+            idx = cls.open(p, store=store, **options)
+            try:
+                idx._compare(config, "asked for")
+            except BaseException:
+                idx.close()
+                raise
+            return idx
+        proto = cls.__new__(cls)
+        proto.config, proto.path = config, p
+        proto._setup(config)
+        meta = {"config": json.dumps(config, sort_keys=True), "probe": proto._probe()}
+        return cls(store.create(p, meta, **options), config)
+
+    @classmethod
+    def open(cls, path, readonly: bool = False, *, store: type[IndexStore] = SQLiteStore,
+             synchronous: str = "NORMAL", **expect):
+        """Open an existing index. Keyword arguments among the creation parameters (e.g.
+        ``num_perm=128, scheme="oph"``) are checked against the file: :class:`IndexConfigError`
+        on a difference. :class:`NotAnIndexError` for a file that is not a neardup index."""
+        unknown = set(expect) - set(cls._EXPECTABLE)
+        if unknown:
+            raise TypeError(f"{cls.__name__}.open() got unexpected arguments {sorted(unknown)}; "
+                            f"checkable parameters: {', '.join(cls._EXPECTABLE)}")
+        st = store.open(path, readonly=readonly, synchronous=synchronous)
+        try:
+            raw = st.get_meta("config")
+            if raw is None:
+                raise NotAnIndexError(f"{path} has no index configuration")
+            try:
+                config = json.loads(raw)
+            except ValueError:
+                raise NotAnIndexError(f"{path}: the stored configuration is not JSON") from None
+            if config.get("format") != INDEX_FORMAT:
+                raise NotAnIndexError(f"{path}: index format {config.get('format')!r}; this neardup "
+                                      f"reads format {INDEX_FORMAT}")
+            if config.get("kind") != cls.kind:
+                other = {"minhash": "DiskIndex", "simhash": "SimHashDiskIndex"}.get(config.get("kind"), "?")
+                raise IndexConfigError(f"{path} is a {config.get('kind')!r} index: open it with {other}.open()")
+            idx = cls(st, config)
+            idx._verify_probe(st.get_meta("probe"))
+            idx._compare({**config, **expect}, "asked for")
+        except BaseException:
+            st.close()
+            raise
+        return idx
+
+    def _compare(self, wanted: dict, what: str) -> None:
+        diffs = [f"{name}={self.config.get(name)!r} (you {what} {wanted[name]!r})"
+                 for name in self._EXPECTABLE if name in wanted and wanted[name] is not None
+                 and _jsonable(wanted[name]) != self.config.get(name)]
+        if diffs:
+            raise IndexConfigError(f"{self.path} was built with " + ", ".join(diffs))
+
+    def _probe(self) -> str:
+        values, _ = self._sign([PROBE_TEXT])
+        return json.dumps({"signature": self._encode(values)[0].hex(),
+                           "bands": self._bands(values)[0].astype("<u8").tobytes().hex()})
+
+    def _verify_probe(self, stored) -> None:
+        if stored != self._probe():
+            raise IndexConfigError(
+                f"{self.path} was built by neardup {self.config.get('neardup')}, which signs text "
+                f"differently from this neardup {__version__} (probe signature mismatch); its "
+                "signatures cannot be compared with new ones — rebuild the index")
+
+    # -- signatures <-> bytes ---------------------------------------------------------------------
+    def _encode(self, values: np.ndarray) -> list[bytes]:
+        le = np.ascontiguousarray(values, dtype=self._dtype.newbyteorder("<"))
+        return [le[i].tobytes() for i in range(le.shape[0])]
+
+    def _decode(self, blobs: list[bytes]) -> np.ndarray:
+        flat = np.frombuffer(b"".join(blobs), dtype=self._dtype.newbyteorder("<"))
+        return flat.reshape(len(blobs), self._width).astype(self._dtype)
+
+    # -- writing ----------------------------------------------------------------------------------
+    @property
+    def _st(self) -> IndexStore:
+        if self._store is None:
+            raise ValueError("operation on a closed index")
+        return self._store
+
+    def _put(self, keys, values: np.ndarray, empty: np.ndarray, replace: bool) -> None:
+        keys = [check_key(k) for k in keys]
+        if len(keys) != values.shape[0]:
+            raise ValueError(f"{len(keys)} keys for {values.shape[0]} documents")
+        if not keys:
+            return
+        self._st.put_batch(keys, self._encode(values), self._bands(values), banded=~empty, replace=replace)
+
+    def add(self, key, text, replace: bool = False) -> None:
+        """Add one document. :class:`DuplicateKeyError` if ``key`` is stored (unless ``replace``)."""
+        self.add_batch([key], [text], replace=replace)
+
+    def add_batch(self, keys: Sequence, texts: Sequence, replace: bool = False) -> None:
+        """Sign a batch with the batch kernels and store it in one transaction (all or nothing)."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("add_batch() takes a sequence of texts; use add() for one")
+        keys, texts = list(keys), list(texts)
+        if len(keys) != len(texts):
+            raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
+        if not keys:
+            return
+        if self._st.readonly:
+            raise ReadOnlyError(f"{self.path} was opened read-only")
+        values, empty = self._sign(texts)
+        self._put(keys, values, empty, replace)
+
+    def remove(self, key) -> None:
+        """Remove a document and its band rows (one transaction); ``KeyError`` if absent."""
+        if self._st.delete([key]) == 0:
+            raise KeyError(key)
+
+    # -- reading ----------------------------------------------------------------------------------
+    def _query(self, values: np.ndarray, empty: np.ndarray, accept) -> list[list[tuple]]:
+        nq = values.shape[0]
+        out: list[list[tuple]] = [[] for _ in range(nq)]
+        rows = np.flatnonzero(~empty)
+        if rows.shape[0] == 0:
+            return out
+        st = self._st
+        with st.snapshot():
+            cands = st.candidates(self._bands(values[rows]))
+            sizes = np.array([c.shape[0] for c in cands], dtype=np.int64)
+            if sizes.sum() == 0:
+                return out
+            flat = np.concatenate(cands)
+            ids = np.unique(flat)
+            keys, blobs = st.fetch(ids.tolist())
+        cvals = self._decode(blobs)
+        qi = np.repeat(rows, sizes)
+        ci = np.searchsorted(ids, flat)
+        scores = self._scores(values, cvals, qi, ci)
+        ok = accept(scores)
+        qi, ci, scores = qi[ok], ci[ok], scores[ok]
+        order = np.lexsort((ci, self._rank(scores), qi))  # per query: best first, then oldest id
+        for q, c, s in zip(qi[order].tolist(), ci[order].tolist(), scores[order].tolist()):
+            out[q].append((keys[c], s))
+        return out
+
+    def __contains__(self, key) -> bool:
+        return self._st.contains(key)
+
+    def __len__(self) -> int:
+        return self._st.count()
+
+    def snapshot(self):
+        """Context manager: every read inside sees one committed state of the index."""
+        return self._st.snapshot()
+
+    def check(self) -> dict:
+        """Store consistency report (see :meth:`SQLiteStore.check`)."""
+        return self._st.check()
+
+    @property
+    def store(self) -> IndexStore:
+        return self._st
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._store is None else f"{len(self)} docs"
+        return f"{type(self).__name__}({str(self.path)!r}, {state})"
+
+
+class DiskIndex(_BaseDiskIndex):
+    """MinHash + LSH index on disk.
+
+    ``query(text)`` returns ``[(key, estimated_jaccard), ...]``, best first, for every stored
+    document that shares a band with the text and whose estimate from the full signatures is at
+    least the threshold. Banding finds a document at the index threshold t with probability
+    1 − (1 − t^r)^b (≥ ``recall``, 0.99 by default); a query threshold below t finds only the
+    documents that also collide in a band. Empty documents are stored but never match.
+    """
+
+    kind = "minhash"
+    _EXPECTABLE = ("threshold", "num_perm", "scheme", "seed", "tokenizer", "ngram", "b", "r")
+
+    @classmethod
+    def create(cls, path, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1,
+               tokenizer: str = "word", ngram: int = 5, lsh_mode: str = "recall", b: int | None = None,
+               r: int | None = None, *, recall: float = 0.99, exist_ok: bool = False,
+               store: type[IndexStore] = SQLiteStore, synchronous: str = "NORMAL") -> "DiskIndex":
+        """A new index at ``path`` (``FileExistsError`` if there is one, unless ``exist_ok``:
+        then the existing one is opened and must match these parameters)."""
+        if not 0.0 < float(threshold) <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+        hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
+        params = choose_params(float(threshold), int(num_perm), mode=lsh_mode, recall=recall, b=b, r=r)
+        config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
+                  "threshold": float(threshold), "num_perm": int(num_perm), "scheme": scheme,
+                  "seed": int(seed), "tokenizer": hasher.shingler.tokenizer, "ngram": int(ngram),
+                  "b": params.b, "r": params.r, "lsh_mode": params.mode,
+                  "dtype": np.dtype(_DTYPES[scheme]).str, "hasher": _jsonable(hasher.config())}
+        return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
+
+    def _setup(self, config: dict) -> None:
+        self.hasher = MinHasher(num_perm=config["num_perm"], scheme=config["scheme"], seed=config["seed"],
+                                tokenizer=config["tokenizer"], ngram=config["ngram"])
+        if _jsonable(self.hasher.config()) != config["hasher"]:
+            raise IndexConfigError(
+                f"{self.path}: the stored text pipeline {config['hasher']} differs from what this neardup "
+                f"builds for the same parameters {_jsonable(self.hasher.config())}; rebuild the index")
+        self.threshold = float(config["threshold"])
+        self.b, self.r = int(config["b"]), int(config["r"])
+        self.scheme = config["scheme"]
+        self._dtype = np.dtype(_DTYPES[self.scheme])
+        self._width = int(config["num_perm"])
+        self._empty = self._dtype.type(empty_value(self.scheme))
+
+    def _sign(self, texts):
+        values = np.ascontiguousarray(self.hasher.sign_batch(texts).values)
+        return values, np.all(values == self._empty, axis=1)
+
+    def _bands(self, values):
+        return band_keys(np.ascontiguousarray(values), self.b, self.r)
+
+    def _scores(self, qvals, cvals, qi, ci):
+        both = np.concatenate([qvals, cvals])
+        return jaccard_rows(both, qi, ci + qvals.shape[0], self.scheme)
+
+    @staticmethod
+    def _rank(scores):
+        return -scores
+
+    def add_signatures(self, keys: Sequence, values, replace: bool = False) -> None:
+        """Add precomputed signatures: a :class:`Signatures` or an (n, num_perm) array, made
+        with this index's scheme, seed and text pipeline."""
+        if isinstance(values, Signatures):
+            if (values.scheme, values.seed, values.num_perm) != (self.scheme, self.hasher.seed, self._width):
+                raise IndexConfigError(
+                    f"signatures use (scheme, seed, num_perm)={(values.scheme, values.seed, values.num_perm)}, "
+                    f"the index {(self.scheme, self.hasher.seed, self._width)}")
+            if values.config and _jsonable(values.config) != self.config["hasher"]:
+                raise IndexConfigError("signatures were made with another text pipeline than the index's: "
+                                       f"{values.config} vs {self.config['hasher']}")
+            values = values.values
+        values = self._as_values(values)
+        self._put(list(keys), values, np.all(values == self._empty, axis=1), replace)
+
+    def _as_values(self, values) -> np.ndarray:
+        a = np.asarray(values)
+        if a.ndim != 2 or a.shape[1] != self._width:
+            raise ValueError(f"signatures must be an (n, {self._width}) array, got shape {a.shape}")
+        if a.dtype != self._dtype:
+            info = np.iinfo(self._dtype)
+            if a.dtype.kind not in "iu" or (a.size and (a.min() < 0 or a.max() > info.max)):
+                raise TypeError(f"signatures must be {self._dtype} values for scheme {self.scheme!r}, got {a.dtype}")
+            a = a.astype(self._dtype)
+        return np.ascontiguousarray(a)
+
+    def _threshold(self, threshold) -> float:
+        t = self.threshold if threshold is None else float(threshold)
+        if not 0.0 <= t <= 1.0:
+            raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+        return t
+
+    def query(self, text, threshold: float | None = None) -> list[tuple[object, float]]:
+        """Stored ``(key, estimated Jaccard)`` with estimate ≥ threshold (default: the index's), best first."""
+        return self.query_batch([text], threshold)[0]
+
+    def query_batch(self, texts: Sequence, threshold: float | None = None) -> list[list[tuple[object, float]]]:
+        """:meth:`query` for each text; signed together, all read from one snapshot."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("query_batch() takes a sequence of texts; use query() for one")
+        texts = list(texts)
+        if not texts:
+            return []
+        t = self._threshold(threshold)
+        values, empty = self._sign(texts)
+        return self._query(values, empty, lambda s: s >= t)
+
+    def query_signatures(self, values, threshold: float | None = None) -> list[list[tuple[object, float]]]:
+        """:meth:`query_batch` for precomputed signatures."""
+        t = self._threshold(threshold)
+        if isinstance(values, Signatures):
+            values = values.values
+        values = self._as_values(values)
+        return self._query(values, np.all(values == self._empty, axis=1), lambda s: s >= t)
+
+
+def _block_masks(k: int, expected_n: int | None) -> tuple[list[int], str]:
+    """Table key masks: with ``expected_n``, the layout of ``simhash_index.plan_tables`` for an
+    online workload; otherwise k + 1 contiguous blocks, one table per block (pigeonhole: k
+    differing bits leave at least one block equal) — the fewest band rows per document."""
+    if expected_n is not None:
+        from .simhash_index import plan_tables  # noqa: PLC0415
+
+        plan = plan_tables(64, k, int(expected_n), workload="online")
+        return [int(m) for m in plan.key_masks], plan.describe()
+    q, rem = divmod(64, k + 1)
+    masks, hi = [], 64
+    for i in range(k + 1):
+        width = q + (1 if i < rem else 0)
+        masks.append(((1 << width) - 1) << (hi - width))
+        hi -= width
+    return masks, f"{k + 1} blocks of {q}-{q + (rem > 0)} bits"
+
+
+class SimHashDiskIndex(_BaseDiskIndex):
+    """SimHash index on disk: ``query(text)`` returns every stored ``(key, hamming distance)`` with
+    distance ≤ ``max_distance``, nearest first — exact, by the pigeonhole argument of Manku, Jain &
+    Das Sarma (2007): each table's key is a set of fingerprint bits that two fingerprints within
+    the distance agree on in at least one table. Empty documents are stored but never match."""
+
+    kind = "simhash"
+    _EXPECTABLE = ("max_distance", "tokenizer", "ngram", "weighting", "top_n", "seed")
+
+    @classmethod
+    def create(cls, path, max_distance: int = 3, tokenizer: str = "word", ngram: int = 3, weighting: str = "tf",
+               top_n: int | None = None, seed: int = 0, *, expected_n: int | None = None,
+               exist_ok: bool = False, store: type[IndexStore] = SQLiteStore,
+               synchronous: str = "NORMAL") -> "SimHashDiskIndex":
+        if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= 31:
+            raise ValueError(f"max_distance must be an integer in [0, 31], got {max_distance!r}")
+        if weighting == "tfidf":
+            raise ValueError("weighting='tfidf' needs a fitted IDF table, which the disk index does not store")
+        hasher = SimHasher(tokenizer=tokenizer, ngram=ngram, weighting=weighting, top_n=top_n, seed=seed)
+        masks, layout = _block_masks(max_distance, expected_n)
+        config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
+                  "max_distance": max_distance, "tokenizer": hasher.shingler.tokenizer, "ngram": int(ngram),
+                  "weighting": weighting, "top_n": top_n, "seed": int(seed), "masks": masks,
+                  "layout": layout, "dtype": "<u8", "hasher": _jsonable(hasher.config())}
+        return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
+
+    def _setup(self, config: dict) -> None:
+        self.hasher = SimHasher(tokenizer=config["tokenizer"], ngram=config["ngram"], weighting=config["weighting"],
+                                top_n=config["top_n"], seed=config["seed"])
+        if _jsonable(self.hasher.config()) != config["hasher"]:
+            raise IndexConfigError(f"{self.path}: the stored text pipeline {config['hasher']} differs from "
+                                   f"this neardup's {_jsonable(self.hasher.config())}; rebuild the index")
+        self.max_distance = int(config["max_distance"])
+        self._masks = np.array(config["masks"], dtype=np.uint64)
+        self._dtype = np.dtype(np.uint64)
+        self._width = 1
+
+    def _sign(self, texts):
+        feats = self.hasher.shingler.features(texts)
+        fps = np.asarray(self.hasher.sign_features(feats), dtype=np.uint64).reshape(-1, 1)
+        return fps, feats.sizes() == 0
+
+    def _bands(self, values):
+        return np.ascontiguousarray(values.reshape(-1, 1) & self._masks[None, :])
+
+    def _scores(self, qvals, cvals, qi, ci):
+        return hamming_array(qvals[qi, 0], cvals[ci, 0]).astype(np.int64)
+
+    @staticmethod
+    def _rank(scores):
+        return scores
+
+    def add_signatures(self, keys: Sequence, fingerprints, replace: bool = False) -> None:
+        """Add precomputed 64-bit fingerprints (made with this index's SimHasher settings)."""
+        fps = np.asarray(fingerprints, dtype=np.uint64).reshape(-1, 1)
+        self._put(list(keys), fps, np.zeros(fps.shape[0], dtype=bool), replace)
+
+    def _distance(self, max_distance) -> int:
+        k = self.max_distance if max_distance is None else int(max_distance)
+        if not 0 <= k <= self.max_distance:
+            raise ValueError(f"max_distance must be in [0, {self.max_distance}] for this index (its "
+                             "block keys guarantee no more)")
+        return k
+
+    def query(self, text, max_distance: int | None = None) -> list[tuple[object, int]]:
+        """Stored ``(key, distance)`` with distance ≤ max_distance, nearest first."""
+        return self.query_batch([text], max_distance)[0]
+
+    def query_batch(self, texts: Sequence, max_distance: int | None = None) -> list[list[tuple[object, int]]]:
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("query_batch() takes a sequence of texts; use query() for one")
+        texts = list(texts)
+        if not texts:
+            return []
+        k = self._distance(max_distance)
+        values, empty = self._sign(texts)
+        return self._query(values, empty, lambda d: d <= k)
+
+    def query_signatures(self, fingerprints, max_distance: int | None = None) -> list[list[tuple[object, int]]]:
+        k = self._distance(max_distance)
+        fps = np.asarray(fingerprints, dtype=np.uint64).reshape(-1, 1)
+        return self._query(fps, np.zeros(fps.shape[0], dtype=bool), lambda d: d <= k)
