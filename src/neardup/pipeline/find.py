@@ -63,6 +63,10 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if sigs.scheme == "bottomk":
+        raise ValueError("bottom-k sketches hold the k smallest hashes in sorted order, so slot j of two "
+                         "sketches is not the same event and LSH banding does not apply; use scheme "
+                         "'oph' or 'permutation' to find duplicates (bottom-k is for estimation)")
     if verify not in VERIFY:
         raise ValueError(f"verify must be one of {VERIFY}, got {verify!r}")
     if verify == "exact" and features is None:
