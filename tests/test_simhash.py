@@ -37,12 +37,28 @@ TEXT = ("Near duplicate detection finds documents that are almost the same. Web 
         "language models on the remaining unique documents of the collection. ") * 3
 
 
+def _angle(sh, a, b):
+    """Angle between the tf-weighted feature vectors of two texts."""
+    f = sh.shingler.features([a, b]).unique()
+    va = dict(zip(f.doc(0).tolist(), f.counts[f.offsets[0]:f.offsets[1]].tolist()))
+    vb = dict(zip(f.doc(1).tolist(), f.counts[f.offsets[1]:f.offsets[2]].tolist()))
+    dot = sum(c * vb.get(h, 0) for h, c in va.items())
+    na = np.sqrt(sum(c * c for c in va.values()))
+    nb = np.sqrt(sum(c * c for c in vb.values()))
+    return float(np.arccos(np.clip(dot / (na * nb), -1, 1)))
+
+
 def test_near_duplicates_are_close_and_unrelated_far():
+    """Charikar: each bit differs with probability θ/π, θ the angle between the weighted feature
+    vectors; with 64 bits the distance is ~ Binomial(64, θ/π) — checked within 4 standard deviations."""
     edited = TEXT.replace("almost", "nearly")
     other = "A completely different text about cooking pasta with tomatoes, garlic, basil and olive oil " * 3
     sh = SimHasher()
     fp = sh.sign_batch([TEXT, edited, other])
-    assert hamming(fp[0], fp[1]) <= 10
+    for a, b, fa, fb in ((TEXT, edited, fp[0], fp[1]), (TEXT, other, fp[0], fp[2])):
+        p = _angle(sh, a, b) / np.pi
+        d = hamming(fa, fb)
+        assert abs(d - 64 * p) <= 4 * np.sqrt(64 * p * (1 - p)) + 1, (d, 64 * p)
     assert hamming(fp[0], fp[2]) > hamming(fp[0], fp[1])
     assert sh.sign(TEXT) == int(fp[0])
 
@@ -83,3 +99,17 @@ def test_tfidf_without_table_is_a_clear_error():
         SimHasher(weighting="tfidf").sign("x")
     with pytest.raises(ValueError, match="weighting"):
         SimHasher(weighting="bm25")
+
+
+def test_unit_fold_equals_tf_weighted_fold_over_distinct_features():
+    from neardup.kernels.simhash import fold_unit_batch
+
+    rng = np.random.default_rng(3)
+    pool = rng.integers(0, 2**63, 40, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    docs = [rng.choice(pool, size) for size in (0, 1, 2, 7, 50, 333)]
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
+    hashes = np.concatenate(docs).astype(np.uint64)
+    fast = fold_unit_batch(hashes, offsets)
+    for d, fp in zip(docs, fast):
+        vals, counts = np.unique(d, return_counts=True)
+        assert int(fp) == brute_fold([int(v) for v in vals], [float(c) for c in counts])

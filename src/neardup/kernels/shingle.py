@@ -7,14 +7,20 @@ offsets). No Python object is created per token.
 Shingle definition: with tokens t_1..t_m and n-gram size n, the shingles are the windows
 (t_i, ..., t_{i+n-1}) for i = 1..m-n+1; a document with 1 <= m < n tokens yields the single
 shingle (t_1..t_m), so identical short texts still match; a document with no token yields none.
-Token hash: XXH64(token bytes, seed). Shingle hash: :func:`neardup.kernels.hashing.combine`.
+
+Token hash (:func:`token_hash`), computed while the token is scanned: the token's bytes are
+shifted into 64-bit words, 8 bytes per word; each word is absorbed by the XXH64 round
+h ← rotl(h ⊕ w·P2, 31)·P1 starting from h = seed; the result is fmix64(h ⊕ L·P5) for a token of
+L bytes. Shingle hash: a rolling polynomial H = Σ_j τ_{i+j} B^{n−1−j} mod 2^64 (B = P1, odd)
+over the token hashes τ, updated in O(1) per window, then fmix64(H ⊕ seed) (a short document's
+single shingle: fmix64(H ⊕ seed ⊕ m)). Character n-grams: XXH64 of the window's UTF-8 bytes.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from .hashing import combine, xxh64
+from .hashing import P1, P2, P5, fmix64, rotl, xxh64
 
 SEP = np.uint8(0)
 WORD = np.uint8(1)
@@ -48,15 +54,48 @@ def decode_at(buf, i, end):
     return 0xFFFD, 1
 
 
+@njit(inline="always", cache=True)
+def _absorb(h, w):
+    return rotl(h ^ (w * P2), 31) * P1
+
+
+@njit(inline="always", cache=True)
+def _finish(h, w, pending, length):
+    if pending > 0:
+        h = _absorb(h, w)
+    return fmix64(h ^ (np.uint64(length) * P5))
+
+
 @njit(cache=True)
-def word_spans(buf, start, end, table, tok_start, tok_end):
-    """Word tokens of ``buf[start:end]``: fills byte spans, returns the token count.
+def token_hash(buf, start, end, seed):
+    """Hash of the token ``buf[start:end]`` (see the module docstring)."""
+    h = np.uint64(seed)
+    w = np.uint64(0)
+    pending = 0
+    for i in range(start, end):
+        w = (w << np.uint64(8)) | np.uint64(buf[i])
+        pending += 1
+        if pending == 8:
+            h = _absorb(h, w)
+            w = np.uint64(0)
+            pending = 0
+    return _finish(h, w, pending, end - start)
+
+
+@njit(cache=True)
+def word_scan(buf, start, end, table, tok_start, tok_end, tok_hash, seed):
+    """Word tokens of ``buf[start:end]``: fills byte spans and token hashes, returns the count.
 
     A token is a maximal run of word characters (class 1), or one class-2 character (CJK
-    ideograph, kana, hangul syllable). Everything else separates tokens."""
+    ideograph, kana, hangul syllable). Everything else separates tokens. The hash is absorbed
+    byte by byte during the scan and equals :func:`token_hash` of the span."""
+    seed = np.uint64(seed)
     m = 0
     i = start
     cur = -1
+    h = seed
+    w = np.uint64(0)
+    pending = 0
     while i < end:
         b = buf[i]
         if b < 0x80:
@@ -68,27 +107,40 @@ def word_spans(buf, start, end, table, tok_start, tok_end):
         if cls == WORD:
             if cur < 0:
                 cur = i
+                h = seed
+                w = np.uint64(0)
+                pending = 0
+            for q in range(ln):
+                w = (w << np.uint64(8)) | np.uint64(buf[i + q])
+                pending += 1
+                if pending == 8:
+                    h = _absorb(h, w)
+                    w = np.uint64(0)
+                    pending = 0
         else:
             if cur >= 0:
                 tok_start[m] = cur
                 tok_end[m] = i
+                tok_hash[m] = _finish(h, w, pending, i - cur)
                 m += 1
                 cur = -1
             if cls == SOLO:
                 tok_start[m] = i
                 tok_end[m] = i + ln
+                tok_hash[m] = token_hash(buf, i, i + ln, seed)
                 m += 1
         i += ln
     if cur >= 0:
         tok_start[m] = cur
         tok_end[m] = end
+        tok_hash[m] = _finish(h, w, pending, end - cur)
         m += 1
     return m
 
 
 @njit(cache=True)
-def presplit_spans(buf, start, end, tok_start, tok_end):
-    """Tokens separated by the byte 0x1F (empty tokens are skipped)."""
+def presplit_scan(buf, start, end, tok_start, tok_end, tok_hash, seed):
+    """Tokens separated by the byte 0x1F (empty tokens are skipped), with their hashes."""
     m = 0
     cur = start
     for i in range(start, end + 1):
@@ -96,6 +148,7 @@ def presplit_spans(buf, start, end, tok_start, tok_end):
             if i > cur:
                 tok_start[m] = cur
                 tok_end[m] = i
+                tok_hash[m] = token_hash(buf, cur, i, seed)
                 m += 1
             cur = i + 1
     return m
@@ -119,16 +172,25 @@ def char_positions(buf, start, end, pos):
 
 
 @njit(cache=True)
-def _emit_token_shingles(buf, tok_start, tok_end, m, n, seed, tokh, out, o):
-    for t in range(m):
-        tokh[t] = xxh64(buf, tok_start[t], tok_end[t], seed)
+def emit_shingles(tokh, m, n, seed, out, o):
+    """Rolling shingle hashes of the m token hashes ``tokh[:m]`` written at ``out[o:]``."""
+    seed = np.uint64(seed)
     if m == 0:
         return o
+    bn1 = np.uint64(1)
+    for _ in range(n - 1):
+        bn1 *= P1
+    h = np.uint64(0)
+    for t in range(min(m, n)):
+        h = h * P1 + tokh[t]
     if m < n:
-        out[o] = combine(tokh, 0, m, seed)
+        out[o] = fmix64(h ^ seed ^ np.uint64(m))
         return o + 1
-    for t in range(m - n + 1):
-        out[o] = combine(tokh, t, t + n, seed)
+    out[o] = fmix64(h ^ seed)
+    o += 1
+    for t in range(n, m):
+        h = (h - tokh[t - n] * bn1) * P1 + tokh[t]
+        out[o] = fmix64(h ^ seed)
         o += 1
     return o
 
@@ -159,10 +221,10 @@ def token_shingles_batch(buf, offsets, table, n, seed, mode):
     doc_off[0] = 0
     for d in range(nd):
         if mode == 0:
-            m = word_spans(buf, offsets[d], offsets[d + 1], table, tok_start, tok_end)
+            m = word_scan(buf, offsets[d], offsets[d + 1], table, tok_start, tok_end, tokh, seed)
         else:
-            m = presplit_spans(buf, offsets[d], offsets[d + 1], tok_start, tok_end)
-        o = _emit_token_shingles(buf, tok_start, tok_end, m, n, seed, tokh, out, o)
+            m = presplit_scan(buf, offsets[d], offsets[d + 1], tok_start, tok_end, tokh, seed)
+        o = emit_shingles(tokh, m, n, seed, out, o)
         doc_off[d + 1] = o
     return out[:o].copy(), doc_off
 

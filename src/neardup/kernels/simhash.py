@@ -53,3 +53,26 @@ def hamming_many(a, b):
     for i in range(a.shape[0]):
         out[i] = popcount64(a[i] ^ b[i])
     return out
+
+
+@njit(cache=True)
+def fold_unit_batch(hashes, offsets):
+    """Fingerprints with weight 1 per occurrence — equal to the term-frequency-weighted fold over
+    the distinct features (Σ_f count_f·s(h_f) = Σ_occurrences s(h)), without sorting: bit j is set
+    iff more than half of the document's feature occurrences have bit j set."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    ones = np.zeros(64, dtype=np.int64)
+    for d in range(n):
+        ones[:] = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            h = hashes[i]
+            for j in range(64):
+                ones[j] += np.int64((h >> np.uint64(j)) & np.uint64(1))
+        total = offsets[d + 1] - offsets[d]
+        fp = np.uint64(0)
+        for j in range(64):
+            if 2 * ones[j] > total:
+                fp |= np.uint64(1) << np.uint64(j)
+        out[d] = fp
+    return out

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, top_n_mask
-from ..kernels.simhash import fold_batch, hamming_many, popcount64
+from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
 
@@ -97,6 +97,8 @@ class SimHasher:
         return uniq, w
 
     def sign_features(self, features: Features) -> np.ndarray:
+        if self.weighting == "tf" and self.top_n is None:
+            return fold_unit_batch(features.hashes, features.offsets)  # no sort needed (same result)
         uniq, w = self.weights(features)
         return fold_batch(uniq.hashes, np.ascontiguousarray(w, dtype=np.float64), uniq.offsets)
 

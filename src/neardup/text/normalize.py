@@ -106,7 +106,7 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
     lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    buf = np.frombuffer(bytearray(b"".join(parts)), dtype=np.uint8)
+    buf = np.frombuffer(bytearray().join(parts), dtype=np.uint8)
     if buf.shape[0] == 0:
         buf = np.zeros(1, dtype=np.uint8)  # numba wants a non-empty buffer to index safely
     elif normalizer is not None and normalizer.casefold:

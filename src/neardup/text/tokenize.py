@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..kernels.shingle import solo_fraction_batch, word_spans
+from ..kernels.shingle import solo_fraction_batch, word_scan
 from .normalize import to_utf8
 from .unicode import class_table
 
@@ -50,7 +50,8 @@ def word_tokens(text: str) -> list[str]:
     buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, dtype=np.uint8)
     starts = np.empty(len(data) + 1, dtype=np.int64)
     ends = np.empty(len(data) + 1, dtype=np.int64)
-    m = word_spans(buf, 0, len(data), class_table(), starts, ends)
+    hashes = np.empty(len(data) + 1, dtype=np.uint64)
+    m = word_scan(buf, 0, len(data), class_table(), starts, ends, hashes, np.uint64(0))
     return [data[s:e].decode("utf-8", errors="replace") for s, e in zip(starts[:m], ends[:m])]
 
 
