@@ -288,7 +288,8 @@ class MinHasher:
     def sign_batch(self, texts: Sequence) -> Signatures:
         """Signatures of a batch of documents (``str`` or UTF-8 ``bytes``)."""
         if self.scheme.startswith("datasketch"):
-            toks = [[s.encode("utf-8") for s in self.shingler.shingles(t)] for t in texts]
+            # a MinHash is a function of the set: hash each distinct shingle once
+            toks = [[s.encode("utf-8") for s in dict.fromkeys(self.shingler.shingles(t))] for t in texts]
             return Signatures(_datasketch_values(toks, self.num_perm, self.scheme, self.seed), self.scheme,
                               self.seed, self.config())
         return self.sign_features(self.shingler.features(texts))
