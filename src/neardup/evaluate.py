@@ -298,9 +298,12 @@ def exact_jaccard_truth(features: Features, threshold: float, *, chunk_pairs: in
        the first |y| − α + 1 of y. So each document x only indexes its *prefix*: its
        |x| − ⌈t|x|⌉ + 1 rarest shingles (a superset of the needed prefix, since α ≥ ⌈t|x|⌉).
     3. Inverted index over prefix entries (one numpy sort by shingle rank); every shingle
-       with k prefix postings yields its C(k, 2) document pairs, generated in chunks of about
-       ``chunk_pairs`` pairs, filtered by size (J ≤ min/max, so min(|x|,|y|) ≥ t·max), made
-       unique within the chunk and verified with the exact merge-based intersection.
+       with k prefix postings yields its C(k, 2) document pairs. Pairs are generated in chunks
+       of about ``chunk_pairs`` pairs, each chunk a range of the pairs' smaller document (so a
+       pair met through several shared shingles is always in one chunk), filtered by size
+       (J ≤ min/max, so min(|x|, |y|) ≥ t·max), made unique, and verified with the exact
+       merge-based intersection. Memory: O(entries + chunk) — a chunk holds at least one
+       document, whose pairs number at most its prefix length × n.
 
     Why not simply skip shingles shared by more than some cap of documents: dropping them
     under-counts intersections and loses every pair whose overlap is mostly common shingles
@@ -351,43 +354,45 @@ def exact_jaccard_truth(features: Features, threshold: float, *, chunk_pairs: in
     starts = np.flatnonzero(start)
     ends = np.append(starts[1:], m)
     group_end = np.repeat(ends, ends - starts)  # exclusive end of each entry's group
-    partners = group_end - np.arange(m) - 1  # later entries of the same group
-    cum = np.cumsum(partners)
+    partners = group_end - np.arange(m) - 1  # later entries of the same group: larger doc ids
+    # Chunks are ranges of the *smaller* document of a pair, so every pair comes up in exactly
+    # one chunk (once per shared prefix shingle) and a per-chunk unique suffices.
+    by_doc = np.argsort(doc, kind="stable")
+    doc_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc, minlength=n), out=doc_start[1:])
+    per_doc = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc, weights=partners, minlength=n).astype(np.int64), out=per_doc[1:])
 
     found_lo, found_hi, found_sim = [], [], []
-    seen = np.empty(0, np.int64)  # sorted keys of every pair verified so far
-    i = 0
-    while i < m:
-        # entries i..j-1 hold about chunk_pairs pairs (at least one entry per chunk)
-        base = cum[i - 1] if i else 0
-        j = max(int(np.searchsorted(cum, base + chunk_pairs, side="right")), i + 1)
-        cnt = partners[i:j]
-        total = int(cnt.sum())
-        if total:
-            left = np.repeat(np.arange(i, j, dtype=np.int64), cnt)
-            first = np.cumsum(cnt) - cnt
-            right = left + 1 + (np.arange(total, dtype=np.int64) - np.repeat(first, cnt))
-            a, b = doc[left], doc[right]
-            del left, right
-            sa, sb = sizes[a], sizes[b]
-            ok = np.minimum(sa, sb) >= t * np.maximum(sa, sb) * (1 - 1e-12) - 1e-9
-            keys = _sorted_unique(a[ok] * np.int64(n) + b[ok])
-            del a, b, sa, sb, ok
-            # a pair sharing several prefix shingles comes up again in later chunks: verify once
-            if seen.size and keys.size:
-                at = np.searchsorted(seen, keys).clip(max=seen.shape[0] - 1)
-                keys = keys[seen[at] != keys]
-            stats["candidate_pairs"] += total
-            stats["verified_pairs"] += int(keys.shape[0])
-            if keys.size:
-                seen = np.sort(np.concatenate([seen, keys]), kind="stable")
-                lo, hi = keys // n, keys % n
-                sim = exact_jaccard_pairs(u, lo, hi)
-                hit = sim >= t
-                found_lo.append(lo[hit])
-                found_hi.append(hi[hit])
-                found_sim.append(sim[hit])
-        i = j
+    d0 = 0
+    while d0 < n:
+        # documents d0..d1-1 own about chunk_pairs pairs (at least one document per chunk)
+        d1 = int(np.searchsorted(per_doc, per_doc[d0] + chunk_pairs, side="right")) - 1
+        d1 = min(max(d1, d0 + 1), n)
+        ent = by_doc[doc_start[d0]:doc_start[d1]]
+        cnt = partners[ent]
+        total = int(per_doc[d1] - per_doc[d0])
+        d0 = d1
+        if not total:
+            continue
+        left = np.repeat(ent, cnt)
+        first = np.cumsum(cnt) - cnt
+        right = left + 1 + (np.arange(total, dtype=np.int64) - np.repeat(first, cnt))
+        a, b = doc[left], doc[right]
+        del left, right
+        sa, sb = sizes[a], sizes[b]
+        ok = np.minimum(sa, sb) >= t * np.maximum(sa, sb) * (1 - 1e-12) - 1e-9
+        keys = _sorted_unique(a[ok] * np.int64(n) + b[ok])
+        del a, b, sa, sb, ok
+        stats["candidate_pairs"] += total
+        stats["verified_pairs"] += int(keys.shape[0])
+        if keys.size:
+            lo, hi = keys // n, keys % n
+            sim = exact_jaccard_pairs(u, lo, hi)
+            hit = sim >= t
+            found_lo.append(lo[hit])
+            found_hi.append(hi[hit])
+            found_sim.append(sim[hit])
 
     if not found_lo:
         out = (empty, empty, np.empty(0, np.float64))
