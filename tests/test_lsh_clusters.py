@@ -111,3 +111,15 @@ def test_containment_from_jaccard_and_equal_grouping():
     assert containment_from_jaccard(0.25, 40, 10) == pytest.approx(0.25)
     res = find_equal_duplicates(np.array([9, 4, 9, 0, 4], np.uint64), valid=np.array([1, 1, 1, 0, 1], bool))
     assert res.clusters.cluster.tolist() == [0, 1, 0, 3, 1]
+
+
+def test_simhash_duplicates_identical_fingerprints_are_linear():
+    from neardup.pipeline import find_simhash_duplicates
+
+    fps = np.full(200_000, 0xDEADBEEF, dtype=np.uint64)
+    fps[-1] ^= np.uint64(0b111)                      # within k = 3 of all the others
+    fps[-2] = ~np.uint64(0xDEADBEEF)                 # far from everyone
+    res = find_simhash_duplicates(fps, 3)
+    c = res.clusters
+    assert c.kept.sum() == 2 and c.kept[0] and c.kept[-2]
+    assert c.similarity[-1] == 1 - 3 / 64 and c.similarity[1] == 1.0

@@ -159,8 +159,13 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     n = fps.shape[0]
     t0 = time.perf_counter()
     idx = np.arange(n) if valid is None else np.flatnonzero(valid)
-    i, j, dist = all_pairs(fps[idx], k=k)
-    lo, hi = idx[np.asarray(i, dtype=np.int64)], idx[np.asarray(j, dtype=np.int64)]
+    # identical fingerprints collapse to their first copy (linear in the copies, like MinHash rows)
+    res = all_pairs(fps[idx], k=k, collapse_identical=True)
+    same = idx[np.asarray(res.rep, dtype=np.int64)]
+    copy = same != idx
+    lo = np.concatenate([same[copy], idx[np.asarray(res.i, dtype=np.int64)]])
+    hi = np.concatenate([idx[copy], idx[np.asarray(res.j, dtype=np.int64)]])
+    dist = np.concatenate([np.zeros(int(copy.sum())), np.asarray(res.dist, dtype=np.float64)])
     swap = lo > hi
     lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
     timings = {"candidates": time.perf_counter() - t0}
@@ -171,5 +176,5 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
 
     clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys)
     timings["clusters"] = time.perf_counter() - t0
-    return DuplicateResult(clusters, lo, hi, 1.0 - np.asarray(dist, dtype=np.float64) / 64.0, int(lo.shape[0]),
+    return DuplicateResult(clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
                            {"method": "simhash", "bits": k, "keep": keep}, timings)
