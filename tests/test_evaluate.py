@@ -231,6 +231,17 @@ def test_eval_exact_jaccard(tmp_path):
     assert (out["tp"], out["fp"], out["fn"]) == (3, 0, 0) and out["ari"] == 1.0
     out = json.loads(_run(pred, "--exact-jaccard", 0.8, "--corpus", corpus, "--ngram", 1, "--json").output)
     assert (out["tp"], out["fp"], out["fn"]) == (1, 2, 0)
+    # predicted pairs, one naming a document the corpus lacks (ignored, with a warning)
+    pairs = _write_jsonl(tmp_path / "pairs.jsonl", [{"a": "d2", "b": "d0"}, {"a": "d3", "b": "d4"},
+                                                   {"a": "d0", "b": "zz"}])
+    out = json.loads(_run(pairs, "--exact-jaccard", 0.6, "--corpus", corpus, "--ngram", 1, "--json").output)
+    assert (out["tp"], out["fp"], out["fn"]) == (1, 1, 2) and out["ari"] is None
+    assert out["warnings"] == ["1 predicted ids are not in the corpus; they are ignored"]
+    # CSV clusters with a header as labels
+    csv_clusters = tmp_path / "truth.csv"
+    csv_clusters.write_text("id,cluster\nd0,x\nd1,x\nd2,x\nd3,y\nd4,z\n", encoding="utf-8")
+    out = json.loads(_run(pred, "--labels", csv_clusters, "--json").output)
+    assert out["f1"] == 1.0 and out["ari"] == 1.0
 
 
 def test_eval_usage_errors(tmp_path):
