@@ -171,3 +171,45 @@ def test_compare_json(tmp_path):
     assert {"jaccard", "containment", "minhash_jaccard", "simhash_distance", "sentences_match"} <= set(out)
     res = CliRunner().invoke(main, ["compare", "--text", "same text here", "same text here"])
     assert "exact Jaccard        1.0000" in res.output
+
+
+def test_exact_verification_and_linkage_options(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    for verify in ("minhash", "exact"):
+        for linkage in ("bounded", "components"):
+            out = tmp_path / f"{verify}-{linkage}"
+            run_dedup([str(src)], str(out), config(verify=verify, linkage=linkage))
+            rep, recs = check_accounting(out, len(DOCS))
+            assert [r["kept"] for r in recs] == EXPECTED_KEPT, (verify, linkage)
+            assert rep["parameters"]["verify"] == verify and rep["parameters"]["linkage"] == linkage
+    with pytest.raises(ValueError, match="verify"):
+        DedupConfig(verify="maybe").resolved()
+
+
+def test_bounded_linkage_stops_chains():
+    """A chain a0 ~ a1 ~ ... ~ a9 where each step changes two words: components put all ten
+    together; bounded linkage keeps every cluster's members within t − δ of each other."""
+    import neardup
+    from neardup.pipeline import find_minhash_duplicates
+
+    words = [f"w{i}" for i in range(60)]
+    chain = []
+    cur = list(words)
+    for step in range(10):
+        chain.append(" ".join(cur))
+        cur = cur[:]
+        cur[2 * step] = f"x{step}a"
+        cur[2 * step + 1] = f"x{step}b"
+    f = neardup.Shingler(ngram=2).features(chain)
+    sigs = neardup.MinHasher(num_perm=512, ngram=2).sign_features(f)
+    comp = find_minhash_duplicates(sigs, 0.85, linkage="components", max_drift=None, verify="exact", features=f)
+    bnd = find_minhash_duplicates(sigs, 0.85, linkage="bounded", max_drift=0.05, verify="exact", features=f)
+    assert len(set(comp.clusters.cluster.tolist())) == 1
+    labels = bnd.clusters.cluster
+    assert len(set(labels.tolist())) > 1
+    for c in set(labels.tolist()):
+        mem = np.flatnonzero(labels == c)
+        ii, jj = np.triu_indices(len(mem), 1)
+        if len(ii):
+            assert neardup.exact_jaccard_pairs(f, mem[ii], mem[jj]).min() >= 0.80

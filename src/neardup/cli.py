@@ -116,8 +116,6 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
             click.echo(f"  {reason}", err=True)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
 
 
 # -- dedup ---------------------------------------------------------------------------------------------
@@ -142,8 +140,15 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--recall", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.99, show_default=True)
 @click.option("--bands", type=click.IntRange(1), default=None, help="Explicit LSH bands b (with --rows).")
 @click.option("--rows", type=click.IntRange(1), default=None, help="Explicit LSH rows per band r (with --bands).")
+@click.option("--verify", type=click.Choice(["minhash", "exact", "none"]), default="minhash", show_default=True,
+              help="Check candidates on the full signature estimate, on the exact shingle sets (keeps 8 bytes "
+                   "per distinct shingle in memory), or not at all.")
+@click.option("--linkage", type=click.Choice(["bounded", "components"]), default="bounded", show_default=True,
+              help="bounded: merge most-similar pairs first and never put documents below threshold − drift "
+                   "together; components: plain transitive closure (union-find).")
 @click.option("--max-drift", type=click.FloatRange(0.0, 1.0), default=None,
-              help="Split members whose similarity to their representative is below threshold − DRIFT.")
+              help="How far below the threshold a cluster member may be from the others and from its "
+                   "representative (default 0.05; simhash 2/64, i.e. 2 bits).")
 @click.option("--keep", type=click.Choice(["first", "longest", "key"]), default="first", show_default=True)
 @click.option("--keep-field", default=None, help="With --keep key: the field whose largest value is kept.")
 @click.option("--text-field", default="text", show_default=True)
@@ -159,7 +164,7 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--no-html", is_flag=True, help="Skip report.html.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
 def dedup(inputs, outdir, method, threshold, metric, tokenizer, ngram, num_perm, scheme, seed, bits, n_sentences,
-          lsh_mode, recall, bands, rows, max_drift, keep, keep_field, text_field, id_field, input_format,
+          lsh_mode, recall, bands, rows, verify, linkage, max_drift, keep, keep_field, text_field, id_field, input_format,
           clusters_format, on_error, workers, batch_size, engine, no_html, quiet):
     """Deduplicate INPUTS (JSONL[.gz|.zst], Parquet, CSV, text lines, directories; globs allowed) into OUTDIR.
 
@@ -174,10 +179,15 @@ def dedup(inputs, outdir, method, threshold, metric, tokenizer, ngram, num_perm,
     from .pipeline.dedup import DedupConfig, run_dedup  # noqa: PLC0415
 
     if engine == "spark":
-        raise click.UsageError("--engine spark is not available in this build yet; use --engine local")
+        try:
+            from .engines.spark import run_spark_dedup  # noqa: PLC0415
+        except ImportError as exc:
+            raise click.UsageError(f"--engine spark needs PySpark: pip install 'neardup[spark]' ({exc})") from None
+        run_dedup = run_spark_dedup  # noqa: F811  same call: (inputs, outdir, cfg, command=...)
     cfg = DedupConfig(method=method, threshold=threshold, metric=metric, tokenizer=tokenizer, ngram=ngram,
                       num_perm=num_perm, scheme=scheme, seed=seed, bits=bits, sentences=n_sentences,
-                      lsh_mode=lsh_mode, recall=recall, bands=bands, rows=rows, max_drift=max_drift, keep=keep,
+                      lsh_mode=lsh_mode, recall=recall, bands=bands, rows=rows, verify=verify, linkage=linkage,
+                      max_drift=max_drift, keep=keep,
                       keep_field=keep_field, text_field=text_field, id_field=id_field, input_format=input_format,
                       clusters_format=clusters_format, on_error=on_error, workers=workers, batch_size=batch_size,
                       html=not no_html, quiet=quiet)
@@ -274,3 +284,12 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
             click.echo(f"{title}:")
             for s in out["examples"][key]:
                 click.echo(f"  · {s}")
+
+
+from .cli_eval import eval_cmd  # noqa: E402  (registered after the group exists)
+
+main.add_command(eval_cmd)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,4 +1,4 @@
 """Verified pairs → clusters → which document to keep."""
-from .cluster import KEEP_POLICIES, Clusters, build_clusters
+from .cluster import KEEP_POLICIES, LINKAGES, Clusters, SimilarityOracle, build_clusters
 
-__all__ = ["KEEP_POLICIES", "Clusters", "build_clusters"]
+__all__ = ["KEEP_POLICIES", "LINKAGES", "Clusters", "SimilarityOracle", "build_clusters"]

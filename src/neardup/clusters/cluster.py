@@ -1,22 +1,60 @@
 """Clusters of near-duplicates: connected components of the verified-pair graph.
 
+Linkage (``linkage=``):
+
+* ``"components"`` — connected components (union–find): transitive, so a chain A ~ B ~ C puts A
+  and C together however far apart they are;
+* ``"bounded"`` — verified pairs are merged most-similar first, and two groups join only when all
+  pairs between their samples (the ``sample`` earliest members of each) are ≥ t − δ
+  (``max_drift=δ``): a group stops growing where a chain would bring in a document unlike it.
+
 Each cluster keeps one representative by a policy — ``first`` (smallest input position),
-``longest`` (most shingles / characters; ties: first) or ``key`` (largest user-given key; ties:
-first) — and every member records its similarity to that representative, so chaining
-(A ~ B ~ C with A and C far apart) is visible. With ``max_drift=δ`` a member whose similarity to
-its representative is below t − δ is split off; the split-off members form clusters among
-themselves from the verified pairs they share, repeatedly, until every member is within t − δ.
+``longest`` (most characters; ties: first) or ``key`` (largest user-given key; ties: first) —
+and every member records its similarity to that representative, so chaining is visible. With
+``max_drift=δ`` a member whose similarity to its representative is still below t − δ is split
+off; split-off members form clusters among themselves from the verified pairs they share,
+repeatedly, until every member is within t − δ of its representative.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from ..kernels.clusters import components, pick_representatives
+from ..kernels.clusters import bounded_components, components, pick_representatives
 
 KEEP_POLICIES = ("first", "longest", "key")
+LINKAGES = ("components", "bounded")
+
+
+@dataclass
+class SimilarityOracle:
+    """What the bounded linkage compares: MinHash rows, exact shingle sets, SimHash fingerprints,
+    or nothing (equal-signature groups, similarity 1)."""
+
+    kind: int
+    sig: np.ndarray = field(default_factory=lambda: np.zeros((1, 1), np.uint32))
+    empty: int = 0
+    h: np.ndarray = field(default_factory=lambda: np.zeros(1, np.uint64))
+    off: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int64))
+    fps: np.ndarray = field(default_factory=lambda: np.zeros(1, np.uint64))
+
+    @classmethod
+    def minhash(cls, values: np.ndarray, empty: int) -> "SimilarityOracle":
+        return cls(0, sig=values, empty=empty)
+
+    @classmethod
+    def exact(cls, hashes: np.ndarray, offsets: np.ndarray) -> "SimilarityOracle":
+        return cls(1, h=hashes, off=offsets)
+
+    @classmethod
+    def simhash(cls, fps: np.ndarray) -> "SimilarityOracle":
+        return cls(2, fps=np.ascontiguousarray(fps, dtype=np.uint64))
+
+    @classmethod
+    def equal(cls) -> "SimilarityOracle":
+        return cls(3)
 
 
 @dataclass
@@ -61,15 +99,29 @@ def _score(policy: str, n: int, lengths, keys) -> np.ndarray:
 
 def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray, similarity_to: Callable[[np.ndarray, np.ndarray], np.ndarray],
                    keep: str = "first", lengths=None, keys=None, threshold: float | None = None,
-                   max_drift: float | None = None) -> Clusters:
-    """Clusters from verified pairs (lo[e], hi[e]).
+                   max_drift: float | None = None, linkage: str = "components", edge_sim=None,
+                   oracle: SimilarityOracle | None = None, sample: int = 16) -> Clusters:
+    """Clusters from verified pairs (lo[e], hi[e]) with similarities ``edge_sim``.
 
     ``similarity_to(members, reps)`` returns the similarity of each member to its representative.
+    ``linkage="bounded"`` needs ``threshold``, ``max_drift``, ``edge_sim`` and an ``oracle``.
     """
+    if linkage not in LINKAGES:
+        raise ValueError(f"linkage must be one of {', '.join(LINKAGES)}, got {linkage!r}")
     score = _score(keep, n, lengths, keys)
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
-    labels = components(n, lo, hi)
+    if linkage == "bounded":
+        if threshold is None or max_drift is None or edge_sim is None or oracle is None:
+            raise ValueError("linkage='bounded' needs threshold, max_drift, edge_sim and a similarity oracle")
+        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
+            raise ValueError(f"sample must be a positive integer, got {sample!r}")
+        order = np.lexsort((hi, lo, -np.asarray(edge_sim, dtype=np.float64)))
+        o = oracle
+        labels = bounded_components(n, lo, hi, order, o.kind, o.sig, o.sig.dtype.type(o.empty), o.h, o.off,
+                                    o.fps, float(threshold - max_drift), sample)
+    else:
+        labels = components(n, lo, hi)
     rep = pick_representatives(labels, score)
     sim = np.ones(n, dtype=np.float64)
     members = np.flatnonzero(rep != np.arange(n))
@@ -84,7 +136,8 @@ def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray, similarity_to: Callab
             bad[members[sim[members] < floor]] = True
             if not bad.any():
                 break
-            # re-cluster the split-off members among themselves
+            # re-cluster the split-off members among themselves (by components: every group
+            # shrinks by at least its representative per round, so this ends)
             keep_edge = bad[lo] & bad[hi]
             sub = components(n, lo[keep_edge], hi[keep_edge])
             sub_rep = pick_representatives(sub, np.where(bad, score, -np.inf))

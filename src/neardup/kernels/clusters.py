@@ -47,3 +47,96 @@ def pick_representatives(labels, score):
     for x in range(n):
         rep[x] = best[labels[x]]
     return rep
+
+
+# -- bounded linkage ---------------------------------------------------------------------------------
+# Similarity oracles (``kind``): 0 MinHash rows (fraction of equal slots; an empty row scores 0),
+# 1 exact Jaccard of sorted distinct shingle sets (CSR h/off), 2 SimHash 1 − hamming/64, 3 always 1.
+@njit(cache=True)
+def _sim(kind, a, b, sig, empty, h, off, fps):
+    if kind == 0:
+        k = sig.shape[1]
+        eq = 0
+        nonempty = False
+        for j in range(k):
+            if sig[a, j] == sig[b, j]:
+                eq += 1
+            if sig[a, j] != empty or sig[b, j] != empty:
+                nonempty = True
+        return eq / k if nonempty else 0.0
+    if kind == 1:
+        i = off[a]
+        j = off[b]
+        ea = off[a + 1]
+        eb = off[b + 1]
+        na = ea - i
+        nb = eb - j
+        if na == 0 or nb == 0:
+            return 0.0
+        c = 0
+        while i < ea and j < eb:
+            if h[i] < h[j]:
+                i += 1
+            elif h[j] < h[i]:
+                j += 1
+            else:
+                c += 1
+                i += 1
+                j += 1
+        return c / (na + nb - c)
+    if kind == 2:
+        x = fps[a] ^ fps[b]
+        d = 0
+        while x:
+            x &= x - np.uint64(1)
+            d += 1
+        return 1.0 - d / 64.0
+    return 1.0
+
+
+@njit(cache=True)
+def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, sample):
+    """Merge verified edges in ``order`` (most similar first, like single linkage), but join two
+    groups only when every pair between their samples — the ``sample`` smallest members of each —
+    has similarity ≥ ``floor``. Chains of pairwise-similar documents whose ends are far apart stop
+    growing where the next merge would bring in a document unlike the group. Labels: smallest member."""
+    parent = np.arange(n, dtype=np.int64)
+    samp = np.full((n, sample), -1, dtype=np.int64)
+    cnt = np.ones(n, dtype=np.int64)
+    for x in range(n):
+        samp[x, 0] = x
+    tmp = np.empty(2 * sample, dtype=np.int64)
+    for e in order:
+        a = _find(parent, lo[e])
+        b = _find(parent, hi[e])
+        if a == b:
+            continue
+        sa = min(cnt[a], sample)
+        sb = min(cnt[b], sample)
+        ok = True
+        for i in range(sa):
+            for j in range(sb):
+                if _sim(kind, samp[a, i], samp[b, j], sig, empty, h, off, fps) < floor:
+                    ok = False
+                    break
+            if not ok:
+                break
+        if not ok:
+            continue
+        m = 0
+        for i in range(sa):
+            tmp[m] = samp[a, i]
+            m += 1
+        for j in range(sb):
+            tmp[m] = samp[b, j]
+            m += 1
+        merged = np.sort(tmp[:m])
+        root = min(a, b)
+        parent[max(a, b)] = root
+        for i in range(min(m, sample)):
+            samp[root, i] = merged[i]
+        cnt[root] = cnt[a] + cnt[b]
+    out = np.empty(n, dtype=np.int64)
+    for x in range(n):
+        out[x] = _find(parent, x)
+    return out

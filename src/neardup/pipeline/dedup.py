@@ -8,6 +8,8 @@ kept rows in its own format. Everything goes to a temporary folder inside OUTDIR
 into place at the end, ``report.json`` last: a run that stops early leaves no finished-looking output.
 
 Accounting: input_rows = kept + removed (duplicates) + skipped (unreadable rows, blank lines).
+With ``verify="exact"`` the distinct shingle hashes of every document are kept too (8 bytes per
+distinct shingle, about the size of the text for word 5-grams) to check candidates exactly.
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicate
 
 METHODS = ("minhash", "simhash", "sentences", "exact")
 DEFAULTS = {  # per method: what a user gets without flags
-    "minhash": {"threshold": 0.8, "ngram": 5},
-    "simhash": {"bits": 3, "ngram": 3},
+    "minhash": {"threshold": 0.8, "ngram": 5, "max_drift": 0.05},
+    "simhash": {"bits": 3, "ngram": 3, "max_drift": 2 / 64},
     "sentences": {"sentences": 3},
     "exact": {},
 }
@@ -57,7 +59,8 @@ class DedupConfig:
     recall: float = 0.99
     bands: int | None = None
     rows: int | None = None
-    max_drift: float | None = None
+    linkage: str = "bounded"             # bounded | components
+    max_drift: float | None = None       # bounded linkage: members stay ≥ t − max_drift (default per method)
     workers: int = 0                     # 0: all cores
     batch_size: int = 2000
     text_field: str = "text"
@@ -81,15 +84,18 @@ class DedupConfig:
             c.ngram = d.get("ngram", 5)
         if c.bits is None:
             c.bits = d.get("bits", 3)
+        if c.max_drift is None:
+            c.max_drift = d.get("max_drift")
+        if c.linkage not in ("bounded", "components"):
+            raise ValueError(f"linkage must be bounded or components, got {c.linkage!r}")
         if c.method == "minhash" and not 0.0 < c.threshold < 1.0 + 1e-12:
             raise ValueError(f"threshold must be in (0, 1], got {c.threshold}")
         if c.keep not in ("first", "longest", "key"):
             raise ValueError(f"keep must be first, longest or key, got {c.keep!r}")
         if c.keep == "key" and not c.keep_field:
             raise ValueError("--keep key needs --keep-field FIELD (the document with the largest value is kept)")
-        if c.verify not in ("minhash", "none"):
-            raise ValueError(f"verify must be minhash or none (exact verification needs the text in memory; "
-                             f"use neardup.pipeline.find_minhash_duplicates(..., verify='exact')), got {c.verify!r}")
+        if c.verify not in ("minhash", "exact", "none"):
+            raise ValueError(f"verify must be minhash, exact or none, got {c.verify!r}")
         if c.on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be raise or skip, got {c.on_error!r}")
         if c.clusters_format not in ("jsonl", "parquet"):
@@ -112,14 +118,20 @@ def _make_signer(cfg: DedupConfig):
         hasher = MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
                            ngram=cfg.ngram)
         need_sizes = cfg.metric == "containment"
+        exact = cfg.verify == "exact"
 
         def sign(texts):
             if hasher.scheme.startswith("datasketch"):
+                if exact:
+                    raise ValueError("verify='exact' works with the native schemes (oph, permutation)")
                 sig = hasher.sign_batch(texts).values
                 sizes = np.array([len(set(hasher.shingler.shingles(t))) for t in texts], dtype=np.int64)
                 return sig, sizes == 0, sizes
             feats = hasher.shingler.features(texts)
             sig = hasher.sign_features(feats).values
+            if exact:  # distinct shingle hashes travel along: 8 bytes per distinct shingle
+                u = feats.unique()
+                return sig, feats.sizes() == 0, u.sizes(), u.hashes
             sizes = feats.unique().sizes() if need_sizes else feats.sizes()
             return sig, feats.sizes() == 0, sizes
         return sign
@@ -179,7 +191,7 @@ def _progress(cfg: DedupConfig, total: int | None, desc: str, unit: str = "B"):
 
 
 def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
-    sigs, empties, sizes = [], [], []
+    sigs, empties, sizes, shingles = [], [], [], []
     total = sum(os.path.getsize(s.path) for s in specs if os.path.isfile(s.path)) or None
     bar = _progress(cfg, total, "read+sign")
 
@@ -217,11 +229,13 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
             yield batch
 
     def collect(res):
-        s, e, z = res
+        s, e, z = res[:3]
         sigs.append(s)
         empties.append(e)
         if z is not None:
             sizes.append(z)
+        if len(res) > 3:
+            shingles.append(res[3])
 
     if cfg.workers <= 1:
         sign = _make_signer(cfg)
@@ -239,19 +253,26 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
             while window:
                 collect(window.popleft().result())
     bar.close()
+    features = None
     if sigs:
         values = np.concatenate(sigs)
         empty = np.concatenate(empties)
         size = np.concatenate(sizes) if sizes else None
+        if shingles:
+            from ..features.shingles import Features  # noqa: PLC0415
+
+            offsets = np.zeros(size.shape[0] + 1, dtype=np.int64)
+            np.cumsum(size, out=offsets[1:])
+            features = Features(np.concatenate(shingles), offsets, np.ones(offsets[-1], dtype=np.int64))
     else:
         width = (cfg.num_perm,) if cfg.method == "minhash" else ()
         values = np.zeros((0, *width), dtype=np.uint32 if cfg.method == "minhash" else np.uint64)
         empty = np.zeros(0, dtype=bool)
         size = None
-    return values, empty, size
+    return values, empty, size, features
 
 
-def _find(values, empty, sizes, cfg: DedupConfig, corpus: _Corpus) -> DuplicateResult:
+def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus) -> DuplicateResult:
     lengths = np.asarray(corpus.lengths, dtype=np.int64)
     keys = None
     if cfg.keep == "key":
@@ -266,12 +287,14 @@ def _find(values, empty, sizes, cfg: DedupConfig, corpus: _Corpus) -> DuplicateR
         sigs = Signatures(values, cfg.scheme, cfg.seed)
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         return find_minhash_duplicates(sigs, cfg.threshold, lsh=lsh, metric=cfg.metric, sizes=sizes,
-                                       verify=cfg.verify, keep=cfg.keep,
-                                       lengths=lengths, keys=keys, max_drift=cfg.max_drift)
+                                       verify=cfg.verify, features=features, keep=cfg.keep, lengths=lengths, keys=keys,
+                                       linkage=cfg.linkage, max_drift=cfg.max_drift)
     if cfg.method == "simhash":
         from .find import find_simhash_duplicates  # noqa: PLC0415
 
-        return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys)
+        drift_bits = None if cfg.max_drift is None else int(round(cfg.max_drift * 64))
+        return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys,
+                                       linkage=cfg.linkage, max_drift_bits=drift_bits)
     return find_equal_duplicates(values, valid=~empty, keep=cfg.keep, lengths=lengths, user_keys=keys)
 
 
@@ -356,11 +379,11 @@ def _run(specs, cfg: DedupConfig, outdir: str, tmp: str, command: str, t_start: 
     timings = {}
     corpus = _Corpus()
     t0 = time.perf_counter()
-    values, empty, sizes = _read_and_sign(specs, cfg, corpus)
+    values, empty, sizes, features = _read_and_sign(specs, cfg, corpus)
     timings["read_sign"] = time.perf_counter() - t0
     n_docs = len(corpus.ids)
 
-    result = _find(values, empty, sizes, cfg, corpus)
+    result = _find(values, empty, sizes, features, cfg, corpus)
     timings.update({k: v for k, v in result.timings.items()})
     clusters = result.clusters
     kept_doc = clusters.kept

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..clusters import Clusters, build_clusters
+from ..clusters import Clusters, SimilarityOracle, build_clusters
 from ..features.shingles import Features
 from ..index.lsh import LSHParams, candidate_pairs, choose_params, identical_rows
 from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
@@ -54,12 +54,16 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
                             lsh_mode: str = "recall", recall: float = 0.99, metric: str = "jaccard",
                             verify: str = "minhash", features: Features | None = None,
                             sizes: np.ndarray | None = None, keep: str = "first", lengths=None, keys=None,
-                            max_drift: float | None = None, max_bucket: int = 64) -> DuplicateResult:
+                            linkage: str = "bounded", max_drift: float | None = 0.05, sample: int = 16,
+                            max_bucket: int = 64) -> DuplicateResult:
     """Clusters of near-duplicates among the rows of ``sigs``.
 
     ``metric="containment"`` accepts a pair when either document is at least ``threshold``
     contained in the other (needs ``sizes`` — distinct shingles per document — or ``features``).
     ``verify="exact"`` checks candidates on ``features``; ``"none"`` accepts every candidate.
+    ``linkage="bounded"`` (default) merges verified pairs most-similar first and refuses merges that
+    would put documents below t − ``max_drift`` together (see :mod:`neardup.clusters`);
+    ``"components"`` is plain union–find.
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
@@ -119,11 +123,22 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     timings["verify"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    oracle = None
+    if linkage == "bounded":
+        if verify == "exact" and metric == "jaccard":
+            u = features.unique()
+            oracle = SimilarityOracle.exact(u.hashes, u.offsets)
+        elif metric == "jaccard":
+            oracle = SimilarityOracle.minhash(values, empty_value(sigs.scheme))
+        else:
+            oracle = SimilarityOracle.equal()  # containment is not symmetric: merges follow the verified pairs
     clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys,
-                              threshold=threshold, max_drift=max_drift)
+                              threshold=threshold, max_drift=max_drift, linkage=linkage, edge_sim=sim,
+                              oracle=oracle, sample=sample)
     timings["clusters"] = time.perf_counter() - t0
     info = {"method": "minhash", "threshold": threshold, "b": params.b, "r": params.r, "lsh_mode": params.mode,
-            "metric": metric, "verify": verify, "keep": keep, "max_drift": max_drift, "num_perm": sigs.num_perm,
+            "metric": metric, "verify": verify, "keep": keep, "linkage": linkage, "max_drift": max_drift,
+            "num_perm": sigs.num_perm,
             "scheme": sigs.scheme, "seed": sigs.seed, "empty_documents": int(empty.sum())}
     return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings)
 
@@ -149,9 +164,11 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
 
 
 def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | None = None, keep: str = "first",
-                            lengths=None, keys=None) -> DuplicateResult:
+                            lengths=None, keys=None, linkage: str = "bounded", max_drift_bits: int | None = 2,
+                            sample: int = 16) -> DuplicateResult:
     """Clusters of fingerprints within Hamming distance ``k`` (all pairs by permuted tables, exact).
-    Similarity reported is 1 − d/64."""
+    Similarity reported is 1 − d/64. ``linkage="bounded"`` joins groups only while all sampled
+    members stay within k + ``max_drift_bits`` bits of each other."""
     from ..index.simhash_index import all_pairs  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
@@ -174,7 +191,11 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     def similarity(a, b):
         return 1.0 - hamming_array(fps[a], fps[b]) / 64.0
 
-    clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys)
+    drift = None if max_drift_bits is None else max_drift_bits / 64.0
+    clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys,
+                              threshold=1.0 - k / 64.0, max_drift=drift, linkage=linkage, edge_sim=1.0 - dist / 64.0,
+                              oracle=SimilarityOracle.simhash(fps), sample=sample)
     timings["clusters"] = time.perf_counter() - t0
     return DuplicateResult(clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
-                           {"method": "simhash", "bits": k, "keep": keep}, timings)
+                           {"method": "simhash", "bits": k, "keep": keep, "linkage": linkage,
+                            "max_drift_bits": max_drift_bits}, timings)
