@@ -87,3 +87,11 @@ def test_simhash_compat_yanyiwu_on_news_content(shared):
     res = run_cli("sign", "--method", "simhash", "--compat", "yanyiwu", "--top-n", "5", str(path))
     assert res.exit_code == 0, res.output
     assert lines(res.output)[0]["simhash"] == int(want)
+
+
+def test_lsh_command_shows_curve():
+    res = run_cli("lsh", "--threshold", "0.8", "--json")
+    out = json.loads(res.output)
+    assert (out["b"], out["r"]) == (16, 6) and out["p_at_threshold"] >= 0.99
+    res = run_cli("lsh", "--threshold", "0.8", "--lsh", "datasketch")
+    assert "b = 9 bands × r = 13 rows" in res.output

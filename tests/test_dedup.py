@@ -213,3 +213,21 @@ def test_bounded_linkage_stops_chains():
         ii, jj = np.triu_indices(len(mem), 1)
         if len(ii):
             assert neardup.exact_jaccard_pairs(f, mem[ii], mem[jj]).min() >= 0.80
+
+
+def test_interrupted_run_leaves_nothing_finished_looking(tmp_path, monkeypatch):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    out = tmp_path / "out"
+    run_dedup([str(src)], str(out), config())
+    assert (out / "report.json").exists()
+    import neardup.pipeline.dedup as dd
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dd, "write_kept", boom)
+    with pytest.raises(KeyboardInterrupt):
+        run_dedup([str(src)], str(out), config())
+    assert not (out / "report.json").exists() and not (out / "report.html").exists()
+    assert not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]

@@ -13,6 +13,7 @@ distinct shingle, about the size of the text for word 5-grams) to check candidat
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -356,6 +357,11 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)
     os.makedirs(outdir, exist_ok=True)
+    # report.json marks a finished run: drop a previous run's marker first, so that if this run
+    # stops early the folder does not look finished
+    for stale in ("report.json", "report.html"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(outdir, stale))
     tmp = tempfile.mkdtemp(prefix=".neardup-tmp-", dir=outdir)
     try:
         report = _run(specs, cfg, outdir, tmp, command, t_start)
