@@ -231,3 +231,24 @@ def test_interrupted_run_leaves_nothing_finished_looking(tmp_path, monkeypatch):
         run_dedup([str(src)], str(out), config())
     assert not (out / "report.json").exists() and not (out / "report.html").exists()
     assert not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
+
+
+def test_traditional_chinese_converted_before_signing(tmp_path, shared):
+    pytest.importorskip("opencc", reason="the neardup[zh] extra (OpenCC) is not installed")
+    base = shared / "corpora/manpages_zh_sample"
+    names = sorted(p.name for p in (base / "zh_CN").iterdir())[:6]
+    src = tmp_path / "pages.jsonl"
+    with open(src, "w", encoding="utf-8") as fh:
+        for variant in ("zh_CN", "zh_TW"):
+            for name in names:
+                text = (base / variant / name).read_text(encoding="utf-8")
+                fh.write(json.dumps({"id": f"{variant}/{name}", "text": text}, ensure_ascii=False) + "\n")
+    plain = tmp_path / "plain"
+    conv = tmp_path / "conv"
+    # after tw2sp these pairs have exact J 0.80-0.96 (word 5-grams); t = 0.7 leaves ~3 sigma of margin
+    run_dedup([str(src)], str(plain), DedupConfig(workers=1, id_field="id", threshold=0.7))
+    run_dedup([str(src)], str(conv), DedupConfig(workers=1, id_field="id", threshold=0.7, convert="tw2sp"))
+    assert sum(r["kept"] for r in read_clusters(plain)) == 12          # scripts differ: nothing matches
+    recs = read_clusters(conv)
+    assert sum(r["kept"] for r in recs) == 6
+    assert all(r["cluster"] == r["id"].replace("zh_TW", "zh_CN") for r in recs)

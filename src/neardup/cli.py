@@ -129,6 +129,8 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
 @click.option("--metric", type=click.Choice(["jaccard", "containment"]), default="jaccard", show_default=True,
               help="MinHash: Jaccard, or containment of either document in the other.")
 @click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
+@click.option("--convert", type=click.Choice(["t2s", "tw2s", "tw2sp", "hk2s"]), default=None,
+              help="Convert traditional Chinese to simplified before signing (OpenCC; pip install 'neardup[zh]').")
 @click.option("--ngram", type=click.IntRange(1, 64), default=None, help="Shingle size (default: 5 minhash, 3 simhash).")
 @click.option("--num-perm", type=click.IntRange(2, 65536), default=128, show_default=True)
 @click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
@@ -163,7 +165,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True)
 @click.option("--no-html", is_flag=True, help="Skip report.html.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
-def dedup(inputs, outdir, method, threshold, metric, tokenizer, ngram, num_perm, scheme, seed, bits, n_sentences,
+def dedup(inputs, outdir, method, threshold, metric, tokenizer, convert, ngram, num_perm, scheme, seed, bits, n_sentences,
           lsh_mode, recall, bands, rows, verify, linkage, max_drift, keep, keep_field, text_field, id_field, input_format,
           clusters_format, on_error, workers, batch_size, engine, no_html, quiet):
     """Deduplicate INPUTS (JSONL[.gz|.zst], Parquet, CSV, text lines, directories; globs allowed) into OUTDIR.
@@ -184,7 +186,8 @@ def dedup(inputs, outdir, method, threshold, metric, tokenizer, ngram, num_perm,
         except ImportError as exc:
             raise click.UsageError(f"--engine spark needs PySpark: pip install 'neardup[spark]' ({exc})") from None
         run_dedup = run_spark_dedup  # noqa: F811  same call: (inputs, outdir, cfg, command=...)
-    cfg = DedupConfig(method=method, threshold=threshold, metric=metric, tokenizer=tokenizer, ngram=ngram,
+    cfg = DedupConfig(method=method, threshold=threshold, metric=metric, tokenizer=tokenizer, convert=convert,
+                      ngram=ngram,
                       num_perm=num_perm, scheme=scheme, seed=seed, bits=bits, sentences=n_sentences,
                       lsh_mode=lsh_mode, recall=recall, bands=bands, rows=rows, verify=verify, linkage=linkage,
                       max_drift=max_drift, keep=keep,

@@ -46,6 +46,7 @@ class DedupConfig:
     method: str = "minhash"
     threshold: float | None = None       # minhash (Jaccard or containment)
     tokenizer: str = "word"
+    convert: str | None = None           # Chinese script conversion before signing (t2s, tw2sp, …)
     ngram: int | None = None
     num_perm: int = 128
     scheme: str = "oph"
@@ -85,6 +86,10 @@ class DedupConfig:
             c.ngram = d.get("ngram", 5)
         if c.bits is None:
             c.bits = d.get("bits", 3)
+        if c.convert is not None:
+            from ..text.normalize import Normalizer  # noqa: PLC0415
+
+            Normalizer(convert=c.convert)  # validates the name
         if c.max_drift is None:
             c.max_drift = d.get("max_drift")
         if c.linkage not in ("bounded", "components"):
@@ -114,10 +119,11 @@ def _make_signer(cfg: DedupConfig):
     from ..sketches.minhash import MinHasher  # noqa: PLC0415
     from ..sketches.sentences import SentenceSigner, exact_hash  # noqa: PLC0415
     from ..sketches.simhash import SimHasher  # noqa: PLC0415
+    from ..text.normalize import Normalizer  # noqa: PLC0415
 
     if cfg.method == "minhash":
         hasher = MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
-                           ngram=cfg.ngram)
+                           ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert))
         need_sizes = cfg.metric == "containment"
         exact = cfg.verify == "exact"
 
@@ -137,14 +143,14 @@ def _make_signer(cfg: DedupConfig):
             return sig, feats.sizes() == 0, sizes
         return sign
     if cfg.method == "simhash":
-        sh = SimHasher(tokenizer=cfg.tokenizer, ngram=cfg.ngram)
+        sh = SimHasher(tokenizer=cfg.tokenizer, ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert))
 
         def sign(texts):
             feats = sh.shingler.features(texts)
             return sh.sign_features(feats), feats.sizes() == 0, None
         return sign
     if cfg.method == "sentences":
-        ss = SentenceSigner(n=cfg.sentences)
+        ss = SentenceSigner(n=cfg.sentences, convert=cfg.convert)
 
         def sign(texts):
             sig = ss.sign_batch(texts)
@@ -152,9 +158,7 @@ def _make_signer(cfg: DedupConfig):
         return sign
 
     def sign(texts):
-        from ..text.normalize import Normalizer  # noqa: PLC0415
-
-        norm = Normalizer()
+        norm = Normalizer(convert=cfg.convert)
         empty = np.array([not norm(t) for t in texts], dtype=bool)
         return np.array([exact_hash(t, norm) for t in texts], dtype=np.uint64), empty, None
     return sign

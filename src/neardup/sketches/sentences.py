@@ -26,12 +26,12 @@ _NON_WORD = re.compile(r"[\W_]+")
 class SentenceSigner:
     """``n`` (default 3) longest sentences → one uint64 signature."""
 
-    def __init__(self, n: int = 3, min_chars: int = 1):
+    def __init__(self, n: int = 3, min_chars: int = 1, convert: str | None = None):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         self.n = n
         self.min_chars = min_chars
-        self._norm = Normalizer(whitespace=False)  # line breaks split sentences: keep them
+        self._norm = Normalizer(whitespace=False, convert=convert)  # line breaks split sentences: keep them
 
     def config(self) -> dict:
         return {"method": "sentences", "n": self.n}

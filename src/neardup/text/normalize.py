@@ -1,8 +1,10 @@
 """Normalisation of raw text and packing of a batch into one UTF-8 buffer + offsets.
 
-Steps (each switchable): Unicode NFKC (compatibility forms fold: full-width → ASCII, ligatures
-split), full case folding (``str.casefold``: ß → ss), whitespace (every run of Unicode white
-space, as ``str.isspace`` defines it, becomes one space; leading/trailing space is dropped).
+Steps (each switchable): optional Chinese script conversion (``convert="t2s"``: traditional →
+simplified characters, ``"tw2sp"``: Taiwan → mainland phrases too; OpenCC, the ``neardup[zh]``
+extra), Unicode NFKC (compatibility forms fold: full-width → ASCII, ligatures split), full case
+folding (``str.casefold``: ß → ss), whitespace (every run of Unicode white space, as
+``str.isspace`` defines it, becomes one space; leading/trailing space is dropped).
 Lone surrogates (not encodable in UTF-8) become U+FFFD; ``bytes`` input is decoded as UTF-8
 with invalid sequences replaced by U+FFFD. Both are counted in :attr:`Normalizer.replaced`.
 """
@@ -11,12 +13,23 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
 from numba import njit
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+CONVERSIONS = ("t2s", "tw2s", "tw2sp", "hk2s")
+
+
+@lru_cache(maxsize=8)
+def _converter(name: str):
+    try:
+        import opencc  # noqa: PLC0415
+    except ImportError:
+        raise ImportError("Chinese script conversion needs OpenCC: pip install 'neardup[zh]'") from None
+    return opencc.OpenCC(f"{name}.json")
 
 
 def _nfkc_by_line(text: str) -> str:
@@ -36,7 +49,12 @@ class Normalizer:
     nfkc: bool = True
     casefold: bool = True
     whitespace: bool = True
+    convert: str | None = None
     replaced: int = field(default=0, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.convert is not None and self.convert not in CONVERSIONS:
+            raise ValueError(f"convert must be one of {', '.join(CONVERSIONS)} or None, got {self.convert!r}")
 
     def __call__(self, text) -> str:
         return self.apply(_as_str(text, self), self.whitespace, True)
@@ -44,6 +62,8 @@ class Normalizer:
     def apply(self, text: str, whitespace: bool, ascii_case: bool) -> str:
         """Normalise ``text``; ``ascii_case=False`` leaves ASCII letters' case to the caller
         (the batch path folds them in one vectorised pass over the buffer)."""
+        if self.convert is not None and not text.isascii():
+            text = _converter(self.convert).convert(text)
         if text.isascii():
             if self.casefold and ascii_case:
                 text = text.lower()
@@ -57,7 +77,7 @@ class Normalizer:
         return text
 
     def config(self) -> dict:
-        return {"nfkc": self.nfkc, "casefold": self.casefold, "whitespace": self.whitespace}
+        return {"nfkc": self.nfkc, "casefold": self.casefold, "whitespace": self.whitespace, "convert": self.convert}
 
 
 def _as_str(text, counter: Normalizer | None = None) -> str:
