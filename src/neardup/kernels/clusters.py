@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .jaccard import intersect_size
+
 
 @njit(inline="always", cache=True)
 def _find(parent, x):
@@ -65,24 +67,11 @@ def _sim(kind, a, b, sig, empty, h, off, fps):
                 nonempty = True
         return eq / k if nonempty else 0.0
     if kind == 1:
-        i = off[a]
-        j = off[b]
-        ea = off[a + 1]
-        eb = off[b + 1]
-        na = ea - i
-        nb = eb - j
+        na = off[a + 1] - off[a]
+        nb = off[b + 1] - off[b]
         if na == 0 or nb == 0:
             return 0.0
-        c = 0
-        while i < ea and j < eb:
-            if h[i] < h[j]:
-                i += 1
-            elif h[j] < h[i]:
-                j += 1
-            else:
-                c += 1
-                i += 1
-                j += 1
+        c = intersect_size(h, off[a], off[a + 1], off[b], off[b + 1])
         return c / (na + nb - c)
     if kind == 2:
         x = fps[a] ^ fps[b]
