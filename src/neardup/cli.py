@@ -184,7 +184,8 @@ def dedup(inputs, outdir, method, threshold, metric, tokenizer, convert, ngram, 
         try:
             from .engines.spark import run_spark_dedup  # noqa: PLC0415
         except ImportError as exc:
-            raise click.UsageError(f"--engine spark needs PySpark: pip install 'neardup[spark]' ({exc})") from None
+            raise click.UsageError(f"--engine spark: {exc}; install with: pip install 'neardup[spark]' "
+                                   "'pandas>=2.2'") from None
         run_dedup = run_spark_dedup  # noqa: F811  same call: (inputs, outdir, cfg, command=...)
     cfg = DedupConfig(method=method, threshold=threshold, metric=metric, tokenizer=tokenizer, convert=convert,
                       ngram=ngram,

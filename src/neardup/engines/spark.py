@@ -1,0 +1,1371 @@
+"""``neardup dedup --engine spark``: the local engine's clusters, computed on Apache Spark.
+
+The local engine (:mod:`neardup.pipeline.dedup`) holds every signature in one process. This
+engine runs the same algorithm as DataFrame operations, so a corpus is limited by the cluster,
+not by one machine; for the same input and parameters it writes the same ``clusters.jsonl``,
+the same kept rows and the same report counts.
+
+Stages (every step is a DataFrame operation; only counts, a few histograms and the report's
+sample pairs reach the driver):
+
+1. **Read and number.** Each input is read by Spark (JSONL and text lines with the text source,
+   line separator ``\\n``; Parquet with the Parquet source) or, for formats whose rows Spark
+   cannot cut the way Python does (CSV with quoted newlines, directories of files, ``.zst``), by
+   neardup's own reader inside one task per file. Row numbers are those of the local engine:
+   0, 1, 2, … over all rows of all inputs in input order (blank and broken lines included).
+   Each row carries (input, start of its file split, ``monotonically_increasing_id``); the ids
+   of one split are consecutive, the splits of a file are ordered by their byte offset, so one
+   small aggregation (rows and smallest id per split, one record per split) gives every split
+   its first row number and a broadcast join numbers the rows — no sort, no dependence on how
+   Spark packs splits into partitions, the same numbers on every run and partitioning.
+2. **Sign** (``mapInArrow``): each Arrow batch of texts goes through the same signing function
+   as the local engine's workers (:func:`neardup.pipeline.dedup._make_signer`: the compiled
+   shingling and MinHash kernels), giving the signature (binary: k little-endian uint32), the empty flag, the length and the row key of the whole signature.
+   The signed table is hash-partitioned by row and persisted; later joins on a row number
+   shuffle only the other side.
+3. **Identical signatures**: grouped by their 64-bit row key (the local kernel
+   :func:`neardup.kernels.lsh.row_keys`), linked to the smallest row of the group after
+   confirming byte equality — the local engine's rule, collisions included.
+4. **LSH candidates** among the distinct non-empty rows: band keys (the local kernel
+   ``band_keys``) exploded to (band, key, row); per (band, key) bucket of m rows, all pairs when
+   m ≤ 64, otherwise a star from the smallest row (the local ``bucket_pairs`` rule); deduplicated.
+5. **Verification**: both signatures joined to each candidate; the estimate is computed with
+   the local :func:`neardup.sketches.minhash.jaccard_rows` (or containment from it) in
+   ``mapInArrow``; pairs ≥ t are kept.
+6. **Connected components** by alternating large-star / small-star rounds (Kiveris et al.,
+   *Connected Components in MapReduce and Beyond*, 2014) until the edge set is a forest of
+   stars around the smallest row of each component; label = smallest row, like the local
+   union–find.
+7. **Representatives.** ``--linkage components``: per component the largest keep-policy score
+   (ties: smallest row), the similarity of each member to it with the same kernel, and the
+   ``--max-drift`` split-off (members below t − δ re-clustered among themselves, repeatedly) as
+   DataFrame rounds. ``--linkage bounded`` (the local default) merges pairs most-similar first
+   inside one component, never across: each multi-row component is finished by the local
+   :func:`neardup.clusters.build_clusters` itself in ``applyInArrow`` (a component must fit in
+   one task's memory: its rows' signatures and pairs).
+8. **Outputs**: ``clusters.jsonl`` records formatted on the executors, sorted by row; kept rows
+   re-read from each input, anti-joined with the removed rows, sorted and written in the
+   input's format. For a local OUTDIR the part files are merged into the local engine's single
+   files (``kept/<input name>``, ``clusters.jsonl``); for a URI OUTDIR (``hdfs://``, ``s3a://``,
+   ``abfss://``, ``dbfs:/``, ``file://``) they stay Spark part-file folders (a CSV's header row in
+   ``_header.csv`` beside its parts).
+
+Entry points: :func:`run_spark_dedup` (what the CLI calls), :func:`dedup_dataframe` (a DataFrame
+in, the DataFrame with cluster columns out), the building blocks :func:`sign_dataframe` and
+:func:`find_clusters`, and ``python -m neardup.engines.spark INPUT... -o OUT [options]``
+(the options of ``neardup dedup``; also a file for ``spark-submit``). See
+``benchmarks/SPARK.md`` for cluster deployment.
+
+Not available with this engine (a clear error says so): ``--method simhash`` and ``--verify exact``.
+Each input path is one file (or a local directory); for corpora of many shards read them into one
+DataFrame and call :func:`dedup_dataframe`. Known textual differences: Spark's line reader drops a UTF-8
+byte-order mark at the start of a file (restored for local plain and .gz files, not for URIs), and
+the JSON error position of a truncated final line of a *compressed* file may be reported one line
+later (the driver cannot see whether such a file ends with a newline without decompressing it).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import partial
+
+import numpy as np
+
+try:
+    import pyarrow as pa
+    from pyspark import StorageLevel
+    from pyspark.sql import DataFrame, SparkSession, Window
+    from pyspark.sql import functions as F
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(f"the Spark engine needs PySpark >= 4.0 ({_exc})") from _exc
+try:
+    import pandas  # noqa: F401  (PySpark's mapInArrow refuses to run without it)
+except ImportError as _exc:  # pragma: no cover
+    raise ImportError(f"PySpark's Arrow functions (mapInArrow) need pandas >= 2.2 ({_exc})") from _exc
+
+from .._version import __version__
+from ..io.formats import InputFormatError, InputSpec, detect, expand_inputs, output_name, read_rows
+from ..pipeline.dedup import DedupConfig, _json_default
+
+MAX_BUCKET = 64
+_SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
+           "score double, key_err string, sig binary, empty boolean, sig_empty boolean, size long, rk long")
+_PARSED = ("_nd_blk long, _nd_mid long, text string, id string, keyv double, key_err string, err string, blank boolean, "
+           "replaced boolean, fatal boolean")
+
+
+class SparkEngineUnsupported(NotImplementedError, ValueError):
+    """An option the Spark engine does not offer (a ValueError too, so the CLI reports it cleanly)."""
+
+
+def _check_supported(cfg: DedupConfig) -> None:
+    if cfg.method == "simhash":
+        raise SparkEngineUnsupported("--engine spark supports --method minhash, exact and sentences; "
+                                     "simhash (Hamming all-pairs) runs with --engine local")
+    if cfg.method == "minhash" and cfg.verify == "exact":
+        raise SparkEngineUnsupported("--verify exact needs every document's shingle set beside its signature; "
+                                     "--engine spark verifies on the signatures (--verify minhash) or runs with "
+                                     "--engine local")
+    if cfg.method == "minhash" and cfg.scheme == "bottomk":
+        raise ValueError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
+                         "apply; use scheme 'oph' or 'permutation' to find duplicates")
+
+
+# ================================================================================================
+# executor side: Arrow batches in, Arrow batches out (top-level functions, pickled by reference)
+# ================================================================================================
+_SIGNERS: dict = {}
+
+
+def _signer(cfg_json: str):
+    s = _SIGNERS.get(cfg_json)
+    if s is None:
+        from ..pipeline.dedup import _make_signer  # noqa: PLC0415
+
+        s = _SIGNERS[cfg_json] = _make_signer(DedupConfig(**json.loads(cfg_json)))
+    return s
+
+
+def _column(batch, name):
+    return batch.column(batch.schema.get_field_index(name))
+
+
+def _binary_rows(arr, dtype) -> np.ndarray:
+    """A binary column of equal-width values (no nulls) as an (n, w) matrix of ``dtype``."""
+    n = len(arr)
+    if n == 0:
+        return np.zeros((0, 0), dtype=dtype)
+    if arr.null_count:
+        raise ValueError("signature column has nulls")
+    large = pa.types.is_large_binary(arr.type)
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[arr.offset: arr.offset + n + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]]
+    if data.shape[0] % n:
+        raise ValueError("signatures of different widths")
+    return data.view(dtype).reshape(n, -1).copy()   # copy: aligned for the kernels
+
+
+def _binary_array(mat: np.ndarray, valid: np.ndarray | None = None):
+    """Rows of ``mat`` as a binary Arrow array; with ``valid``, ``mat`` holds only the valid rows."""
+    raw = np.ascontiguousarray(mat).view(np.uint8).reshape(mat.shape[0], -1)
+    w = raw.shape[1]
+    if valid is None:
+        n = raw.shape[0]
+        offs = np.arange(n + 1, dtype=np.int32) * w
+        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offs), pa.py_buffer(raw.tobytes())])
+    n = valid.shape[0]
+    offs = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(valid, w, 0), out=offs[1:])
+    bitmap = None if valid.all() else pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs), pa.py_buffer(raw.tobytes())],
+                                 null_count=int(n - valid.sum()))
+
+
+def _dump_id(v) -> str | None:
+    return None if v is None else json.dumps(v, ensure_ascii=False, default=_json_default)
+
+
+def _key_value(k):
+    """(value, error) of a keep-policy key as the local engine converts it."""
+    try:
+        return (float(k) if k is not None else -math.inf), None
+    except (TypeError, ValueError) as exc:
+        return None, str(exc)
+
+
+def _parse_jsonl_line(spec, i, raw, text_field, id_field, key_field):
+    """One JSONL line exactly as :func:`neardup.io.formats._read_jsonl` reads it."""
+    from ..io.formats import Row, _decode, _jsonl_row  # noqa: PLC0415
+
+    if not raw.strip():
+        return Row(i, None, None, error=f"{spec.path}:{i}: blank line", blank=True)
+    try:
+        rec = json.loads(raw)
+    except UnicodeDecodeError:
+        text, _ = _decode(raw)
+        try:
+            rec = json.loads(text)
+        except ValueError as exc:
+            return Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
+        row = _jsonl_row(spec, i, rec, text_field, id_field, key_field)
+        row.replaced = True
+        return row
+    except ValueError as exc:
+        return Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
+    return _jsonl_row(spec, i, rec, text_field, id_field, key_field)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keyed, bom=False):
+    """Rows of one numbered batch → parallel lists (text, id_json, key value, key error, error, blank,
+    replaced, fatal)."""
+    from ..io.formats import _decode  # noqa: PLC0415
+
+    rows = _column(batch, "row").to_numpy(zero_copy_only=False)
+    n = rows.shape[0]
+    texts, ids, keyv, kerr = [None] * n, [None] * n, [None] * n, [None] * n
+    errs, blank, repl, fatal = [None] * n, [False] * n, [False] * n, [False] * n
+    if kind == "parsed":
+        texts = _column(batch, "text").to_pylist()
+        ids = _column(batch, "id").to_pylist()
+        keyv = _column(batch, "keyv").to_pylist()
+        kerr = _column(batch, "key_err").to_pylist()
+        errs = _column(batch, "err").to_pylist()
+        blank = _column(batch, "blank").to_pylist()
+        repl = _column(batch, "replaced").to_pylist()
+        fatal = _column(batch, "fatal").to_pylist()
+        return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
+    if kind in ("jsonl", "lines"):
+        raws = _column(batch, "raw").to_pylist()
+        for j, raw in enumerate(raws):
+            g = int(rows[j])
+            i = g - start + 1
+            if bom and g == start:    # Spark's line reader drops a byte-order mark the local reader keeps
+                raw = _BOM + raw
+            if kind == "lines":
+                texts[j], repl[j] = _decode(raw.rstrip(b"\r\n"))
+                continue
+            # the local reader sees each line with its "\n" (JSON error positions depend on it)
+            r = _parse_jsonl_line(spec, i, raw if (g == last_row_nl) else raw + b"\n", text_field, id_field,
+                                  key_field)
+            texts[j], ids[j], errs[j], blank[j], repl[j] = r.text, _dump_id(r.id), r.error, r.blank, r.replaced
+            if keyed and r.error is None:
+                keyv[j], kerr[j] = _key_value(r.key)
+        return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
+    # parquet / a DataFrame: columns t (text), i (id), k (key)
+    tcol = _column(batch, "t").to_pylist()
+    icol = _column(batch, "i").to_pylist() if id_field is not None else None
+    kcol = _column(batch, "k").to_pylist() if keyed else None
+    for j, t in enumerate(tcol):
+        if t is not None and not isinstance(t, str):
+            errs[j] = f"{spec.path}: row {int(rows[j]) - start + 1}: column {text_field!r} is not text"
+            continue
+        texts[j] = "" if t is None else t
+        ids[j] = _dump_id(icol[j]) if icol is not None else None
+        if keyed:
+            keyv[j], kerr[j] = _key_value(kcol[j])
+    return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
+
+
+def _parse_sign(batches, kind, spec_path, spec_fmt, start, last_row_nl, cfg_json, text_field, id_field, key_field,
+                keep, bom=False):
+    """mapInArrow: numbered rows → signed rows (schema ``_SIGNED``)."""
+    from ..kernels.lsh import row_keys  # noqa: PLC0415
+    from ..sketches.minhash import empty_value  # noqa: PLC0415
+
+    spec = InputSpec(spec_path, spec_fmt, None)
+    cfg = json.loads(cfg_json)
+    sign = _signer(cfg_json)
+    minhash = cfg["method"] == "minhash"
+    for batch in batches:
+        rows, texts, ids, keyv, kerr, errs, blank, repl, fatal = _parse_batch(
+            batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keep == "key", bom)
+        n = rows.shape[0]
+        doc = np.array([t is not None and e is None for t, e in zip(texts, errs)], dtype=bool)
+        idx = np.flatnonzero(doc)
+        doc_texts = [texts[j] for j in idx]
+        length = np.zeros(n, dtype=np.int64)
+        length[idx] = [len(t) for t in doc_texts]
+        if idx.shape[0]:
+            values, empty_d, sizes_d = sign(doc_texts)[:3]
+            if minhash:
+                sig_empty_d = np.all(values == values.dtype.type(empty_value(cfg["scheme"])), axis=1)
+                rk_d = row_keys(np.ascontiguousarray(values)).view(np.int64)
+            else:
+                values = np.asarray(values, dtype=np.uint64)
+                sig_empty_d = np.asarray(empty_d, dtype=bool)
+                rk_d = values.view(np.int64)
+                values = values.reshape(-1, 1)
+        else:
+            values = np.zeros((0, 1), dtype=np.uint64)
+            empty_d, sizes_d, sig_empty_d, rk_d = (np.zeros(0, bool), None, np.zeros(0, bool),
+                                                   np.zeros(0, np.int64))
+        empty = np.zeros(n, dtype=bool)
+        empty[idx] = empty_d
+        sig_empty = np.zeros(n, dtype=bool)
+        sig_empty[idx] = sig_empty_d
+        size = np.zeros(n, dtype=np.int64)
+        if sizes_d is not None:
+            size[idx] = sizes_d
+        rk = np.zeros(n, dtype=np.int64)
+        rk[idx] = rk_d
+        if keep == "longest":
+            score = length.astype(np.float64)
+        elif keep == "key":
+            score = np.array([np.nan if v is None else v for v in keyv], dtype=np.float64)
+        else:
+            score = np.zeros(n, dtype=np.float64)
+        id_out = [(ids[j] if ids[j] is not None else str(int(rows[j]))) if doc[j] else None for j in range(n)]
+        nd = ~doc
+        yield pa.RecordBatch.from_arrays([
+            pa.array(rows, pa.int64()), pa.array(id_out, pa.string()), pa.array(errs, pa.string()),
+            pa.array(blank, pa.bool_()), pa.array(fatal, pa.bool_()), pa.array(repl, pa.bool_()),
+            pa.array(length, pa.int64()), pa.array(score, pa.float64(), mask=nd),
+            pa.array(kerr, pa.string()), _binary_array(values, doc),
+            pa.array(empty, pa.bool_(), mask=nd), pa.array(sig_empty, pa.bool_(), mask=nd),
+            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd),
+        ], names=["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "key_err", "sig", "empty",
+                  "sig_empty", "size", "rk"])
+
+
+def _py_read(batches, spec_path, spec_fmt, spec_comp, text_field, id_field, key_field, keyed):
+    """mapInArrow on a one-row frame: read one input with neardup's own reader (schema ``_PARSED``)."""
+    for _ in batches:
+        pass
+    spec = InputSpec(spec_path, spec_fmt, spec_comp)
+    cols = {k: [] for k in ("_nd_mid", "text", "id", "keyv", "key_err", "err", "blank", "replaced", "fatal")}
+
+    def flush():
+        n = len(cols["_nd_mid"])
+        out = pa.RecordBatch.from_arrays([
+            pa.array(np.zeros(n, np.int64), pa.int64()), pa.array(cols["_nd_mid"], pa.int64()),
+            pa.array(cols["text"], pa.string()), pa.array(cols["id"], pa.string()),
+            pa.array(cols["keyv"], pa.float64()), pa.array(cols["key_err"], pa.string()),
+            pa.array(cols["err"], pa.string()), pa.array(cols["blank"], pa.bool_()),
+            pa.array(cols["replaced"], pa.bool_()), pa.array(cols["fatal"], pa.bool_())],
+            names=["_nd_blk", "_nd_mid", "text", "id", "keyv", "key_err", "err", "blank", "replaced", "fatal"])
+        for v in cols.values():
+            v.clear()
+        return out
+
+    seq = 0
+    try:
+        for row in read_rows(spec, text_field, id_field, key_field if keyed else None):
+            kv, ke = _key_value(row.key) if (keyed and row.error is None) else (None, None)
+            for k, v in (("_nd_mid", seq), ("text", row.text if row.error is None else None), ("id", _dump_id(row.id)),
+                         ("keyv", kv), ("key_err", ke), ("err", row.error), ("blank", row.blank),
+                         ("replaced", bool(row.replaced)), ("fatal", False)):
+                cols[k].append(v)
+            seq += 1
+            if seq % 4096 == 0:
+                yield flush()
+    except InputFormatError as exc:   # the local engine stops here whatever --on-error says
+        for k, v in (("_nd_mid", seq), ("text", None), ("id", None), ("keyv", None), ("key_err", None),
+                     ("err", str(exc)), ("blank", False), ("replaced", False), ("fatal", True)):
+            cols[k].append(v)
+    yield flush()
+
+
+def _py_payload(batches, spec_path, spec_fmt, spec_comp):
+    """mapInArrow on a one-row frame: (blk, mid, raw) of every row of one input, for writing the kept
+    rows — CSV records re-formatted as the local writer does, raw lines, or file paths."""
+    from ..io.formats import _csv_dialect, _lines, dir_files, open_binary  # noqa: PLC0415
+
+    for _ in batches:
+        pass
+    spec = InputSpec(spec_path, spec_fmt, spec_comp)
+    mids, raws = [], []
+
+    def flush():
+        n = len(mids)
+        out = pa.RecordBatch.from_arrays([pa.array(np.zeros(n, np.int64), pa.int64()), pa.array(mids, pa.int64()),
+                                          pa.array(raws, pa.binary())], names=["_nd_blk", "_nd_mid", "raw"])
+        mids.clear()
+        raws.clear()
+        return out
+
+    def rows():
+        if spec.fmt in ("jsonl", "lines"):
+            for i, raw in _lines(spec):
+                yield raw[:-1] if raw.endswith(b"\n") else raw
+        elif spec.fmt == "csv":
+            with open_binary(spec.path, spec.compression) as fh:
+                src = io.TextIOWrapper(io.BufferedReader(fh) if spec.compression == "zstd" else fh,
+                                       encoding="utf-8", errors="surrogateescape", newline="")
+                reader = csv.reader(src, dialect=_csv_dialect(spec))
+                if next(reader, None) is None:
+                    return
+                buf = io.StringIO()
+                writer = csv.writer(buf, dialect=_csv_dialect(spec))
+                for rec in reader:
+                    buf.seek(0)
+                    buf.truncate()
+                    writer.writerow(rec)
+                    yield buf.getvalue().encode("utf-8", "surrogateescape")[:-2]   # without the "\r\n"
+        else:
+            for p in dir_files(spec.path):
+                yield os.fsencode(p)
+
+    for seq, raw in enumerate(rows()):
+        mids.append(seq)
+        raws.append(raw)
+        if len(mids) >= 4096:
+            yield flush()
+    yield flush()
+
+
+def _band_batches(batches, b, r, dtype):
+    """mapInArrow: (row, sig) → (band, key, row), b records per row (local ``band_keys``)."""
+    from ..kernels.lsh import band_keys  # noqa: PLC0415
+
+    for batch in batches:
+        rows = _column(batch, "row").to_numpy(zero_copy_only=False)
+        n = rows.shape[0]
+        if n == 0:
+            continue
+        keys = band_keys(_binary_rows(_column(batch, "sig"), dtype), b, r)
+        yield pa.RecordBatch.from_arrays([
+            pa.array(np.tile(np.arange(b, dtype=np.int32), n), pa.int32()),
+            pa.array(keys.reshape(-1).view(np.int64), pa.int64()),
+            pa.array(np.repeat(rows.astype(np.int64), b), pa.int64())], names=["band", "key", "row"])
+
+
+def _pair_similarity(batches, scheme, dtype, metric):
+    """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair."""
+    from ..pipeline.find import containment_from_jaccard  # noqa: PLC0415
+    from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
+
+    for batch in batches:
+        lo = _column(batch, "lo").to_numpy(zero_copy_only=False).astype(np.int64)
+        hi = _column(batch, "hi").to_numpy(zero_copy_only=False).astype(np.int64)
+        n = lo.shape[0]
+        if n == 0:
+            continue
+        a = _binary_rows(_column(batch, "sa"), dtype)
+        b = _binary_rows(_column(batch, "sb"), dtype)
+        ii = np.arange(n, dtype=np.int64)
+        j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
+        if metric == "containment":
+            za = _column(batch, "za").to_numpy(zero_copy_only=False)
+            zb = _column(batch, "zb").to_numpy(zero_copy_only=False)
+            j = np.maximum(containment_from_jaccard(j, za, zb), containment_from_jaccard(j, zb, za))
+        yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
+                                          pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
+                                         names=["lo", "hi", "sim"])
+
+
+def _format_records(batches, fmt):
+    """mapInArrow: the per-row table → ``clusters.jsonl`` lines (``fmt="jsonl"``) or the local engine's
+    Parquet columns, in the local engine's exact JSON."""
+    dumps = json.dumps
+    for batch in batches:
+        rows = _column(batch, "row").to_pylist()
+        ids = _column(batch, "id").to_pylist()
+        cids = _column(batch, "cid").to_pylist()
+        sims = _column(batch, "sim").to_pylist()
+        errs = _column(batch, "err").to_pylist()
+        empties = _column(batch, "empty").to_pylist()
+        kepts = _column(batch, "kept").to_pylist()
+        if fmt == "jsonl":
+            out = []
+            for g, i, c, s, e, em, k in zip(rows, ids, cids, sims, errs, empties, kepts):
+                if e is not None:
+                    out.append(dumps({"id": None, "cluster": None, "kept": False, "similarity": None,
+                                      "status": "skipped", "row": g, "reason": e}, ensure_ascii=False))
+                else:
+                    out.append(f'{{"id": {i}, "cluster": {c}, "kept": {"true" if k else "false"}, "similarity": '
+                               f'{dumps(round(float(s), 6))}, "status": "{"kept" if k else "duplicate"}", '
+                               f'"row": {g}, "empty": {"true" if em else "false"}}}')
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["value"])
+            continue
+        sk = [e is not None for e in errs]
+        yield pa.RecordBatch.from_arrays([
+            pa.array([None if x else str(json.loads(i)) for i, x in zip(ids, sk)], pa.string()),
+            pa.array([None if x else str(json.loads(c)) for c, x in zip(cids, sk)], pa.string()),
+            pa.array([bool(k) and not x for k, x in zip(kepts, sk)], pa.bool_()),
+            pa.array([None if x else round(float(s), 6) for s, x in zip(sims, sk)], pa.float64()),
+            pa.array(["skipped" if x else ("kept" if k else "duplicate") for k, x in zip(kepts, sk)], pa.string()),
+            pa.array(rows, pa.int64()), pa.array(errs, pa.string()),
+            pa.array([None if x else bool(em) for em, x in zip(empties, sk)], pa.bool_())],
+            names=["id", "cluster", "kept", "similarity", "status", "row", "reason", "empty"])
+
+
+def _histogram_batches(batches):
+    """mapInArrow: similarities → 20 counts per batch over [0, 1] (numpy's bin edges and rules)."""
+    for batch in batches:
+        s = _column(batch, "sim").to_numpy(zero_copy_only=False)
+        counts, _ = np.histogram(s, bins=20, range=(0.0, 1.0))
+        yield pa.RecordBatch.from_arrays([pa.array(np.arange(20, dtype=np.int32), pa.int32()),
+                                          pa.array(counts.astype(np.int64), pa.int64())], names=["bin", "n"])
+
+
+def _copy_kept_files(rows, src_root, dest):
+    for r in rows:
+        p = os.fsdecode(bytes(r["raw"]))
+        target = os.path.join(dest, os.path.relpath(p, src_root))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(p, target)
+
+
+# ================================================================================================
+# driver side
+# ================================================================================================
+def _is_uri(path: str) -> bool:
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path) is not None
+
+
+def _spark_reads(spec: InputSpec) -> bool:
+    """Whether Spark's own source reads this input (else neardup's reader, one task per file)."""
+    return spec.fmt == "parquet" or (spec.fmt in ("jsonl", "lines") and spec.compression != "zstd")
+
+
+def _expand(inputs, fmt) -> list[InputSpec]:
+    specs = []
+    for p in inputs:
+        if _is_uri(p):
+            specs.append(detect(p, fmt))
+        else:
+            specs.extend(expand_inputs([p], fmt))
+    for s in specs:
+        if _is_uri(s.path) and not _spark_reads(s):
+            raise InputFormatError(f"{s.path}: {s.fmt} inputs{' (.zst)' if s.compression == 'zstd' else ''} are "
+                                   "read by neardup's own reader on the executors and need a local (shared) path; "
+                                   "convert to JSONL/Parquet or copy it to a path every executor sees")
+    return specs
+
+
+def _cfg_json(cfg: DedupConfig) -> str:
+    return json.dumps(asdict(cfg), sort_keys=True)
+
+
+def _shuffle_partitions(spark) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+
+def _phase(spark, what: str | None) -> None:
+    """Name the jobs that follow (Spark UI, event log: the benchmark sums shuffle bytes per phase)."""
+    spark.sparkContext.setJobDescription(f"neardup: {what}" if what else None)
+
+
+def _checkpoint(df: DataFrame) -> DataFrame:
+    """Truncate the lineage of an iterated DataFrame: reliable checkpoint when a checkpoint directory
+    is set (use one on clusters with dynamic allocation), else a local checkpoint."""
+    if df.sparkSession.sparkContext.getCheckpointDir():
+        return df.checkpoint(eager=True)
+    return df.localCheckpoint(eager=True)
+
+
+@dataclass
+class _Numbering:
+    starts: list          # first global row of each input
+    rows: list            # rows of each input
+    offsets: dict         # input → list of (blk, grp, base): row = mid + base
+    last_nl: dict = field(default_factory=dict)   # input → row of a final line that had no "\n" (or -1)
+    bom: dict = field(default_factory=dict)       # input → starts with a UTF-8 byte-order mark
+
+    @property
+    def total(self) -> int:
+        return (self.starts[-1] + self.rows[-1]) if self.rows else 0
+
+
+def _scan(spark, spec: InputSpec, cfg: DedupConfig, payload: bool = False) -> DataFrame:
+    """An input as (blk, mid, …) with ``mid`` = monotonically_increasing_id at the scan."""
+    keyed = cfg.keep == "key"
+    if spec.fmt in ("jsonl", "lines") and spec.compression != "zstd":
+        df = spark.read.option("lineSep", "\n").text(spec.path)
+        return df.select(F.input_file_block_start().alias("_nd_blk"), F.monotonically_increasing_id().alias("_nd_mid"),
+                         F.col("value").cast("binary").alias("raw"))
+    if spec.fmt == "parquet":
+        df = spark.read.parquet(spec.path)
+        names = df.columns
+        for what, c in (("column", cfg.text_field), ("id column", cfg.id_field),
+                        ("keep column", cfg.keep_field if keyed else None)):
+            if c is not None and c not in names:
+                raise InputFormatError(f"{spec.path}: no {what} {c!r}; columns: {', '.join(map(repr, names))}")
+        head = [F.input_file_block_start().alias("_nd_blk"), F.monotonically_increasing_id().alias("_nd_mid")]
+        if payload:
+            return df.select(*head, *[F.col(f"`{c}`") for c in names])
+        cols = [F.col(f"`{cfg.text_field}`").alias("t")]
+        if cfg.id_field is not None:
+            cols.append(F.col(f"`{cfg.id_field}`").alias("i"))
+        if keyed:
+            cols.append(F.col(f"`{cfg.keep_field}`").alias("k"))
+        return df.select(*head, *cols)
+    one = spark.range(0, 1, 1, 1)
+    if payload:
+        return one.mapInArrow(partial(_py_payload, spec_path=spec.path, spec_fmt=spec.fmt,
+                                      spec_comp=spec.compression), "_nd_blk long, _nd_mid long, raw binary")
+    return one.mapInArrow(partial(_py_read, spec_path=spec.path, spec_fmt=spec.fmt, spec_comp=spec.compression,
+                                  text_field=cfg.text_field, id_field=cfg.id_field, key_field=cfg.keep_field,
+                                  keyed=keyed), _PARSED)
+
+
+def _number(spark, scans: list[DataFrame]) -> _Numbering:
+    """Rows per (input, split, partition) → the first row number of each split (one small job)."""
+    parts = [df.select(F.lit(fi).alias("fi"), "_nd_blk", F.shiftright("_nd_mid", 33).alias("_nd_grp"), "_nd_mid")
+             for fi, df in enumerate(scans)]
+    if not parts:
+        return _Numbering([], [], {})
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.unionByName(p)
+    stats = union.groupBy("fi", "_nd_blk", "_nd_grp").agg(F.count(F.lit(1)).alias("n"), F.min("_nd_mid").alias("s0")).collect()
+    by_input: dict = {fi: [] for fi in range(len(scans))}
+    for r in stats:
+        by_input[r["fi"]].append((r["_nd_blk"], r["s0"], r["_nd_grp"], r["n"]))
+    starts, rows, offsets = [], [], {}
+    g = 0
+    for fi in range(len(scans)):
+        starts.append(g)
+        offs = []
+        for blk, s0, grp, n in sorted(by_input[fi]):
+            offs.append((blk, grp, g - s0))
+            g += n
+        offsets[fi] = offs
+        rows.append(g - starts[-1])
+    return _Numbering(starts, rows, offsets)
+
+
+def _numbered(spark, df: DataFrame, offsets: list) -> DataFrame:
+    """The scan with its global ``row`` (broadcast join on the split: no shuffle, no sort)."""
+    off = spark.createDataFrame(offsets or [(0, 0, 0)], "_nd_blk long, _nd_grp long, _nd_base long")
+    if not offsets:
+        off = off.limit(0)
+    df = df.withColumn("_nd_grp", F.shiftright("_nd_mid", 33))
+    return (df.join(F.broadcast(off), ["_nd_blk", "_nd_grp"])
+              .withColumn("row", F.col("_nd_mid") + F.col("_nd_base"))
+              .drop("_nd_blk", "_nd_grp", "_nd_mid", "_nd_base"))
+
+
+def _last_line_without_newline(spec: InputSpec) -> bool | None:
+    """Whether a local uncompressed line file ends without "\\n" (None: unknown, treated as ending with one)."""
+    if _is_uri(spec.path) or spec.compression is not None or not os.path.isfile(spec.path):
+        return None
+    size = os.path.getsize(spec.path)
+    if size == 0:
+        return None
+    with open(spec.path, "rb") as fh:
+        fh.seek(size - 1)
+        return fh.read(1) != b"\n"
+
+
+def _starts_with_bom(spec: InputSpec) -> bool:
+    """Whether a line file Spark reads starts with a UTF-8 BOM (local plain or gzip files; else False)."""
+    if _is_uri(spec.path) or spec.compression not in (None, "gzip") or not os.path.isfile(spec.path):
+        return False
+    from ..io.formats import open_binary  # noqa: PLC0415
+
+    with open_binary(spec.path, spec.compression) as fh:
+        return fh.read(3) == _BOM
+
+
+def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataFrame, _Numbering]:
+    scans = [_scan(spark, s, cfg) for s in specs]
+    _phase(spark, "number rows")
+    num = _number(spark, scans)
+    cj = _cfg_json(cfg)
+    signed = []
+    for fi, (spec, scan) in enumerate(zip(specs, scans)):
+        kind = spec.fmt if _spark_reads(spec) else "parsed"
+        last = -1
+        if kind == "jsonl" and num.rows[fi] and _last_line_without_newline(spec):
+            last = num.starts[fi] + num.rows[fi] - 1
+        num.last_nl[fi] = last
+        num.bom[fi] = kind in ("jsonl", "lines") and _starts_with_bom(spec)
+        fn = partial(_parse_sign, kind=kind, spec_path=spec.path, spec_fmt=spec.fmt, start=num.starts[fi],
+                     last_row_nl=last, cfg_json=cj, text_field=cfg.text_field, id_field=cfg.id_field,
+                     key_field=cfg.keep_field if cfg.keep == "key" else None, keep=cfg.keep, bom=num.bom[fi])
+        signed.append(_numbered(spark, scan, num.offsets[fi]).mapInArrow(fn, _SIGNED))
+    if not signed:
+        return spark.createDataFrame([], _SIGNED), num
+    out = signed[0]
+    for s in signed[1:]:
+        out = out.unionByName(s)
+    return out, num
+
+
+# -- the Python API -----------------------------------------------------------------------------------
+def number_rows(df: DataFrame, row_col: str = "row") -> DataFrame:
+    """``df`` with a dense row number 0..n−1 in partition order (like ``zipWithIndex``, without leaving
+    the DataFrame API). Deterministic when ``df``'s plan is (a file scan is; persist anything else)."""
+    spark = df.sparkSession
+    scan = df.select(F.lit(0).cast("long").alias("_nd_blk"), F.monotonically_increasing_id().alias("_nd_mid"), "*")
+    out = _numbered(spark, scan, _number(spark, [scan]).offsets[0])
+    return out if row_col == "row" else out.withColumnRenamed("row", row_col)
+
+
+def sign_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str = "text", id_col: str | None = None,
+                   row_col: str = "row") -> DataFrame:
+    """Signatures of a DataFrame's texts, computed on the executors with the local engine's kernels.
+
+    ``df`` needs ``text_col`` (null counts as the empty text) and the row order ``row_col`` (a
+    long; numbered in partition order by :func:`number_rows` when absent). Returns one row per
+    input row with the columns of ``_SIGNED``: ``row``, ``id`` (the JSON of ``id_col``'s value,
+    or of the row number), ``sig`` (binary: k little-endian uint32, uint64 for ``bottomk``;
+    8 bytes for exact/sentences), ``empty``, ``sig_empty``, ``length``, ``size`` (distinct
+    shingles, for containment), ``score`` (keep policy), ``rk`` (64-bit key of the signature)."""
+    cfg = (cfg or DedupConfig()).resolved()
+    _check_supported(cfg)
+    if row_col not in df.columns:
+        df = number_rows(df, row_col)
+    keyed = cfg.keep == "key"
+    cols = [F.col(f"`{row_col}`").cast("long").alias("row"), F.col(f"`{text_col}`").alias("t")]
+    if id_col is not None:
+        cols.append(F.col(f"`{id_col}`").alias("i"))
+    if keyed:
+        cols.append(F.col(f"`{cfg.keep_field}`").alias("k"))
+    fn = partial(_parse_sign, kind="frame", spec_path="<DataFrame>", spec_fmt="parquet", start=0, last_row_nl=-1,
+                 cfg_json=_cfg_json(cfg), text_field=text_col, id_field=id_col,
+                 key_field=cfg.keep_field if keyed else None, keep=cfg.keep)
+    return df.select(*cols).mapInArrow(fn, _SIGNED)
+
+
+@dataclass
+class SparkClusters:
+    """What :func:`find_clusters` found. ``assign``: (row, rep, sim) for every row of a cluster with
+    more than one member (representatives included, sim 1.0); rows absent from it are alone."""
+
+    assign: DataFrame
+    candidates: int
+    verified: int
+    params: dict
+    timings: dict
+    rounds: int = 0
+
+    def unpersist(self) -> None:
+        self.assign.unpersist()
+
+
+def _sig_dtype(cfg: DedupConfig):
+    from ..sketches.minhash import _DTYPES  # noqa: PLC0415
+
+    return _DTYPES[cfg.scheme]
+
+
+def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig) -> DataFrame:
+    """(lo, hi) → (lo, hi, sim): both signatures joined on (``sigs`` partitioned by row: only the pairs
+    move), the estimate in mapInArrow."""
+    a = sigs.select(F.col("row").alias("lo"), F.col("sig").alias("sa"), F.col("size").alias("za"))
+    b = sigs.select(F.col("row").alias("hi"), F.col("sig").alias("sb"), F.col("size").alias("zb"))
+    joined = pairs.join(a, "lo").join(b, "hi").select("lo", "hi", "sa", "sb", "za", "zb")
+    return joined.mapInArrow(partial(_pair_similarity, scheme=cfg.scheme, dtype=_sig_dtype(cfg), metric=cfg.metric),
+                             "lo long, hi long, sim double")
+
+
+def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int]:
+    """Connected components of the undirected edges (lo, hi), lo < hi: (row, label) for every node of an
+    edge, label = the smallest node of its component. Alternating large-star / small-star rounds until
+    the graph is a forest of stars whose centres are smaller than their leaves and no leaf has two
+    centres — then each star is one component and its centre its smallest node."""
+    e = _checkpoint(edges.select(F.col("lo").alias("u"), F.col("hi").alias("v")).distinct())
+    for rounds in range(1, max_rounds + 1):
+        # large-star: every node links its larger neighbours to the smallest node of its neighbourhood
+        sym = e.select(F.col("u").alias("a"), F.col("v").alias("b")).unionByName(
+            e.select(F.col("v").alias("a"), F.col("u").alias("b")))
+        m = sym.groupBy("a").agg(F.least(F.col("a"), F.min("b")).alias("m"))
+        large = (sym.filter(F.col("b") > F.col("a")).join(m, "a")
+                    .select(F.col("m").alias("u"), F.col("b").alias("v")).distinct())
+        # small-star: every node links itself and its smaller neighbours to the smallest of them
+        ms = large.groupBy("v").agg(F.min("u").alias("m"))
+        lm = large.join(ms, "v")
+        small = (lm.select(F.col("m").alias("u"), F.col("v"))
+                   .unionByName(lm.filter(F.col("u") != F.col("m")).select(F.col("m").alias("u"), F.col("u").alias("v")))
+                   .distinct())
+        e_new = _checkpoint(small)
+        e.unpersist()
+        e = e_new
+        nodes = (e.select(F.col("u").alias("x"), F.lit(1).alias("c"), F.lit(0).alias("l"))
+                  .unionByName(e.select(F.col("v").alias("x"), F.lit(0).alias("c"), F.lit(1).alias("l")))
+                  .groupBy("x").agg(F.max("c").alias("c"), F.sum("l").alias("l")))
+        if nodes.filter(((F.col("c") == 1) & (F.col("l") > 0)) | (F.col("l") > 1)).limit(1).count() == 0:
+            comps = (e.select(F.col("v").alias("row"), F.col("u").alias("label"))
+                      .unionByName(e.select(F.col("u").alias("row"), F.col("u").alias("label"))).distinct())
+            return comps, rounds
+    raise RuntimeError(f"connected components did not converge in {max_rounds} rounds")
+
+
+def _representatives(comps: DataFrame, docs: DataFrame) -> DataFrame:
+    """(row, label) → (row, rep): per component the largest score, ties the smallest row."""
+    best = (comps.join(docs.select("row", "score"), "row")
+                 .groupBy("label").agg(F.min(F.struct((-F.col("score")).alias("ns"), F.col("row"))).alias("best"))
+                 .select("label", F.col("best.row").alias("rep")))
+    return comps.join(best, "label").select("row", "rep")
+
+
+def _split_drift(assign: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> tuple[DataFrame, int]:
+    """The local ``max_drift`` rule: members less similar than t − δ to their representative are split
+    off and clustered among themselves (components of the verified pairs between them), repeatedly."""
+    floor = float(cfg.threshold - cfg.max_drift)
+    rounds = 0
+    while True:
+        bad = (assign.filter((F.col("row") != F.col("rep")) & (F.col("sim") < F.lit(floor))).select("row")
+                     .persist(StorageLevel.MEMORY_AND_DISK))
+        if bad.limit(1).count() == 0:
+            bad.unpersist()
+            return assign, rounds
+        rounds += 1
+        sub = (edges.select("lo", "hi").join(bad.select(F.col("row").alias("lo")), "lo", "left_semi")
+                    .join(bad.select(F.col("row").alias("hi")), "hi", "left_semi"))
+        comps, k = _components(sub)
+        rounds += k
+        members = _representatives(comps, docs)
+        alone = bad.join(members.select("row"), "row", "left_anti").select("row", F.col("row").alias("rep"))
+        moved = members.filter(F.col("row") != F.col("rep"))
+        msim = _similarities(moved.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg)
+        new = (alone.unionByName(members.filter(F.col("row") == F.col("rep"))).select("row", "rep", F.lit(1.0).alias("sim"))
+                    .unionByName(msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")))
+        nxt = _checkpoint(assign.join(bad, "row", "left_anti").unionByName(new))
+        assign.unpersist()
+        bad.unpersist()
+        assign = nxt
+
+
+_SAMPLE = 16   # the local engine's bounded-linkage sample (find_minhash_duplicates' default)
+
+
+def _finish_component(table, cfg_json):
+    """applyInArrow per connected component: the local :func:`neardup.clusters.build_clusters` on the
+    component's rows and verified pairs (relabelled 0..m−1 in row order, which the local kernels see
+    the same way) → (row, rep, sim)."""
+    from ..clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
+    from ..pipeline.find import containment_from_jaccard  # noqa: PLC0415
+    from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
+
+    cfg = json.loads(cfg_json)
+    kind = table.column("kind").to_numpy(zero_copy_only=False)
+    nodes = table.filter(pa.array(kind == 0))
+    edges = table.filter(pa.array(kind == 1))
+    rows = nodes.column("a").to_numpy().astype(np.int64)
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
+    values = _binary_rows(nodes.column("sig").combine_chunks(), _DTYPES[cfg["scheme"]])[order]
+    sizes = nodes.column("size").to_numpy(zero_copy_only=False).astype(np.int64)[order]
+    score = nodes.column("score").to_numpy(zero_copy_only=False).astype(np.float64)[order]
+    lo = np.searchsorted(rows, edges.column("a").to_numpy().astype(np.int64))
+    hi = np.searchsorted(rows, edges.column("b").to_numpy().astype(np.int64))
+    esim = edges.column("s").to_numpy(zero_copy_only=False).astype(np.float64)
+    scheme, metric = cfg["scheme"], cfg["metric"]
+
+    def similarity(a, b):
+        j = jaccard_rows(values, a, b, scheme)
+        if metric == "jaccard":
+            return j
+        return np.maximum(containment_from_jaccard(j, sizes[a], sizes[b]),
+                          containment_from_jaccard(j, sizes[b], sizes[a]))
+
+    oracle = (SimilarityOracle.minhash(values, empty_value(scheme)) if metric == "jaccard"
+              else SimilarityOracle.equal())
+    keep = cfg["keep"]
+    c = build_clusters(rows.shape[0], lo, hi, similarity, keep=keep, lengths=score if keep == "longest" else None,
+                       keys=score if keep == "key" else None, threshold=cfg["threshold"], max_drift=cfg["max_drift"],
+                       linkage=cfg["linkage"], edge_sim=esim, oracle=oracle, sample=_SAMPLE)
+    return pa.table({"row": pa.array(rows, pa.int64()), "rep": pa.array(rows[c.cluster], pa.int64()),
+                     "sim": pa.array(c.similarity, pa.float64())})
+
+
+def _local_linkage(comps: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> DataFrame:
+    """Every multi-row component finished by the local clustering code on one executor (bounded
+    linkage: a component must fit in one task's memory — its rows' signatures and pairs)."""
+    nodes = comps.join(docs.select("row", "sig", "size", "score"), "row").select(
+        "label", F.lit(0).alias("kind"), F.col("row").alias("a"), F.lit(None).cast("long").alias("b"),
+        F.lit(None).cast("double").alias("s"), "sig", "size", "score")
+    links = edges.join(comps.select(F.col("row").alias("lo"), "label"), "lo").select(
+        "label", F.lit(1).alias("kind"), F.col("lo").alias("a"), F.col("hi").alias("b"), F.col("sim").alias("s"),
+        F.lit(None).cast("binary").alias("sig"), F.lit(None).cast("long").alias("size"),
+        F.lit(None).cast("double").alias("score"))
+    return nodes.unionByName(links).groupBy("label").applyInArrow(
+        partial(_finish_component, cfg_json=_cfg_json(cfg)), "row long, rep long, sim double")
+
+
+def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket: int = MAX_BUCKET) -> SparkClusters:
+    """Clusters of the signed rows (``_SIGNED`` schema; rows with ``err`` set are ignored) by the local
+    engine's rules. ``sig_df`` should be persisted (and ideally hash-partitioned by ``row``)."""
+    cfg = (cfg or DedupConfig()).resolved()
+    _check_supported(cfg)
+    timings: dict = {}
+    docs = sig_df.filter(F.col("err").isNull()) if "err" in sig_df.columns else sig_df
+    live = docs.filter(~F.col("sig_empty"))
+    spark = sig_df.sparkSession
+    _phase(spark, "identical rows")
+    t0 = time.perf_counter()
+    first = live.select("row", "rk").withColumn("first", F.min("row").over(Window.partitionBy("rk")))
+    same = first.filter(F.col("row") != F.col("first")).select(F.col("first").alias("lo"), F.col("row").alias("hi"))
+    params: dict = {}
+    if cfg.method == "minhash":
+        from ..index.lsh import choose_params  # noqa: PLC0415
+
+        lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
+        params = {"b": lsh.b, "r": lsh.r, "lsh_mode": lsh.mode}
+        # identical rows: equal 64-bit key, confirmed byte for byte against the group's first row
+        s1 = docs.select(F.col("row").alias("lo"), F.col("sig").alias("s1"))
+        s2 = docs.select(F.col("row").alias("hi"), F.col("sig").alias("s2"))
+        dup = (same.join(s1, "lo").join(s2, "hi").filter(F.col("s1") == F.col("s2"))
+                   .select("lo", "hi", F.lit(1.0).alias("sim"))
+                   .persist(StorageLevel.MEMORY_AND_DISK))
+        dup.count()
+        timings["identical"] = time.perf_counter() - t0
+        # LSH candidates among the distinct rows
+        _phase(spark, "LSH candidates")
+        t0 = time.perf_counter()
+        distinct = live.join(dup.select(F.col("hi").alias("row")), "row", "left_anti").select("row", "sig")
+        bands = distinct.mapInArrow(partial(_band_batches, b=lsh.b, r=lsh.r, dtype=_sig_dtype(cfg)),
+                                    "band int, key long, row long")
+        w = Window.partitionBy("band", "key")
+        bk = (bands.withColumn("cnt", F.count(F.lit(1)).over(w)).withColumn("mn", F.min("row").over(w))
+                   .filter(F.col("cnt") >= 2).persist(StorageLevel.MEMORY_AND_DISK))
+        star = bk.filter((F.col("cnt") > max_bucket) & (F.col("row") != F.col("mn"))).select(
+            F.col("mn").alias("lo"), F.col("row").alias("hi"))
+        small = bk.filter(F.col("cnt") <= max_bucket).select("band", "key", "row")
+        pa_, pb_ = small.alias("a"), small.alias("b")
+        allp = pa_.join(pb_, (F.col("a.band") == F.col("b.band")) & (F.col("a.key") == F.col("b.key"))
+                        & (F.col("a.row") < F.col("b.row"))).select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"))
+        cands = star.unionByName(allp).distinct().persist(StorageLevel.MEMORY_AND_DISK)
+        n_cand = cands.count()
+        bk.unpersist()
+        timings["candidates"] = time.perf_counter() - t0
+        # verification on the full signatures
+        _phase(spark, "verify")
+        t0 = time.perf_counter()
+        sims = _similarities(cands, docs, cfg)
+        if cfg.verify != "none":
+            sims = sims.filter(F.col("sim") >= F.lit(float(cfg.threshold)))
+        edges = dup.unionByName(sims).persist(StorageLevel.MEMORY_AND_DISK)
+        n_edges = edges.count()
+        cands.unpersist()
+        dup.unpersist()
+        timings["verify"] = time.perf_counter() - t0
+    else:   # exact / sentences: equal 64-bit values are the duplicates (local find_equal_duplicates)
+        edges = same.select("lo", "hi", F.lit(1.0).alias("sim")).persist(StorageLevel.MEMORY_AND_DISK)
+        n_edges = n_cand = edges.count()
+        timings["group"] = time.perf_counter() - t0
+    # clusters: components, representative by the keep policy, similarity to it
+    _phase(spark, "clusters")
+    t0 = time.perf_counter()
+    comps, rounds = _components(edges.select("lo", "hi"))
+    if cfg.method == "minhash" and getattr(cfg, "linkage", "components") != "components":
+        assign = _local_linkage(comps, edges, docs, cfg).persist(StorageLevel.MEMORY_AND_DISK)
+        assign.count()
+        edges.unpersist()
+        timings["clusters"] = time.perf_counter() - t0
+        return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds)
+    members = _representatives(comps, docs)
+    reps = members.filter(F.col("row") == F.col("rep")).select("row", "rep", F.lit(1.0).alias("sim"))
+    others = members.filter(F.col("row") != F.col("rep"))
+    if cfg.method == "minhash":
+        msim = _similarities(others.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg)
+        msim = msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")
+    else:
+        msim = others.select("row", "rep", F.lit(1.0).alias("sim"))
+    assign = reps.unionByName(msim).persist(StorageLevel.MEMORY_AND_DISK)
+    assign.count()
+    if cfg.method == "minhash" and cfg.max_drift is not None:
+        assign, extra = _split_drift(assign, edges, docs, cfg)
+        rounds += extra
+    edges.unpersist()
+    timings["clusters"] = time.perf_counter() - t0
+    return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds)
+
+
+def _per_row(signed: DataFrame, found: SparkClusters) -> DataFrame:
+    """Every row: row, id, err, empty, kept, sim, cid (the id of its cluster's representative)."""
+    ids = signed.filter(F.col("err").isNull()).select(F.col("row").alias("rep"), F.col("id").alias("cid"))
+    a = found.assign.join(ids, "rep").select("row", "rep", "sim", "cid")
+    return (signed.select("row", "id", "err", "empty").join(a, "row", "left")
+                  .select("row", "id", "err", "empty",
+                          F.when(F.col("err").isNull(), F.coalesce(F.col("rep"), F.col("row")) == F.col("row"))
+                           .otherwise(F.lit(False)).alias("kept"),
+                          F.coalesce(F.col("sim"), F.lit(1.0)).alias("sim"),
+                          F.coalesce(F.col("cid"), F.col("id")).alias("cid")))
+
+
+def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str = "text", id_col: str | None = None,
+                    row_col: str | None = None) -> DataFrame:
+    """Deduplicate a DataFrame: the input columns plus ``row`` (order; numbered in partition order when
+    ``row_col`` is None — persist ``df`` first if its plan is not deterministic), ``cluster_row`` (row of
+    the kept representative), ``cluster`` (its id: ``id_col``'s value as JSON text, or its row), ``kept``,
+    ``similarity`` (to the representative) and ``empty``. Keep the rows with ``kept`` to deduplicate."""
+    cfg = (cfg or DedupConfig()).resolved()
+    if row_col is None:
+        df = number_rows(df, "row")
+        row_col = "row"
+    signed = sign_dataframe(df, cfg, text_col, id_col, row_col)
+    signed = signed.repartition(_shuffle_partitions(df.sparkSession), "row").persist(StorageLevel.MEMORY_AND_DISK)
+    found = find_clusters(signed, cfg)
+    info = (_per_row(signed, found)
+            .join(found.assign.select("row", "rep"), "row", "left")
+            .select(F.col("row").alias(row_col), F.coalesce("rep", "row").alias("cluster_row"),
+                    F.col("cid").alias("cluster"), "kept", F.col("sim").alias("similarity"), "empty"))
+    return df.join(info, row_col)
+
+
+# -- writing -------------------------------------------------------------------------------------------
+def _part_files(folder: str) -> list[str]:
+    return sorted(p for p in os.listdir(folder) if p.startswith("part-"))
+
+
+def _concat(folder: str, dest: str, compression: str | None, header: bytes = b"") -> None:
+    from ..io.formats import open_binary  # noqa: PLC0415
+
+    with open_binary(dest, compression, "wb") as out:
+        out.write(header)
+        for p in _part_files(folder):
+            with open(os.path.join(folder, p), "rb") as fh:
+                shutil.copyfileobj(fh, out, 1 << 20)
+
+
+def _csv_header(spec: InputSpec) -> bytes | None:
+    from ..io.formats import _csv_dialect, open_binary  # noqa: PLC0415
+
+    with open_binary(spec.path, spec.compression) as fh:
+        src = io.TextIOWrapper(io.BufferedReader(fh) if spec.compression == "zstd" else fh,
+                               encoding="utf-8", errors="surrogateescape", newline="")
+        header = next(csv.reader(src, dialect=_csv_dialect(spec)), None)
+    if header is None:
+        return None
+    buf = io.StringIO()
+    csv.writer(buf, dialect=_csv_dialect(spec)).writerow(header)
+    return buf.getvalue().encode("utf-8", "surrogateescape")
+
+
+def _write_file(spark, path: str, data: bytes) -> None:
+    """A small file (report) at a local path or through Hadoop's FileSystem for a URI."""
+    if not _is_uri(path):
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    jvm = spark.sparkContext._jvm
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    out = p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).create(p, True)
+    try:
+        out.write(bytearray(data))
+    finally:
+        out.close()
+
+
+def _write_kept(spark, spec: InputSpec, fi: int, num: _Numbering, cfg: DedupConfig, drop: DataFrame,
+                folder: str, dest: str | None) -> None:
+    """The kept rows of one input, in its format and order: a part-file folder at ``folder``; merged into
+    the local engine's single file ``dest`` when given."""
+    lo, n = num.starts[fi], num.rows[fi]
+    gone = drop.filter((F.col("row") >= lo) & (F.col("row") < lo + n))
+    payload = _scan(spark, spec, cfg, payload=True)
+    kept = _numbered(spark, payload, num.offsets[fi]).join(gone, "row", "left_anti")
+    if spec.fmt == "dir":
+        target = dest if dest is not None else folder
+        os.makedirs(target, exist_ok=True)
+        kept.select("raw").foreachPartition(partial(_copy_kept_files, src_root=spec.path, dest=target))
+        return
+    ordered = kept.orderBy("row")
+    if spec.fmt == "parquet":
+        ordered.drop("row").write.mode("overwrite").parquet(folder)
+        if dest is not None:
+            import pyarrow.parquet as pq  # noqa: PLC0415
+
+            schema = pq.ParquetFile(spec.path).schema_arrow
+            with pq.ParquetWriter(dest, schema) as w:
+                for p in _part_files(folder):
+                    t = pq.read_table(os.path.join(folder, p))
+                    if t.num_rows:
+                        w.write_table(t.select(schema.names).cast(schema))
+        return
+    sep = "\r\n" if spec.fmt == "csv" else "\n"
+    if num.bom.get(fi):
+        ordered = ordered.withColumn("raw", F.when(F.col("row") == lo, F.concat(F.lit(_BOM), F.col("raw")))
+                                     .otherwise(F.col("raw")))
+    ordered.select(F.col("raw").cast("string").alias("value")).write.mode("overwrite").option("lineSep", sep) \
+        .text(folder)
+    header = _csv_header(spec) if spec.fmt == "csv" else b""
+    if dest is not None:
+        _concat(folder, dest, spec.compression, header or b"")
+    elif header:
+        _write_file(spark, folder.rstrip("/") + "/_header.csv", header)
+
+
+def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest: str | None) -> None:
+    ordered = table.orderBy("row")
+    if cfg.clusters_format == "jsonl":
+        ordered.mapInArrow(partial(_format_records, fmt="jsonl"), "value string").write.mode("overwrite") \
+            .option("lineSep", "\n").text(folder)
+        if dest is not None:
+            _concat(folder, dest, None)
+        return
+    schema = ("id string, cluster string, kept boolean, similarity double, status string, row long, reason string, "
+              "empty boolean")
+    ordered.mapInArrow(partial(_format_records, fmt="parquet"), schema).write.mode("overwrite").parquet(folder)
+    if dest is not None:
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        tables = [pq.read_table(os.path.join(folder, p)) for p in _part_files(folder)]
+        t = pa.concat_tables(tables) if tables else None
+        if t is None:
+            t = pa.table({k: pa.array([], pa.null()) for k in ("id", "cluster", "kept", "similarity", "status", "row",
+                                                               "reason", "empty")})
+        elif t.column("reason").null_count == t.num_rows:   # the local writer infers null for an all-None column
+            t = t.set_column(t.schema.get_field_index("reason"), "reason", pa.nulls(t.num_rows))
+        pq.write_table(t, dest)
+
+
+# -- the run ---------------------------------------------------------------------------------------------
+def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, spark=None,
+                    command: str = "") -> dict:
+    """``neardup dedup`` on Spark: the local engine's outputs (``kept/``, ``clusters.jsonl``, ``report.json``,
+    ``report.html``) for the same clusters. ``spark``: a session (default: the active one, or a new one
+    that is stopped at the end). A local ``outdir`` gets the local engine's files (through a temporary
+    folder, ``report.json`` last); a URI (``hdfs://…``) gets Spark part-file folders."""
+    from ..pipeline.dedup import _commit  # noqa: PLC0415
+
+    cfg = (config or DedupConfig()).resolved()
+    _check_supported(cfg)
+    t_start = time.perf_counter()
+    own = spark is None and SparkSession.getActiveSession() is None
+    if spark is None:
+        builder = SparkSession.builder.appName("neardup dedup")
+        if cfg.quiet or not sys.stderr.isatty():
+            builder = builder.config("spark.ui.showConsoleProgress", "false")
+        spark = builder.getOrCreate()
+    tmp = None
+    try:
+        specs = _expand(list(inputs), cfg.input_format)
+        if _is_uri(outdir):
+            report = _run(spark, specs, cfg, outdir, None, command, t_start)
+        else:
+            os.makedirs(outdir, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".neardup-tmp-", dir=outdir)
+            report = _run(spark, specs, cfg, tmp, tmp, command, t_start)
+            shutil.rmtree(os.path.join(tmp, "_spark"), ignore_errors=True)
+            _commit(tmp, outdir)
+        return report
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if own:
+            spark.stop()
+
+
+def _join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *parts]) if _is_uri(base) else os.path.join(base, *parts)
+
+
+def _first_message(df: DataFrame, cond, col: str = "err") -> str:
+    return df.filter(cond).orderBy("row").select(col).first()[0]
+
+
+def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: str, t_start: float) -> dict:
+    timings: dict = {}
+    t0 = time.perf_counter()
+    signed, num = _read_signed(spark, specs, cfg)
+    signed = signed.repartition(_shuffle_partitions(spark), "row").persist(StorageLevel.MEMORY_AND_DISK)
+    _phase(spark, "read + sign")
+    st = signed.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count("id").alias("docs"),
+        F.sum(F.when(F.col("fatal"), 1).otherwise(0)).alias("fatal"),
+        F.sum(F.when(F.col("err").isNotNull() & ~F.col("blank"), 1).otherwise(0)).alias("bad"),
+        F.sum(F.when(F.col("err").isNotNull(), 1).otherwise(0)).alias("skipped"),
+        F.sum(F.when(F.col("key_err").isNotNull(), 1).otherwise(0)).alias("key_err"),
+        F.sum(F.when(F.col("err").isNull() & F.col("replaced"), 1).otherwise(0)).alias("replaced"),
+        F.sum(F.when(F.col("err").isNull(), F.col("length")).otherwise(0)).alias("chars"),
+        F.sum(F.when(F.col("empty"), 1).otherwise(0)).alias("empty")).first()
+    timings["read_sign"] = time.perf_counter() - t0
+    try:
+        if st["fatal"]:
+            raise InputFormatError(_first_message(signed, F.col("fatal")))
+        if st["bad"] and cfg.on_error == "raise":
+            raise InputFormatError(_first_message(signed, F.col("err").isNotNull() & ~F.col("blank")))
+        if st["key_err"]:
+            raise ValueError(f"--keep-field {cfg.keep_field!r} must hold numbers: "
+                             f"{_first_message(signed, F.col('key_err').isNotNull(), 'key_err')}")
+        return _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings)
+    finally:
+        _phase(spark, None)
+        signed.unpersist()
+
+
+def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings) -> dict:
+    found = find_clusters(signed, cfg)
+    timings.update(found.timings)
+    n_docs = int(st["docs"])
+    drop = removed = None
+    try:
+        _phase(spark, "write")
+        t0 = time.perf_counter()
+        table = _per_row(signed, found)
+        drop = table.filter(~F.col("kept")).select("row").persist(StorageLevel.MEMORY_AND_DISK)
+        removed = found.assign.filter(F.col("row") != F.col("rep")).persist(StorageLevel.MEMORY_AND_DISK)
+        n_removed = removed.count()
+        parts = _join(out, "_spark") if local is not None else out
+        kept_dir = _join(out, "kept")
+        if local is not None:
+            os.makedirs(kept_dir)
+        used: set = set()
+        outputs = []
+        starts = num.starts
+        in_expr = F.lit(0)
+        for fi, s in enumerate(starts[1:], 1):
+            in_expr = F.when(F.col("row") >= s, F.lit(fi)).otherwise(in_expr)
+        kept_per = {r["fi"]: r["n"] for r in table.filter(F.col("kept")).groupBy(in_expr.alias("fi"))
+                    .agg(F.count(F.lit(1)).alias("n")).collect()}
+        for fi, spec in enumerate(specs):
+            name = output_name(spec, used)
+            if local is not None:
+                _write_kept(spark, spec, fi, num, cfg, drop, os.path.join(parts, f"kept-{fi}"),
+                            os.path.join(kept_dir, name))
+            else:
+                _write_kept(spark, spec, fi, num, cfg, drop, _join(kept_dir, name), None)
+            outputs.append({"input": spec.path, "format": spec.fmt, "output": f"kept/{name}",
+                            "rows": num.rows[fi], "kept": int(kept_per.get(fi, 0))})
+        cname = f"clusters.{cfg.clusters_format}"
+        if local is not None:
+            _write_clusters(spark, table, cfg, os.path.join(parts, "clusters"), os.path.join(local, cname))
+        else:
+            _write_clusters(spark, table, cfg, _join(out, cname), None)
+        timings["write"] = time.perf_counter() - t0
+
+        # -- report ---------------------------------------------------------------------------------------
+        _phase(spark, "report")
+        sizes = (found.assign.groupBy("rep").agg(F.count(F.lit(1)).alias("s")).filter(F.col("s") > 1).groupBy("s")
+                 .agg(F.count(F.lit(1)).alias("k")).collect())
+        size_hist = {str(int(r["s"])): int(r["k"]) for r in sorted(sizes, key=lambda r: r["s"])}
+        hist = np.zeros(20, dtype=np.int64)
+        for r in removed.select("sim").mapInArrow(_histogram_batches, "bin int, n long").groupBy("bin") \
+                .agg(F.sum("n").alias("n")).collect():
+            hist[r["bin"]] = r["n"]
+        edges = np.histogram(np.zeros(0), bins=20, range=(0.0, 1.0))[1]
+        samples = _sample_pairs(removed, n_removed, cfg.samples)
+        want = {x for k, d, _ in samples for x in (k, d)}
+        ids = {r["row"]: json.loads(r["id"]) for r in signed.filter(F.col("row").isin(list(want)))
+               .select("row", "id").collect()} if want else {}
+        texts = _fetch_texts(spark, specs, cfg, num, want)
+        skipped_rows = (signed.filter(F.col("err").isNotNull()).orderBy("row").select("row", "err").limit(1000)
+                        .collect()) if st["skipped"] else []
+        timings["total"] = time.perf_counter() - t_start
+        n_rows = num.total
+        params = {**{k: v for k, v in asdict(cfg).items() if k not in ("quiet", "progress", "html", "samples")},
+                  **found.params}
+        sc = spark.sparkContext
+        report = {
+            "neardup_version": __version__,
+            "command": command,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "engine": "spark",
+            "spark": {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
+                      "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
+            "inputs": [s.path for s in specs],
+            "outputs": outputs,
+            "parameters": params,
+            "counts": {
+                "input_rows": n_rows,
+                "documents": n_docs,
+                "kept": n_docs - n_removed,
+                "removed": n_removed,
+                "skipped_records": int(st["skipped"]),
+                "duplicate_rate": n_removed / n_docs if n_docs else 0.0,
+                "clusters": int(sum(size_hist.values())),
+                "empty_documents": int(st["empty"] or 0),
+                "invalid_utf8_replaced": int(st["replaced"] or 0),
+                "candidate_pairs": found.candidates,
+                "verified_pairs": found.verified,
+                "input_bytes": int(st["chars"] or 0),
+                "accounted": n_rows == n_docs + int(st["skipped"]),
+            },
+            "skipped": [{"file": specs[_input_of(num, r["row"])].path, "line": _line_of(specs, num, r["row"]),
+                         "reason": r["err"]} for r in skipped_rows],
+            "timings": {k: round(v, 4) for k, v in timings.items()},
+            "cluster_sizes": size_hist,
+            "similarity_histogram": {"edges": [round(float(e), 4) for e in edges], "counts": hist.tolist()},
+            "samples": [{"kept_id": ids.get(k), "removed_id": ids.get(d), "similarity": round(s, 4),
+                         "kept_text": texts.get(k, "")[:4000], "removed_text": texts.get(d, "")[:4000]}
+                        for k, d, s in samples],
+        }
+        if cfg.method == "minhash":
+            from ..index.lsh import s_curve  # noqa: PLC0415
+
+            b, r = found.params["b"], found.params["r"]
+            xs = np.linspace(0.0, 1.0, 101)
+            report["lsh"] = {"b": b, "r": r, "threshold": cfg.threshold,
+                             "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
+        data = (json.dumps(report, indent=2, ensure_ascii=False, default=_json_default) + "\n").encode("utf-8")
+        _write_file(spark, _join(out, "report.json"), data)
+        if cfg.html and local is not None:
+            try:
+                from ..report import write_html  # noqa: PLC0415
+            except ImportError:
+                write_html = None
+            if write_html is not None:
+                write_html(report, os.path.join(local, "report.html"))
+        return report
+    finally:
+        found.unpersist()
+        for df in (drop, removed):
+            if df is not None:
+                df.unpersist()
+
+
+def _input_of(num: _Numbering, row: int) -> int:
+    fi = 0
+    for i, s in enumerate(num.starts):
+        if row >= s:
+            fi = i
+    return fi
+
+
+def _line_of(specs, num: _Numbering, row: int) -> int:
+    fi = _input_of(num, row)
+    return row - num.starts[fi] + (2 if specs[fi].fmt == "csv" else 1)
+
+
+def _sample_pairs(removed: DataFrame, n_removed: int, n: int) -> list[tuple[int, int, float]]:
+    """The local engine's sample pairs: the least similar half, then evenly spread over the rest, in the
+    order (similarity, row) — only the chosen ranks reach the driver."""
+    if n_removed == 0 or n <= 0:
+        return []
+    ranks = list(range(min(n // 2, n_removed)))
+    rest = n_removed - len(ranks)
+    if rest > 0:
+        ranks += [len(ranks) + int(i) for i in np.linspace(0, rest - 1, min(n - len(ranks), rest)).astype(int)]
+    want = set(ranks)
+    got = (removed.select("sim", "row", "rep").orderBy("sim", "row").rdd.zipWithIndex()
+           .filter(lambda x: x[1] in want).map(lambda x: (x[1], x[0][2], x[0][1], x[0][0])).collect())
+    by_rank = {k: (rep, d, s) for k, rep, d, s in got}
+    seen, out = set(), []
+    for k in ranks:
+        rep, d, s = by_rank[k]
+        if d not in seen:
+            seen.add(d)
+            out.append((int(rep), int(d), float(s)))
+    return out
+
+
+def _fetch_texts(spark, specs, cfg: DedupConfig, num: _Numbering, rows: set) -> dict:
+    """Texts of a few rows (report samples): the inputs are scanned, only those rows parsed."""
+    if not rows:
+        return {}
+    out: dict = {}
+    cj = _cfg_json(DedupConfig(**{**asdict(cfg), "method": "exact", "keep": "first"}))
+    for fi, spec in enumerate(specs):
+        lo, hi = num.starts[fi], num.starts[fi] + num.rows[fi]
+        mine = [r for r in rows if lo <= r < hi]
+        if not mine:
+            continue
+        kind = spec.fmt if _spark_reads(spec) else "parsed"
+        fn = partial(_parse_texts, kind=kind, spec_path=spec.path, spec_fmt=spec.fmt, start=lo,
+                     last_row_nl=num.last_nl.get(fi, -1), cfg_json=cj, text_field=cfg.text_field,
+                     bom=num.bom.get(fi, False))
+        df = _numbered(spark, _scan(spark, spec, cfg), num.offsets[fi]).filter(F.col("row").isin(mine))
+        for r in df.mapInArrow(fn, "row long, text string").collect():
+            out[r["row"]] = r["text"] or ""
+    return out
+
+
+def _parse_texts(batches, kind, spec_path, spec_fmt, start, last_row_nl, cfg_json, text_field, bom=False):
+    spec = InputSpec(spec_path, spec_fmt, None)
+    for batch in batches:
+        rows, texts, *_ = _parse_batch(batch, kind, spec, start, last_row_nl, text_field, None, None, False, bom)
+        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64()), pa.array(texts, pa.string())],
+                                         names=["row", "text"])
+
+
+# -- spark-submit / python -m ------------------------------------------------------------------------------
+def main(argv: list[str] | None = None):
+    """``python -m neardup.engines.spark INPUT... -o OUT [options]`` (or ``spark-submit`` this file): the
+    options of ``neardup dedup``, run with ``--engine spark`` on the session Spark provides."""
+    from neardup.cli import main as cli_main  # noqa: PLC0415  (absolute: this file may run as __main__)
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return cli_main(["dedup", "--engine", "spark", *args], prog_name="neardup.engines.spark")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,248 @@
+"""``--engine spark`` gives the local engine's outputs: clusters.jsonl record for record, the same kept
+rows, the same counts — whatever the partitioning. One local[2] Spark session for the module."""
+import csv
+import gzip
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup[spark]')")
+pytest.importorskip("pandas", reason="PySpark's mapInArrow needs pandas (pip install 'pandas>=2.2')")
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from neardup.cli import main  # noqa: E402
+from neardup.pipeline.dedup import DedupConfig, run_dedup  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("neardup-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.adaptive.enabled", "false")   # fixed per-query cost on tiny data; one test turns it on
+               .config("spark.driver.memory", "1g")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _words(rng, vocab, n):
+    return " ".join(rng.choice(vocab) for _ in range(n))
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> Path:
+    """~400 rows: originals, exact copies, near-duplicates (one word changed, a few words appended),
+    chains, empty texts, CJK, plus a blank line, a malformed line, a row without text and a final
+    line without its newline."""
+    rng = random.Random(20240611)
+    vocab = [f"w{i}" for i in range(500)] + ["licence", "software", "copy", "permission", "中文", "文本", "去重"]
+    docs = []
+    for _ in range(150):
+        base = _words(rng, vocab, rng.randint(20, 120))
+        docs.append(base)
+        cur = base
+        for _ in range(rng.randint(0, 3)):
+            r = rng.random()
+            if r < 0.3:
+                docs.append(base)                                  # exact copy
+            elif r < 0.7:
+                w = cur.split()
+                w[rng.randrange(len(w))] = rng.choice(vocab)       # near-duplicate (chains: edits accumulate)
+                cur = " ".join(w)
+                docs.append(cur)
+            else:
+                docs.append(base + " " + _words(rng, vocab, 3))    # longer near-duplicate
+    docs += ["", "", "short text", "short text", "中文文本的去重也应该能够直接工作", "中文文本的去重也应该能够直接工作。"]
+    rng.shuffle(docs)
+    path = tmp_path_factory.mktemp("planted") / "planted.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, d in enumerate(docs):
+            if i == 40:
+                fh.write("\n")
+            if i == 80:
+                fh.write('{"text": "broken\n')
+            if i == 120:
+                fh.write('{"body": "no text field"}\n')
+            fh.write(json.dumps({"id": f"p{i}", "text": d, "n": i}, ensure_ascii=False) + "\n")
+        fh.write('{"id": "last", "text": "the final line has no newline"}')
+    return path
+
+
+def _config(**kw) -> DedupConfig:
+    return DedupConfig(workers=1, quiet=True, html=False, **kw)
+
+
+def _files(root: Path) -> dict:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name not in ("report.json", "report.html"):
+            data = p.read_bytes()
+            out[str(p.relative_to(root))] = gzip.decompress(data) if p.suffix == ".gz" else data
+    return out
+
+
+def _same_outputs(local: Path, spark_out: Path) -> dict:
+    """clusters.jsonl record for record, the kept rows byte for byte, the report's counts; returns the
+    Spark report."""
+    a, b = _files(local), _files(spark_out)
+    assert sorted(a) == sorted(b)
+    la = a["clusters.jsonl"].decode().splitlines()
+    lb = b["clusters.jsonl"].decode().splitlines()
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        assert json.loads(x) == json.loads(y)
+    assert la == lb                    # and the same bytes
+    for name in a:
+        if name.endswith(".parquet"):   # the same schema and rows; row groups may be cut differently
+            ta, tb = (pq.read_table(root / name) for root in (local, spark_out))
+            assert ta.schema == tb.schema and ta.equals(tb), name
+        else:
+            assert a[name] == b[name], name
+    ra = json.loads((local / "report.json").read_text(encoding="utf-8"))
+    rb = json.loads((spark_out / "report.json").read_text(encoding="utf-8"))
+    assert ra["counts"] == rb["counts"]
+    for key in ("cluster_sizes", "similarity_histogram", "samples", "skipped", "outputs", "lsh"):
+        assert ra.get(key) == rb.get(key), key
+    assert rb["engine"] == "spark"
+    return rb
+
+
+def _both(spark, inputs, tmp_path, **kw):
+    from neardup.engines.spark import run_spark_dedup
+
+    run_dedup([str(p) for p in inputs], str(tmp_path / "local"), _config(**kw))
+    report = run_spark_dedup([str(p) for p in inputs], str(tmp_path / "spark"), _config(**kw), spark=spark)
+    return _same_outputs(tmp_path / "local", tmp_path / "spark"), report
+
+
+@pytest.mark.parametrize("keep,linkage", [("first", "bounded"), ("longest", "components")])
+def test_planted_corpus_matches_local(spark, planted, tmp_path, keep, linkage):
+    rep, _ = _both(spark, [planted], tmp_path, keep=keep, linkage=linkage, on_error="skip")
+    c = rep["counts"]
+    assert c["skipped_records"] == 3 and c["removed"] > 100 and c["empty_documents"] == 2
+    assert c["input_rows"] == c["kept"] + c["removed"] + c["skipped_records"]
+
+
+@pytest.mark.parametrize("keep,linkage", [("first", "components"), ("longest", "bounded")])
+def test_demo_corpus_matches_local(spark, tmp_path, keep, linkage):
+    rep, _ = _both(spark, [DEMO], tmp_path, keep=keep, linkage=linkage)
+    assert rep["counts"]["input_rows"] == 550 and rep["counts"]["removed"] > 100
+
+
+def test_same_result_for_any_partitioning(spark, planted, tmp_path):
+    """Other shuffle partitions, the plain JSONL cut into many splits, adaptive execution on: the same bytes."""
+    from neardup.engines.spark import run_spark_dedup
+
+    cfg = _config(keep="first", on_error="skip")
+    run_dedup([str(planted)], str(tmp_path / "local"), cfg)
+    old = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes",
+                                          "spark.sql.adaptive.enabled")}
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "7")
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(24 * 1024))
+        spark.conf.set("spark.sql.adaptive.enabled", "true")
+        assert spark.read.text(str(planted)).rdd.getNumPartitions() > 3
+        run_spark_dedup([str(planted)], str(tmp_path / "spark"), cfg, spark=spark)
+    finally:
+        for k, v in old.items():
+            spark.conf.set(k, v)
+    _same_outputs(tmp_path / "local", tmp_path / "spark")
+
+
+def test_every_input_format_through_the_cli(spark, planted, tmp_path):
+    """CSV (quoted newlines), Parquet, text lines, a directory, zstd JSONL — one `neardup dedup --engine
+    spark` run beside the local engine."""
+    import zstandard
+
+    rows = [json.loads(x) for x in planted.read_text(encoding="utf-8").splitlines()
+            if x.startswith('{"id"')]
+    texts = [r["text"] for r in rows]
+    src = tmp_path / "in"
+    (src / "dir" / "sub").mkdir(parents=True)
+    with open(src / "b.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["text", "n"])
+        for i, t in enumerate(texts[:120]):
+            w.writerow([t.replace("w1 ", "w1\n"), i])
+    pq.write_table(pa.table({"text": texts[60:160], "n": list(range(100))}), src / "c.parquet")
+    (src / "d.txt").write_text("".join(t + "\n" for t in texts[140:220]), encoding="utf-8")
+    with zstandard.ZstdCompressor().stream_writer(open(src / "e.jsonl.zst", "wb")) as fh:
+        for r in rows[:60]:
+            fh.write((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8"))
+    for i, t in enumerate(texts[:16]):
+        (src / "dir" / ("sub" if i % 2 else "") / f"f{i:02d}.txt").write_text(t, encoding="utf-8")
+    inputs = [str(src / n) for n in ("b.csv", "c.parquet", "d.txt", "e.jsonl.zst", "dir")]
+    runner = CliRunner()
+    for engine in ("local", "spark"):
+        res = runner.invoke(main, ["dedup", *inputs, "-o", str(tmp_path / engine), "--engine", engine, "--no-html",
+                                   "-q", "--workers", "1", "--keep", "longest", "--threshold", "0.7"])
+        assert res.exit_code == 0, res.output + repr(res.exception)
+    rep = _same_outputs(tmp_path / "local", tmp_path / "spark")
+    assert [o["format"] for o in rep["outputs"]] == ["csv", "parquet", "lines", "jsonl", "dir"]
+    assert rep["counts"]["removed"] > 50
+
+
+def test_dataframe_api(spark, planted):
+    """dedup_dataframe on a DataFrame: the local engine's kept flags, representatives and similarities."""
+    from neardup.engines.spark import dedup_dataframe, sign_dataframe
+    from neardup.pipeline.find import find_minhash_duplicates
+    from neardup.sketches.minhash import MinHasher
+
+    texts = [json.loads(x)["text"] for x in planted.read_text(encoding="utf-8").splitlines()
+             if x.startswith('{"id"')][:200]
+    df = spark.createDataFrame([(i, f"d{i}", t) for i, t in enumerate(texts)], "row long, key string, text string")
+    cfg = DedupConfig(keep="longest", linkage="components", threshold=0.75)
+    out = {r["row"]: r for r in dedup_dataframe(df, cfg, id_col="key", row_col="row").collect()}
+    assert sorted(out) == list(range(len(texts)))
+    c = cfg.resolved()
+    sigs = MinHasher(num_perm=c.num_perm, scheme=c.scheme, seed=c.seed, ngram=c.ngram).sign_batch(texts)
+    ref = find_minhash_duplicates(sigs, c.threshold, keep="longest", lengths=[len(t) for t in texts],
+                                  linkage="components", max_drift=c.max_drift).clusters
+    for i in range(len(texts)):
+        r = out[i]
+        assert r["cluster_row"] == ref.cluster[i] and r["kept"] == bool(ref.kept[i])
+        assert r["cluster"] == json.dumps(f"d{ref.cluster[i]}") and r["text"] == texts[i]
+        assert abs(r["similarity"] - ref.similarity[i]) < 1e-12
+    signed = {r["row"]: bytes(r["sig"]) for r in sign_dataframe(df.limit(5), cfg).collect()}
+    for i in range(5):
+        assert signed[i] == sigs.values[i].astype("<u4").tobytes()
+
+
+def test_unsupported_options_say_so(spark, planted, tmp_path):
+    from neardup.engines.spark import SparkEngineUnsupported, run_spark_dedup
+
+    with pytest.raises(SparkEngineUnsupported, match="simhash"):
+        run_spark_dedup([str(planted)], str(tmp_path / "x"), _config(method="simhash"), spark=spark)
+    with pytest.raises(SparkEngineUnsupported, match="verify exact"):
+        run_spark_dedup([str(planted)], str(tmp_path / "x"), _config(verify="exact"), spark=spark)
+
+
+def test_bad_row_stops_the_run_like_local(spark, planted, tmp_path):
+    from neardup.engines.spark import run_spark_dedup
+    from neardup.io.formats import InputFormatError
+
+    msgs = []
+    for run in (run_dedup, lambda i, o, c: run_spark_dedup(i, o, c, spark=spark)):
+        with pytest.raises(InputFormatError) as exc:
+            run([str(planted)], str(tmp_path / "err"), _config())
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1] and "malformed JSON" in msgs[0]
+    assert not (tmp_path / "err" / "report.json").exists()
