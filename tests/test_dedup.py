@@ -252,3 +252,13 @@ def test_traditional_chinese_converted_before_signing(tmp_path, shared):
     recs = read_clusters(conv)
     assert sum(r["kept"] for r in recs) == 6
     assert all(r["cluster"] == r["id"].replace("zh_TW", "zh_CN") for r in recs)
+
+
+def test_utf8_bom_at_file_start(tmp_path):
+    src = tmp_path / "bom.jsonl"
+    body = "".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS)
+    src.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    run_dedup([str(src)], str(tmp_path / "o"), config())
+    rep, recs = check_accounting(tmp_path / "o", len(DOCS))
+    assert [r["kept"] for r in recs] == EXPECTED_KEPT and rep["counts"]["skipped_records"] == 0
+    assert (tmp_path / "o" / "kept" / "bom.jsonl").read_bytes().startswith(b"\xef\xbb\xbf")

@@ -116,6 +116,15 @@ def _decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", errors="replace"), True
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _content(i: int, raw: bytes) -> bytes:
+    """A line's bytes for parsing: a UTF-8 byte-order mark at the start of the file is dropped
+    (kept rows are still copied byte for byte)."""
+    return raw[3:] if i == 1 and raw.startswith(_BOM) else raw
+
+
 def _lines(spec: InputSpec) -> Iterator[tuple[int, bytes]]:
     with open_binary(spec.path, spec.compression) as fh:
         reader = io.BufferedReader(fh) if spec.compression == "zstd" else fh
@@ -133,7 +142,7 @@ def read_rows(spec: InputSpec, text_field: str = "text", id_field: str | None = 
         yield from _read_jsonl(spec, text_field, id_field, key_field)
     elif spec.fmt == "lines":
         for i, raw in _lines(spec):
-            text, bad = _decode(raw.rstrip(b"\r\n"))
+            text, bad = _decode(_content(i, raw).rstrip(b"\r\n"))
             yield Row(i, None, text, replaced=bad)
     elif spec.fmt == "csv":
         yield from _read_csv(spec, text_field, id_field, key_field)
@@ -149,6 +158,7 @@ def read_rows(spec: InputSpec, text_field: str = "text", id_field: str | None = 
 def _read_jsonl(spec: InputSpec, text_field: str, id_field: str | None, key_field: str | None) -> Iterator[Row]:
     loads = json.loads
     for i, raw in _lines(spec):
+        raw = _content(i, raw)
         if not raw.strip():
             yield Row(i, None, None, error=f"{spec.path}:{i}: blank line", blank=True)
             continue
@@ -203,7 +213,7 @@ def _csv_dialect(spec: InputSpec) -> str:
 def _read_csv(spec: InputSpec, text_field: str, id_field: str | None, key_field: str | None) -> Iterator[Row]:
     with open_binary(spec.path, spec.compression) as fh:
         text_io = io.TextIOWrapper(io.BufferedReader(fh) if spec.compression == "zstd" else fh,
-                                   encoding="utf-8", errors="replace", newline="")
+                                   encoding="utf-8-sig", errors="replace", newline="")
         reader = csv.reader(text_io, dialect=_csv_dialect(spec))
         header = next(reader, None)
         if header is None:
