@@ -262,3 +262,13 @@ def test_utf8_bom_at_file_start(tmp_path):
     rep, recs = check_accounting(tmp_path / "o", len(DOCS))
     assert [r["kept"] for r in recs] == EXPECTED_KEPT and rep["counts"]["skipped_records"] == 0
     assert (tmp_path / "o" / "kept" / "bom.jsonl").read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+def test_progress_bars_on_stderr(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(workers=1, progress=True))
+    err = capsys.readouterr().err
+    assert "read+sign" in err and "write" in err
+    run_dedup([str(src)], str(tmp_path / "q"), DedupConfig(workers=1, progress=True, quiet=True))
+    assert capsys.readouterr().err == ""

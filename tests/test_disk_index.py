@@ -372,7 +372,7 @@ def test_crash_mid_batch_leaves_whole_batches(tmp_path, mode):
         assert report["orphans"] == report["missing"] == report["extra"] == 0
         b, r = idx.b, idx.r
         # a whole committed batch is queryable
-        assert idx.query_batch([f"batch 0 document 5 " + " ".join(
+        assert idx.query_batch(["batch 0 document 5 " + " ".join(
             f"w{(0 * 7919 + 5 * 104729 + t * 31) % 5000}" for t in range(80))])[0][0] == ("b0-5", 1.0)
     keys = _raw_consistency(path, b, r)
     assert keys == [f"b{i}-{j}" for i in range(n // size) for j in range(size)]

@@ -424,7 +424,6 @@ def threshold_sweep(scores, actual, *, higher_is_similar: bool = True):
     last[:-1] = ks[:-1] != ks[1:]  # decision θ = ks[i] accepts everything up to the last tie
     tp = np.cumsum(ys)[last]
     pos = (np.arange(ks.shape[0]) + 1)[last]
-    fp = pos - tp
     fn = int(y.sum()) - tp
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(pos > 0, tp / np.maximum(pos, 1), 1.0)

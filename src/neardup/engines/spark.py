@@ -1257,7 +1257,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                 "invalid_utf8_replaced": int(st["replaced"] or 0),
                 "candidate_pairs": found.candidates,
                 "verified_pairs": found.verified,
-                "input_bytes": int(st["chars"] or 0),
+                "input_chars": int(st["chars"] or 0),
                 "accounted": n_rows == n_docs + int(st["skipped"]),
             },
             "skipped": [{"file": specs[_input_of(num, r["row"])].path, "line": _line_of(specs, num, r["row"]),

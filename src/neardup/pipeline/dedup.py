@@ -184,7 +184,7 @@ class _Corpus:
     skipped: list = field(default_factory=list)       # (global row, file, line, reason)
     replaced: int = 0
     n_rows: int = 0
-    n_bytes: int = 0
+    n_chars: int = 0
 
 
 def _progress(cfg: DedupConfig, total: int | None, desc: str, unit: str = "B"):
@@ -197,14 +197,16 @@ def _progress(cfg: DedupConfig, total: int | None, desc: str, unit: str = "B"):
 
 def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
     sigs, empties, sizes, shingles = [], [], [], []
-    total = sum(os.path.getsize(s.path) for s in specs if os.path.isfile(s.path)) or None
-    bar = _progress(cfg, total, "read+sign")
+    # progress in characters against the file sizes: exact for plain UTF-8 ASCII text, close for
+    # the rest; no total (no ETA) when an input is compressed or binary
+    plain = all(s.fmt in ("jsonl", "lines", "csv") and s.compression is None for s in specs)
+    total = sum(os.path.getsize(s.path) for s in specs) if plain else None
+    bar = _progress(cfg, total, "read+sign", unit="char")
 
     def batches():
         batch = []
         for spec in specs:
             start_rows = corpus.n_rows
-            last_pos = 0
             for row in read_rows(spec, cfg.text_field, cfg.id_field, cfg.keep_field if cfg.keep == "key" else None):
                 g = corpus.n_rows
                 corpus.n_rows += 1
@@ -221,15 +223,14 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
                 batch.append(row.text)
                 if len(batch) >= cfg.batch_size:
                     nbytes = sum(len(t) for t in batch)
-                    corpus.n_bytes += nbytes
+                    corpus.n_chars += nbytes
                     bar.update(nbytes)
                     yield batch
                     batch = []
-                last_pos = row.line
             corpus.row_source.append(corpus.n_rows - start_rows)
         if batch:
             nbytes = sum(len(t) for t in batch)
-            corpus.n_bytes += nbytes
+            corpus.n_chars += nbytes
             bar.update(nbytes)
             yield batch
 
@@ -514,7 +515,7 @@ def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings
             "invalid_utf8_replaced": corpus.replaced,
             "candidate_pairs": int(result.candidates),
             "verified_pairs": int(result.pairs_lo.shape[0]),
-            "input_bytes": corpus.n_bytes,
+            "input_chars": corpus.n_chars,
             "accounted": corpus.n_rows == (n_docs - removed) + removed + len(corpus.skipped),
         },
         "skipped": [{"file": f, "line": line, "reason": reason} for _, f, line, reason in corpus.skipped[:1000]],

@@ -15,7 +15,6 @@ See :mod:`neardup.kernels.minhash` for the exact hash functions.
 """
 from __future__ import annotations
 
-import io
 import json
 from typing import Iterable, Sequence
 
