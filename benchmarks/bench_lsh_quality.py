@@ -67,30 +67,31 @@ def main() -> None:
     print(f"{n} documents; {lo.shape[0]} pairs with J >= 0.75 ({(jj >= 0.85).sum()} with J >= 0.85), "
           f"ground truth in {t_truth:.1f} s")
     rows = {}
-    variants = [  # (scheme, band choice, verification, linkage)
-        ("oph", "recall", "minhash", "components"),
-        ("oph", "recall", "minhash", "bounded"),          # neardup's default
-        ("oph", "recall", "exact", "components"),
-        ("oph", "recall", "exact", "bounded"),
-        ("oph", "datasketch", "minhash", "bounded"),
-        ("permutation", "recall", "minhash", "bounded"),
-        ("permutation", "recall", "exact", "bounded"),
+    variants = [  # (scheme, k, band choice, verification, linkage)
+        ("oph", 128, "recall", "minhash", "components"),
+        ("oph", 128, "recall", "minhash", "bounded"),          # neardup's default
+        ("oph", 128, "recall", "exact", "components"),
+        ("oph", 128, "recall", "exact", "bounded"),
+        ("oph", 128, "datasketch", "minhash", "bounded"),
+        ("oph", 256, "recall", "minhash", "bounded"),
+        ("permutation", 128, "recall", "minhash", "bounded"),
+        ("permutation", 128, "recall", "exact", "bounded"),
     ]
     signed = {}
-    for scheme, mode, verify, linkage in variants:
-        if scheme not in signed:
-            signed[scheme] = neardup.MinHasher(num_perm=128, scheme=scheme, seed=1, ngram=5).sign_features(feats)
-        sigs = signed[scheme]
-        lsh = choose_params(0.8, 128, mode)
+    for scheme, k, mode, verify, linkage in variants:
+        if (scheme, k) not in signed:
+            signed[scheme, k] = neardup.MinHasher(num_perm=k, scheme=scheme, seed=1, ngram=5).sign_features(feats)
+        sigs = signed[scheme, k]
+        lsh = choose_params(0.8, k, mode)
         t = time.perf_counter()
         res = find_minhash_duplicates(sigs, 0.8, lsh=lsh, verify=verify, features=feats, linkage=linkage,
                                       max_drift=0.05)
         secs = time.perf_counter() - t
         link = "components + drift split" if linkage == "components" else "bounded linkage"
-        name = f"neardup {scheme}, bands {mode} (b={lsh.b}, r={lsh.r}), verify {verify}, {link}"
+        name = f"neardup {scheme} k={k}, bands {mode} (b={lsh.b}, r={lsh.r}), verify {verify}, {link}"
         rows[name] = {**score(res.clusters.cluster, lo, hi, jj), "candidates": res.candidates,
                       "seconds": round(secs, 3)}
-    oph_values = signed["oph"].values
+    oph_values = signed["oph", 128].values
     try:
         from datasketch import MinHash, MinHashLSH
     except ImportError:
