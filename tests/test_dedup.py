@@ -272,3 +272,20 @@ def test_progress_bars_on_stderr(tmp_path, capsys):
     assert "read+sign" in err and "write" in err
     run_dedup([str(src)], str(tmp_path / "q"), DedupConfig(workers=1, progress=True, quiet=True))
     assert capsys.readouterr().err == ""
+
+
+def test_clusters_parquet_equals_jsonl(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "x y z w v u"}\n{"text": bad}\n' +
+                   "".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    run_dedup([str(src)], str(tmp_path / "j"), config(on_error="skip"))
+    run_dedup([str(src)], str(tmp_path / "p"), config(on_error="skip", clusters_format="parquet"))
+    as_json = read_clusters(tmp_path / "j")
+    table = pq.read_table(tmp_path / "p" / "clusters.parquet").to_pylist()
+    assert len(table) == len(as_json) == len(DOCS) + 2
+    for a, b in zip(as_json, table):
+        assert b["id"] == (None if a["id"] is None else str(a["id"]))
+        assert b["cluster"] == (None if a["cluster"] is None else str(a["cluster"]))
+        assert (b["kept"], b["status"], b["row"], b["similarity"]) == (a["kept"], a["status"], a["row"],
+                                                                       a["similarity"])
+        assert b["reason"] == a.get("reason") and b["empty"] == a.get("empty")

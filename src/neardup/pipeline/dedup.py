@@ -449,41 +449,60 @@ def _json_default(o):
     return str(o)
 
 
-def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empty) -> None:
-    """One record per input row, skipped rows included, in input order."""
-    n_rows = corpus.n_rows
-    doc_of_row = np.full(n_rows, -1, dtype=np.int64)
+def _cluster_records(corpus: _Corpus, clusters, empty):
+    """One record per input row, skipped rows included, in input order (a generator: the rows
+    are never all in memory as dicts)."""
+    doc_of_row = np.full(corpus.n_rows, -1, dtype=np.int64)
     doc_of_row[np.asarray(corpus.doc_row, dtype=np.int64)] = np.arange(len(corpus.ids))
-    skipped = {g: (f, line, reason) for g, f, line, reason in corpus.skipped}
+    skipped = {g: reason for g, _, _, reason in corpus.skipped}
     ids = corpus.ids
     rep = clusters.cluster
     sim = clusters.similarity
-    records = []
-    for g in range(n_rows):
+    for g in range(corpus.n_rows):
         d = doc_of_row[g]
         if d < 0:
-            f, line, reason = skipped[g]
-            records.append({"id": None, "cluster": None, "kept": False, "similarity": None, "status": "skipped",
-                            "row": g, "reason": reason})
+            yield {"id": None, "cluster": None, "kept": False, "similarity": None, "status": "skipped",
+                   "row": g, "reason": skipped[g]}
             continue
         r = rep[d]
-        records.append({"id": ids[d], "cluster": ids[r], "kept": bool(r == d), "similarity": round(float(sim[d]), 6),
-                        "status": "kept" if r == d else "duplicate", "row": g, "empty": bool(empty[d])})
+        yield {"id": ids[d], "cluster": ids[r], "kept": bool(r == d), "similarity": round(float(sim[d]), 6),
+               "status": "kept" if r == d else "duplicate", "row": g, "empty": bool(empty[d])}
+
+
+def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empty) -> None:
+    records = _cluster_records(corpus, clusters, empty)
     if cfg.clusters_format == "jsonl":
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
             dumps = json.dumps
             for rec in records:
                 fh.write(dumps(rec, ensure_ascii=False, default=_json_default))
                 fh.write("\n")
-    else:
-        import pyarrow as pa  # noqa: PLC0415
-        import pyarrow.parquet as pq  # noqa: PLC0415
+        return
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
 
-        cols = {k: [rec.get(k) for rec in records] for k in ("id", "cluster", "kept", "similarity", "status", "row",
-                                                             "reason", "empty")}
-        for k in ("id", "cluster"):
-            cols[k] = [None if v is None else str(v) for v in cols[k]]
-        pq.write_table(pa.table(cols), path)
+    names = ("id", "cluster", "kept", "similarity", "status", "row", "reason", "empty")
+    schema = pa.schema([("id", pa.string()), ("cluster", pa.string()), ("kept", pa.bool_()),
+                        ("similarity", pa.float64()), ("status", pa.string()), ("row", pa.int64()),
+                        ("reason", pa.string()), ("empty", pa.bool_())])
+    with pq.ParquetWriter(path, schema) as writer:
+        chunk: list = []
+        for rec in records:
+            chunk.append(rec)
+            if len(chunk) == 65536:
+                writer.write_table(_records_table(chunk, names, schema))
+                chunk = []
+        if chunk or corpus.n_rows == 0:
+            writer.write_table(_records_table(chunk, names, schema))
+
+
+def _records_table(chunk: list, names, schema):
+    import pyarrow as pa  # noqa: PLC0415
+
+    cols = {k: [rec.get(k) for rec in chunk] for k in names}
+    for k in ("id", "cluster"):
+        cols[k] = [None if v is None else str(v) for v in cols[k]]
+    return pa.table(cols, schema=schema)
 
 
 def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command):
