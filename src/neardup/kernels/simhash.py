@@ -55,20 +55,51 @@ def hamming_many(a, b):
     return out
 
 
+def _expand_table() -> np.ndarray:
+    """EXPAND[v]: a uint64 whose byte i is bit i of v (8 packed byte-wide counters)."""
+    v = np.arange(256, dtype=np.uint64)
+    out = np.zeros(256, dtype=np.uint64)
+    for i in range(8):
+        out |= ((v >> np.uint64(i)) & np.uint64(1)) << np.uint64(8 * i)
+    return out
+
+
+_EXPAND = _expand_table()
+
+
 @njit(cache=True)
 def fold_unit_batch(hashes, offsets):
     """Fingerprints with weight 1 per occurrence — equal to the term-frequency-weighted fold over
     the distinct features (Σ_f count_f·s(h_f) = Σ_occurrences s(h)), without sorting: bit j is set
-    iff more than half of the document's feature occurrences have bit j set."""
+    iff more than half of the document's feature occurrences have bit j set.
+
+    Bit counts are kept SWAR-style: each byte of a feature hash indexes a table giving its 8 bits
+    as 8 byte-wide counters packed in one uint64, so a feature costs 8 lookups and 8 additions
+    instead of 64; the packed counters are flushed before any byte can overflow (every 255)."""
+    expand = _EXPAND
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
     ones = np.zeros(64, dtype=np.int64)
+    acc = np.zeros(8, dtype=np.uint64)
+    mask = np.uint64(0xFF)
     for d in range(n):
         ones[:] = 0
+        acc[:] = 0
+        pending = 0
         for i in range(offsets[d], offsets[d + 1]):
             h = hashes[i]
-            for j in range(64):
-                ones[j] += np.int64((h >> np.uint64(j)) & np.uint64(1))
+            for j in range(8):
+                acc[j] += expand[(h >> np.uint64(8 * j)) & mask]
+            pending += 1
+            if pending == 255:
+                for j in range(8):
+                    for b in range(8):
+                        ones[8 * j + b] += np.int64((acc[j] >> np.uint64(8 * b)) & mask)
+                    acc[j] = 0
+                pending = 0
+        for j in range(8):
+            for b in range(8):
+                ones[8 * j + b] += np.int64((acc[j] >> np.uint64(8 * b)) & mask)
         total = offsets[d + 1] - offsets[d]
         fp = np.uint64(0)
         for j in range(64):
