@@ -125,3 +125,24 @@ def test_exact_jaccard_matches_python_sets():
             sa, sb = set(sh.shingles(DOCS[i])), set(sh.shingles(DOCS[j]))
             expect = len(sa & sb) / len(sa | sb) if sa and sb else 0.0
             assert exact_jaccard_pairs(f, [i], [j])[0] == pytest.approx(expect)
+
+
+FUSED_TEXTS = ["", "x", "two words", "Déjà vu: Ünïcode, ﬁne; 中文的文本也一样 mixed " * 7,
+               "the same five word shingle " * 40, " \n\t ", "a b c d e f g h i j k l m n o p"]
+
+
+@pytest.mark.parametrize("ngram", [1, 3, 5])
+def test_fused_text_kernels_equal_the_two_step_path(ngram):
+    """The fused per-document kernels (oph MinHash, tf SimHash) give exactly the signatures of
+    features → sketch, and the shingle counts."""
+    from neardup import SimHasher
+
+    mh = MinHasher(num_perm=64, ngram=ngram, seed=5)
+    feats = mh.shingler.features(FUSED_TEXTS)
+    sigs, sizes = mh.sign_batch_sizes(FUSED_TEXTS)
+    assert np.array_equal(sigs.values, mh.sign_features(feats).values)
+    assert np.array_equal(sizes, feats.sizes())
+    sh = SimHasher(ngram=ngram)
+    fps, sizes = sh.sign_batch_sizes(FUSED_TEXTS)
+    assert np.array_equal(fps, sh.sign_features(sh.shingler.features(FUSED_TEXTS)))
+    assert np.array_equal(sizes, sh.shingler.features(FUSED_TEXTS).sizes())

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import fmix64, splitmix64_array
+from .shingle import _max_doc_len, emit_shingles, word_scan
 
 U32_MAX = np.uint64(0xFFFFFFFF)
 U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -228,3 +229,27 @@ def bottomk_pairs(sig, ii, jj):
     for p in range(ii.shape[0]):
         out[p] = bottomk_jaccard(sig[ii[p]], sig[jj[p]], k)
     return out
+
+
+@njit(cache=True)
+def oph_word_batch(buf, offsets, table, n, seed, k, salt):
+    """Fused text → OPH signatures for the ``word`` tokenizer: per document, the token scan, the
+    shingle hashes (into a document-sized scratch buffer that stays in cache) and the OPH bins —
+    the same kernels as the two-step path, so the signatures are identical, without building the
+    batch's shingle array."""
+    nd = offsets.shape[0] - 1
+    maxlen = _max_doc_len(offsets)
+    tok_start = np.empty(maxlen + 1, dtype=np.int64)
+    tok_end = np.empty(maxlen + 1, dtype=np.int64)
+    tokh = np.empty(maxlen + 1, dtype=np.uint64)
+    shingles = np.empty(maxlen + 1, dtype=np.uint64)
+    bins = np.empty(k, dtype=np.uint64)
+    out = np.empty((nd, k), dtype=np.uint32)
+    sizes = np.empty(nd, dtype=np.int64)
+    for d in range(nd):
+        m = word_scan(buf, offsets[d], offsets[d + 1], table, tok_start, tok_end, tokh, seed)
+        c = emit_shingles(tokh, m, n, seed, shingles, 0)
+        sizes[d] = c
+        oph_bins(shingles, 0, c, k, salt, bins)
+        oph_densify(bins, salt, out[d])
+    return out, sizes

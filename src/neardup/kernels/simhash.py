@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .shingle import _max_doc_len, emit_shingles, word_scan
+
 
 @njit(cache=True)
 def fold_one(hashes, weights, start, end):
@@ -68,6 +70,35 @@ _EXPAND = _expand_table()
 
 
 @njit(cache=True)
+def fold_unit(hashes, start, end, expand, acc, ones):
+    """Unit-weight fingerprint of ``hashes[start:end]`` (see :func:`fold_unit_batch`)."""
+    mask = np.uint64(0xFF)
+    ones[:] = 0
+    acc[:] = 0
+    pending = 0
+    for i in range(start, end):
+        h = hashes[i]
+        for j in range(8):
+            acc[j] += expand[(h >> np.uint64(8 * j)) & mask]
+        pending += 1
+        if pending == 255:
+            for j in range(8):
+                for b in range(8):
+                    ones[8 * j + b] += np.int64((acc[j] >> np.uint64(8 * b)) & mask)
+                acc[j] = 0
+            pending = 0
+    for j in range(8):
+        for b in range(8):
+            ones[8 * j + b] += np.int64((acc[j] >> np.uint64(8 * b)) & mask)
+    total = end - start
+    fp = np.uint64(0)
+    for j in range(64):
+        if 2 * ones[j] > total:
+            fp |= np.uint64(1) << np.uint64(j)
+    return fp
+
+
+@njit(cache=True)
 def fold_unit_batch(hashes, offsets):
     """Fingerprints with weight 1 per occurrence — equal to the term-frequency-weighted fold over
     the distinct features (Σ_f count_f·s(h_f) = Σ_occurrences s(h)), without sorting: bit j is set
@@ -76,34 +107,32 @@ def fold_unit_batch(hashes, offsets):
     Bit counts are kept SWAR-style: each byte of a feature hash indexes a table giving its 8 bits
     as 8 byte-wide counters packed in one uint64, so a feature costs 8 lookups and 8 additions
     instead of 64; the packed counters are flushed before any byte can overflow (every 255)."""
-    expand = _EXPAND
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
     ones = np.zeros(64, dtype=np.int64)
     acc = np.zeros(8, dtype=np.uint64)
-    mask = np.uint64(0xFF)
     for d in range(n):
-        ones[:] = 0
-        acc[:] = 0
-        pending = 0
-        for i in range(offsets[d], offsets[d + 1]):
-            h = hashes[i]
-            for j in range(8):
-                acc[j] += expand[(h >> np.uint64(8 * j)) & mask]
-            pending += 1
-            if pending == 255:
-                for j in range(8):
-                    for b in range(8):
-                        ones[8 * j + b] += np.int64((acc[j] >> np.uint64(8 * b)) & mask)
-                    acc[j] = 0
-                pending = 0
-        for j in range(8):
-            for b in range(8):
-                ones[8 * j + b] += np.int64((acc[j] >> np.uint64(8 * b)) & mask)
-        total = offsets[d + 1] - offsets[d]
-        fp = np.uint64(0)
-        for j in range(64):
-            if 2 * ones[j] > total:
-                fp |= np.uint64(1) << np.uint64(j)
-        out[d] = fp
+        out[d] = fold_unit(hashes, offsets[d], offsets[d + 1], _EXPAND, acc, ones)
     return out
+
+
+@njit(cache=True)
+def simhash_word_batch(buf, offsets, table, n, seed):
+    """Fused text → unit-weight (tf) SimHash for the ``word`` tokenizer, per document through a
+    cache-sized scratch buffer; identical to the two-step path. Also returns shingles per document."""
+    nd = offsets.shape[0] - 1
+    maxlen = _max_doc_len(offsets)
+    tok_start = np.empty(maxlen + 1, dtype=np.int64)
+    tok_end = np.empty(maxlen + 1, dtype=np.int64)
+    tokh = np.empty(maxlen + 1, dtype=np.uint64)
+    shingles = np.empty(maxlen + 1, dtype=np.uint64)
+    ones = np.zeros(64, dtype=np.int64)
+    acc = np.zeros(8, dtype=np.uint64)
+    out = np.empty(nd, dtype=np.uint64)
+    sizes = np.empty(nd, dtype=np.int64)
+    for d in range(nd):
+        m = word_scan(buf, offsets[d], offsets[d + 1], table, tok_start, tok_end, tokh, seed)
+        c = emit_shingles(tokh, m, n, seed, shingles, 0)
+        sizes[d] = c
+        out[d] = fold_unit(shingles, 0, c, _EXPAND, acc, ones)
+    return out, sizes

@@ -134,20 +134,22 @@ def _make_signer(cfg: DedupConfig):
                 sig = hasher.sign_batch(texts).values
                 sizes = np.array([len(set(hasher.shingler.shingles(t))) for t in texts], dtype=np.int64)
                 return sig, sizes == 0, sizes
+            if not (exact or need_sizes):
+                sigs, sizes = hasher.sign_batch_sizes(texts)
+                return sigs.values, sizes == 0, sizes
             feats = hasher.shingler.features(texts)
             sig = hasher.sign_features(feats).values
             if exact:  # distinct shingle hashes travel along: 8 bytes per distinct shingle
                 u = feats.unique()
                 return sig, feats.sizes() == 0, u.sizes(), u.hashes
-            sizes = feats.unique().sizes() if need_sizes else feats.sizes()
-            return sig, feats.sizes() == 0, sizes
+            return sig, feats.sizes() == 0, feats.unique().sizes()
         return sign
     if cfg.method == "simhash":
         sh = SimHasher(tokenizer=cfg.tokenizer, ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert))
 
         def sign(texts):
-            feats = sh.shingler.features(texts)
-            return sh.sign_features(feats), feats.sizes() == 0, None
+            fps, sizes = sh.sign_batch_sizes(texts)
+            return fps, sizes == 0, None
         return sign
     if cfg.method == "sentences":
         ss = SentenceSigner(n=cfg.sentences, convert=cfg.convert)

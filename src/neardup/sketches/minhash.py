@@ -22,6 +22,8 @@ import numpy as np
 
 from .._version import __version__
 from ..features.shingles import Features, Shingler
+from ..text.normalize import encode_batch
+from ..text.unicode import class_table
 from ..kernels import minhash as K
 from ..kernels.hashing import splitmix64_array
 from .items import hash_items
@@ -286,12 +288,24 @@ class MinHasher:
 
     def sign_batch(self, texts: Sequence) -> Signatures:
         """Signatures of a batch of documents (``str`` or UTF-8 ``bytes``)."""
+        return self.sign_batch_sizes(texts)[0]
+
+    def sign_batch_sizes(self, texts: Sequence) -> tuple[Signatures, np.ndarray | None]:
+        """Signatures and, where the path computes it for free, the number of shingles per
+        document (``None`` otherwise). ``oph`` with the ``word`` tokenizer runs the fused kernel
+        (text → signature per document, no batch-wide shingle array); results are identical."""
+        if self.scheme == "oph" and self.shingler.tokenizer == "word":
+            buf, offsets = encode_batch(texts, self.shingler.normalizer, whitespace=False)
+            values, sizes = K.oph_word_batch(buf, offsets, class_table(), self.shingler.ngram,
+                                             np.uint64(self.shingler.seed), self.num_perm, K.scheme_salt(self.seed))
+            return Signatures(values, self.scheme, self.seed, self.config()), sizes
         if self.scheme.startswith("datasketch"):
             # a MinHash is a function of the set: hash each distinct shingle once
             toks = [[s.encode("utf-8") for s in dict.fromkeys(self.shingler.shingles(t))] for t in texts]
             return Signatures(_datasketch_values(toks, self.num_perm, self.scheme, self.seed), self.scheme,
-                              self.seed, self.config())
-        return self.sign_features(self.shingler.features(texts))
+                              self.seed, self.config()), None
+        feats = self.shingler.features(texts)
+        return self.sign_features(feats), feats.sizes()
 
     def sign(self, text) -> MinHash:
         """Sketch of one document (mergeable, for every scheme)."""

@@ -17,7 +17,9 @@ import numpy as np
 
 from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, top_n_mask
-from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64
+from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64, simhash_word_batch
+from ..text.normalize import encode_batch
+from ..text.unicode import class_table
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
 
@@ -104,7 +106,16 @@ class SimHasher:
 
     def sign_batch(self, texts: Sequence) -> np.ndarray:
         """uint64 fingerprints of a batch of documents."""
-        return self.sign_features(self.shingler.features(texts))
+        return self.sign_batch_sizes(texts)[0]
+
+    def sign_batch_sizes(self, texts: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """Fingerprints and shingles per document. tf weights with the ``word`` tokenizer run the
+        fused kernel (no batch-wide shingle array); results are identical to the two-step path."""
+        if self.weighting == "tf" and self.top_n is None and self.shingler.tokenizer == "word":
+            buf, offsets = encode_batch(texts, self.shingler.normalizer, whitespace=False)
+            return simhash_word_batch(buf, offsets, class_table(), self.shingler.ngram, np.uint64(self.shingler.seed))
+        feats = self.shingler.features(texts)
+        return self.sign_features(feats), feats.sizes()
 
     def sign(self, text) -> int:
         return int(self.sign_batch([text])[0])
