@@ -100,6 +100,15 @@ def word_scan(buf, start, end, table, tok_start, tok_end, tok_hash, seed):
         b = buf[i]
         if b < 0x80:
             cls = table[b]
+            if cls == WORD and cur >= 0:  # hot path: an ASCII letter/digit inside a token
+                w = (w << np.uint64(8)) | np.uint64(b)
+                pending += 1
+                if pending == 8:
+                    h = _absorb(h, w)
+                    w = np.uint64(0)
+                    pending = 0
+                i += 1
+                continue
             ln = 1
         else:
             cp, ln = decode_at(buf, i, end)
