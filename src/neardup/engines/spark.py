@@ -1270,12 +1270,9 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                         for k, d, s in samples],
         }
         if cfg.method == "minhash":
-            from ..index.lsh import s_curve  # noqa: PLC0415
+            from ..pipeline.dedup import lsh_report  # noqa: PLC0415
 
-            b, r = found.params["b"], found.params["r"]
-            xs = np.linspace(0.0, 1.0, 101)
-            report["lsh"] = {"b": b, "r": r, "threshold": cfg.threshold,
-                             "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
+            report["lsh"] = lsh_report(cfg.threshold, found.params["b"], found.params["r"])
         data = (json.dumps(report, indent=2, ensure_ascii=False, default=_json_default) + "\n").encode("utf-8")
         _write_file(spark, _join(out, "report.json"), data)
         if cfg.html and local is not None:

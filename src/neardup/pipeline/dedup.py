@@ -548,10 +548,14 @@ def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings
                     for k, d, s in samples],
     }
     if cfg.method == "minhash":
-        from ..index.lsh import s_curve  # noqa: PLC0415
-
-        b, r = result.params["b"], result.params["r"]
-        xs = np.linspace(0.0, 1.0, 101)
-        rep["lsh"] = {"b": b, "r": r, "threshold": cfg.threshold,
-                      "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
+        rep["lsh"] = lsh_report(cfg.threshold, result.params["b"], result.params["r"])
     return rep
+
+
+def lsh_report(threshold: float, b: int, r: int) -> dict:
+    """The report's LSH section: the bands and 101 points of their S-curve (shared by the engines)."""
+    from ..index.lsh import s_curve  # noqa: PLC0415
+
+    xs = np.linspace(0.0, 1.0, 101)
+    return {"b": b, "r": r, "threshold": threshold,
+            "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
