@@ -23,7 +23,7 @@ def hash_words(words: list[str], seed: int = 0) -> np.ndarray:
     """Hashes of whole words exactly as the ``jieba`` tokenizer's unigram shingles hash them."""
     parts = [w.replace("\x1f", " ").encode("utf-8") for w in words]
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) + 0 for p in parts], out=offsets[1:])
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
     buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
     hashes, doc_off = token_shingles_batch(buf, offsets, np.zeros(1, np.uint8), 1, np.uint64(seed), 1)
     out = np.zeros(len(parts), dtype=np.uint64)

@@ -210,6 +210,13 @@ def _csv_dialect(spec: InputSpec) -> str:
     return "excel-tab" if _strip_compression(spec.path)[0].lower().endswith(".tsv") else "excel"
 
 
+def _check_columns(where: str, names: list, text_field: str, id_field: str | None, key_field: str | None) -> None:
+    """A clear error naming the file (and header line) and the columns present, for a missing column."""
+    for role, name in (("", text_field), ("id ", id_field), ("keep ", key_field)):
+        if name is not None and name not in names:
+            raise InputFormatError(f"{where}: no {role}column {name!r}; columns: {', '.join(map(repr, names))}")
+
+
 def _read_csv(spec: InputSpec, text_field: str, id_field: str | None, key_field: str | None) -> Iterator[Row]:
     with open_binary(spec.path, spec.compression) as fh:
         text_io = io.TextIOWrapper(io.BufferedReader(fh) if spec.compression == "zstd" else fh,
@@ -218,12 +225,7 @@ def _read_csv(spec: InputSpec, text_field: str, id_field: str | None, key_field:
         header = next(reader, None)
         if header is None:
             return
-        if text_field not in header:
-            raise InputFormatError(f"{spec.path}:1: no column {text_field!r}; columns: {', '.join(map(repr, header))}")
-        if id_field is not None and id_field not in header:
-            raise InputFormatError(f"{spec.path}:1: no id column {id_field!r}; columns: {', '.join(map(repr, header))}")
-        if key_field is not None and key_field not in header:
-            raise InputFormatError(f"{spec.path}:1: no keep column {key_field!r}; columns: {', '.join(map(repr, header))}")
+        _check_columns(f"{spec.path}:1", header, text_field, id_field, key_field)
         ti = header.index(text_field)
         ii = header.index(id_field) if id_field is not None else None
         ki = header.index(key_field) if key_field is not None else None
@@ -240,12 +242,7 @@ def _read_parquet(spec: InputSpec, text_field: str, id_field: str | None, key_fi
 
     pf = pq.ParquetFile(spec.path)
     names = pf.schema_arrow.names
-    if text_field not in names:
-        raise InputFormatError(f"{spec.path}: no column {text_field!r}; columns: {', '.join(map(repr, names))}")
-    if id_field is not None and id_field not in names:
-        raise InputFormatError(f"{spec.path}: no id column {id_field!r}; columns: {', '.join(map(repr, names))}")
-    if key_field is not None and key_field not in names:
-        raise InputFormatError(f"{spec.path}: no keep column {key_field!r}; columns: {', '.join(map(repr, names))}")
+    _check_columns(spec.path, names, text_field, id_field, key_field)
     cols = list(dict.fromkeys([text_field] + [c for c in (id_field, key_field) if c is not None]))
     row_no = 0
     for batch in pf.iter_batches(columns=cols, batch_size=8192):

@@ -25,7 +25,6 @@ from ..features.shingles import Features, Shingler
 from ..text.normalize import encode_batch
 from ..text.unicode import class_table
 from ..kernels import minhash as K
-from ..kernels.hashing import splitmix64_array
 from .items import hash_items
 
 SCHEMES = ("oph", "permutation", "bottomk", "datasketch-legacy", "datasketch-affine32")
@@ -313,8 +312,3 @@ class MinHasher:
         if self.scheme.startswith("datasketch"):
             return mh.update(self.shingler.shingles(text))
         return mh.update_hashes(self.shingler.features_one(text))
-
-
-def seeds_from(seed: int, n: int) -> np.ndarray:
-    """n derived 64-bit seeds (SplitMix64 stream) — for users who need several independent sketches."""
-    return splitmix64_array(np.uint64(seed), n)

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 from numba import njit
@@ -141,8 +141,3 @@ def ascii_lower_inplace(buf):
         b = buf[i]
         if b >= 65 and b <= 90:
             buf[i] = b + 32
-
-
-def iter_normalized(texts: Iterable, normalizer: Normalizer) -> Iterable[str]:
-    for t in texts:
-        yield normalizer(t)
