@@ -1,4 +1,5 @@
-"""Generate ``src/neardup/data/unicode_classes.npz``: the code-point classes of the word tokenizer.
+"""Generate ``src/neardup/data/unicode_classes.npz``: the code-point classes of the word tokenizer,
+and ``unicode_casefold.npz``: full case folding of every non-ASCII code point that folds.
 
 Shipped as data (not computed at import) so that tokenisation does not depend on the Unicode
 version of the Python that runs it: every machine and engine splits text identically.
@@ -7,6 +8,12 @@ Classes: 0 separator (punctuation, symbols, spaces, controls, unassigned), 1 wor
 (letters, digits, combining marks of any script), 2 a token by itself (CJK ideographs, kana,
 hangul syllables — scripts written without spaces between words).
 Run-length encoded as (starts, classes).
+
+Case folding (``str.casefold``, Unicode's full default case folding, context free) is stored as
+the sorted folding code points and their folded UTF-8 bytes (at most 3 code points, 12 bytes), so
+the word kernel folds while it scans. The script checks the two facts that kernel relies on: ASCII
+folds exactly A–Z → a–z, and a folded character keeps its class (word → word characters,
+separator → separators; no class-2 character folds).
 """
 import sys
 import unicodedata
@@ -44,6 +51,29 @@ def main() -> None:
     np.savez_compressed(out, starts=starts, classes=classes[starts],
                         unicode_version=np.array(unicodedata.unidata_version))
     print(f"{out}: {len(starts)} runs, Unicode {unicodedata.unidata_version}, python {sys.version.split()[0]}")
+    write_casefold(classes, out.with_name("unicode_casefold.npz"))
+
+
+def write_casefold(classes: np.ndarray, out: Path) -> None:
+    for cp in range(0x80):
+        folded = chr(cp).casefold()
+        assert folded == (chr(cp + 32) if 0x41 <= cp <= 0x5A else chr(cp)), cp
+    cps, rows = [], []
+    for cp in range(0x80, 0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        folded = chr(cp).casefold()
+        if folded == chr(cp):
+            continue
+        assert len(folded) <= 3 and classes[cp] != 2, hex(cp)
+        assert all(classes[ord(c)] == classes[cp] for c in folded), hex(cp)
+        data = folded.encode("utf-8")
+        cps.append(cp)
+        rows.append(bytes([len(data)]) + data.ljust(12, b"\0"))
+    np.savez_compressed(out, cps=np.array(cps, dtype=np.int32),
+                        utf8=np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), 13),
+                        unicode_version=np.array(unicodedata.unidata_version))
+    print(f"{out}: {len(cps)} folding code points")
 
 
 if __name__ == "__main__":

@@ -75,3 +75,84 @@ def test_bad_parameters():
         Shingler(tokenizer="nope")
     with pytest.raises(ValueError, match="ngram"):
         Shingler(ngram=0)
+
+
+# -- case folding inside the word kernel ---------------------------------------------------------
+
+def _folding_code_points():
+    import unicodedata
+
+    from neardup.text.unicode import fold_tables
+
+    slot, _ = fold_tables()
+    return [cp for cp in range(0x80, slot.shape[0]) if slot[cp]], unicodedata.unidata_version
+
+
+def test_shipped_fold_table_is_pythons_casefold():
+    """The table is str.casefold at the class table's Unicode version (14.0): where the running
+    Python has that version, every code point must agree, folding or not."""
+    import unicodedata
+
+    from neardup.text.unicode import fold_tables
+
+    with np.load(__import__("importlib.resources", fromlist=["files"]).files("neardup.data")
+                 .joinpath("unicode_casefold.npz").open("rb")) as data:
+        version = str(data["unicode_version"])
+    if unicodedata.unidata_version != version:
+        pytest.skip(f"Python's Unicode {unicodedata.unidata_version} is not the table's {version}")
+    slot, utf8 = fold_tables()
+    for cp in range(0x80, 0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        folded = chr(cp).casefold()
+        if cp < slot.shape[0] and slot[cp]:
+            row = utf8[slot[cp] - 1]
+            assert bytes(row[1:1 + row[0]]).decode("utf-8") == folded, hex(cp)
+        else:
+            assert folded == chr(cp), hex(cp)
+
+
+def test_kernel_folding_equals_casefold_first_for_every_folding_character():
+    """Folding in the scan gives the hashes of folding the text first, for each of the ~1,500
+    non-ASCII characters that fold (ß → ss, ŉ → ʼn, ΐ → three code points, Ⓐ a separator)."""
+    cps, _ = _folding_code_points()
+    texts = [f"{chr(cp)} x{chr(cp)}y{chr(cp)}{chr(cp)}ABCDEFGHIJ{chr(cp)} 中{chr(cp)}" for cp in cps]
+    folding = Shingler(ngram=2, normalizer=Normalizer(nfkc=False))
+    first = Shingler(ngram=2, normalizer=Normalizer(nfkc=False, casefold=False))
+    a = folding.features(texts)
+    b = first.features([t.casefold() for t in texts])
+    assert np.array_equal(a.offsets, b.offsets)
+    assert np.array_equal(a.hashes, b.hashes)
+
+
+def test_kernel_folding_property():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    cps, _ = _folding_code_points()
+    alphabet = st.sampled_from([chr(c) for c in cps[::7]] + list("AZaz09 ,.-_\n") + ["中", "カ", "é", "É", "ß"])
+    folding = Shingler(ngram=3, normalizer=Normalizer(nfkc=False))
+    first = Shingler(ngram=3, normalizer=Normalizer(nfkc=False, casefold=False))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.text(alphabet=alphabet, max_size=40), min_size=1, max_size=5))
+    def check(texts):
+        a = folding.features(texts)
+        b = first.features([t.casefold() for t in texts])
+        assert np.array_equal(a.offsets, b.offsets) and np.array_equal(a.hashes, b.hashes)
+
+    check()
+
+
+def test_every_fused_path_folds_like_the_normalizer():
+    """MinHash (fused oph and two-step), SimHash and the Shingler see the same folded text."""
+    from neardup import MinHasher, SimHasher
+
+    texts = ["STRASSE Straße straße İstanbul ǅemal ΣΊΣΥΦΟΣ", "ＦＵＬＬ width ﬁne Ⓐ", "plain ascii TEXT here"]
+    folded = [Normalizer()(t) for t in texts]
+    raw = Normalizer(nfkc=False, casefold=False)
+    for scheme in ("oph", "permutation"):
+        a = MinHasher(scheme=scheme, ngram=2).sign_batch(texts).values
+        b = MinHasher(scheme=scheme, ngram=2, normalizer=raw).sign_batch(folded).values
+        assert np.array_equal(a, b)
+    assert np.array_equal(SimHasher(ngram=2).sign_batch(texts), SimHasher(ngram=2, normalizer=raw).sign_batch(folded))

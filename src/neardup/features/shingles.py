@@ -18,9 +18,9 @@ from ..kernels.shingle import (
     sort_unique_counts,
     token_shingles_batch,
 )
-from ..text.normalize import Normalizer, encode_batch
+from ..text.normalize import Normalizer, encode_batch, kernel_fold_tables
 from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_tokens, tokenize
-from ..text.unicode import class_table
+from ..text.unicode import class_table, fold_tables
 
 _EMPTY_TABLE = np.zeros(1, dtype=np.uint8)
 
@@ -96,13 +96,16 @@ class Shingler:
         if isinstance(texts, (str, bytes)):
             raise TypeError("features() takes a sequence of documents; use features_one() for one")
         # white space only matters to character n-grams: the other tokenizers split on it anyway
-        buf, offsets = encode_batch(texts, self.normalizer, whitespace=self.tokenizer == "char")
+        # the word kernel folds case while it scans; the other paths get a folded buffer
+        buf, offsets = encode_batch(texts, self.normalizer, whitespace=self.tokenizer == "char",
+                                    kernel_folds=self.tokenizer == "word")
         return self._from_buffer(buf, offsets)
 
     def _from_buffer(self, buf: np.ndarray, offsets: np.ndarray) -> Features:
         seed = np.uint64(self.seed)
         if self.tokenizer == "word":
-            return Features(*token_shingles_batch(buf, offsets, class_table(), self.ngram, seed, 0))
+            return Features(*token_shingles_batch(buf, offsets, class_table(), *kernel_fold_tables(self.normalizer),
+                                                  self.ngram, seed, 0))
         if self.tokenizer == "char":
             return Features(*char_shingles_batch(buf, offsets, self.ngram, seed))
         if self.tokenizer == "jieba":
@@ -110,7 +113,7 @@ class Shingler:
         # auto: CJK-heavy documents go through jieba, the rest through the word kernel
         frac = solo_fraction_batch(buf, offsets, class_table())
         cjk = np.flatnonzero(frac >= AUTO_CJK_FRACTION)
-        words = Features(*token_shingles_batch(buf, offsets, class_table(), self.ngram, seed, 0))
+        words = Features(*token_shingles_batch(buf, offsets, class_table(), *fold_tables(False), self.ngram, seed, 0))
         if cjk.shape[0] == 0:
             return words
         rest = np.flatnonzero(frac < AUTO_CJK_FRACTION)
@@ -126,7 +129,8 @@ class Shingler:
         sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=sub_off[1:])
         sub_buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if sub_off[-1] else np.zeros(1, np.uint8)
-        return Features(*token_shingles_batch(sub_buf, sub_off, _EMPTY_TABLE, self.ngram, np.uint64(self.seed), 1))
+        return Features(*token_shingles_batch(sub_buf, sub_off, _EMPTY_TABLE, *fold_tables(False), self.ngram,
+                                              np.uint64(self.seed), 1))
 
     # -- one document ---------------------------------------------------------------------------
     def features_one(self, text) -> np.ndarray:

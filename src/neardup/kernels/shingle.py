@@ -83,32 +83,44 @@ def token_hash(buf, start, end, seed):
 
 
 @njit(cache=True)
-def word_scan(buf, start, end, table, tok_start, tok_end, tok_hash, seed):
+def word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed):
     """Word tokens of ``buf[start:end]``: fills byte spans and token hashes, returns the count.
 
     A token is a maximal run of word characters (class 1), or one class-2 character (CJK
     ideograph, kana, hangul syllable). Everything else separates tokens. The hash is absorbed
-    byte by byte during the scan and equals :func:`token_hash` of the span."""
+    byte by byte during the scan and equals :func:`token_hash` of the token's bytes.
+
+    Case folding happens here, during the scan (``fold_slot``/``fold_utf8`` from
+    :func:`neardup.text.unicode.fold_tables`; an empty ``fold_slot`` folds nothing): a word
+    character that folds contributes its folded UTF-8 bytes to the hash, so the hash equals the
+    one of ``str.casefold`` applied first. Folding never changes a character's class, so token
+    boundaries do not move; spans are those of the unfolded bytes. ASCII word characters are
+    [0-9A-Za-z], whose fold is ``b | 0x20`` (digits already have that bit)."""
     seed = np.uint64(seed)
+    nslot = fold_slot.shape[0]
+    fmask = np.uint8(0x20) if nslot > 0 else np.uint8(0)
     m = 0
     i = start
     cur = -1
     h = seed
     w = np.uint64(0)
     pending = 0
+    nw = 0  # whole 8-byte words absorbed: token length = 8·nw + pending
     while i < end:
         b = buf[i]
         if b < 0x80:
             cls = table[b]
             if cls == WORD and cur >= 0:  # hot path: an ASCII letter/digit inside a token
-                w = (w << np.uint64(8)) | np.uint64(b)
+                w = (w << np.uint64(8)) | np.uint64(b | fmask)
                 pending += 1
                 if pending == 8:
                     h = _absorb(h, w)
                     w = np.uint64(0)
                     pending = 0
+                    nw += 1
                 i += 1
                 continue
+            cp = np.int64(b)
             ln = 1
         else:
             cp, ln = decode_at(buf, i, end)
@@ -119,18 +131,39 @@ def word_scan(buf, start, end, table, tok_start, tok_end, tok_hash, seed):
                 h = seed
                 w = np.uint64(0)
                 pending = 0
-            for q in range(ln):
-                w = (w << np.uint64(8)) | np.uint64(buf[i + q])
+                nw = 0
+            if ln == 1:  # ASCII (an invalid byte decodes to U+FFFD, a separator)
+                w = (w << np.uint64(8)) | np.uint64(b | fmask)
                 pending += 1
                 if pending == 8:
                     h = _absorb(h, w)
                     w = np.uint64(0)
                     pending = 0
+                    nw += 1
+            elif cp < nslot and fold_slot[cp] != 0:
+                r = np.int64(fold_slot[cp]) - 1
+                for q in range(np.int64(fold_utf8[r, 0])):
+                    w = (w << np.uint64(8)) | np.uint64(fold_utf8[r, 1 + q])
+                    pending += 1
+                    if pending == 8:
+                        h = _absorb(h, w)
+                        w = np.uint64(0)
+                        pending = 0
+                        nw += 1
+            else:
+                for q in range(ln):
+                    w = (w << np.uint64(8)) | np.uint64(buf[i + q])
+                    pending += 1
+                    if pending == 8:
+                        h = _absorb(h, w)
+                        w = np.uint64(0)
+                        pending = 0
+                        nw += 1
         else:
             if cur >= 0:
                 tok_start[m] = cur
                 tok_end[m] = i
-                tok_hash[m] = _finish(h, w, pending, i - cur)
+                tok_hash[m] = _finish(h, w, pending, 8 * nw + pending)
                 m += 1
                 cur = -1
             if cls == SOLO:
@@ -142,7 +175,7 @@ def word_scan(buf, start, end, table, tok_start, tok_end, tok_hash, seed):
     if cur >= 0:
         tok_start[m] = cur
         tok_end[m] = end
-        tok_hash[m] = _finish(h, w, pending, end - cur)
+        tok_hash[m] = _finish(h, w, pending, 8 * nw + pending)
         m += 1
     return m
 
@@ -215,9 +248,10 @@ def _max_doc_len(offsets):
 
 
 @njit(cache=True)
-def token_shingles_batch(buf, offsets, table, n, seed, mode):
-    """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes);
-    1: pre-split tokens (0x1F separated). Returns (hashes, doc_offsets)."""
+def token_shingles_batch(buf, offsets, table, fold_slot, fold_utf8, n, seed, mode):
+    """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes,
+    ``fold_*`` = case folding, see :func:`word_scan`); 1: pre-split tokens (0x1F separated).
+    Returns (hashes, doc_offsets)."""
     nd = offsets.shape[0] - 1
     total = offsets[nd] - offsets[0]
     out = np.empty(total + 1, dtype=np.uint64)
@@ -230,7 +264,7 @@ def token_shingles_batch(buf, offsets, table, n, seed, mode):
     doc_off[0] = 0
     for d in range(nd):
         if mode == 0:
-            m = word_scan(buf, offsets[d], offsets[d + 1], table, tok_start, tok_end, tokh, seed)
+            m = word_scan(buf, offsets[d], offsets[d + 1], table, fold_slot, fold_utf8, tok_start, tok_end, tokh, seed)
         else:
             m = presplit_scan(buf, offsets[d], offsets[d + 1], tok_start, tok_end, tokh, seed)
         o = emit_shingles(tokh, m, n, seed, out, o)

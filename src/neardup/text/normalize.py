@@ -19,6 +19,8 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
+from .unicode import fold_tables
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 CONVERSIONS = ("t2s", "tw2s", "tw2sp", "hk2s")
 
@@ -59,18 +61,20 @@ class Normalizer:
     def __call__(self, text) -> str:
         return self.apply(_as_str(text, self), self.whitespace, True)
 
-    def apply(self, text: str, whitespace: bool, ascii_case: bool) -> str:
-        """Normalise ``text``; ``ascii_case=False`` leaves ASCII letters' case to the caller
-        (the batch path folds them in one vectorised pass over the buffer)."""
+    def apply(self, text: str, whitespace: bool, ascii_case: bool, casefold: bool | None = None) -> str:
+        """Normalise ``text``; ``ascii_case=False`` leaves an ASCII text's case to the caller
+        (the batch path folds it in one pass over the buffer, or in the kernel);
+        ``casefold=False`` skips case folding altogether (default: :attr:`casefold`)."""
+        fold = self.casefold if casefold is None else casefold
         if self.convert is not None and not text.isascii():
             text = _converter(self.convert).convert(text)
         if text.isascii():
-            if self.casefold and ascii_case:
+            if fold and ascii_case:
                 text = text.lower()
         else:
             if self.nfkc and not unicodedata.is_normalized("NFKC", text):
                 text = _nfkc_by_line(text)
-            if self.casefold:
+            if fold:
                 text = text.casefold()
         if whitespace:
             text = " ".join(text.split())
@@ -105,32 +109,54 @@ def to_utf8(text: str, counter: Normalizer | None = None) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
+def kernel_fold_tables(normalizer: Normalizer | None) -> tuple[np.ndarray, np.ndarray]:
+    """The word kernel's case-folding tables for ``normalizer`` (empty when it does not fold)."""
+    return fold_tables(normalizer is not None and normalizer.casefold)
+
+
 def encode_batch(texts: Sequence, normalizer: Normalizer | None,
-                 whitespace: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 whitespace: bool | None = None, kernel_folds: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Normalise and pack documents: returns ``(buf uint8, offsets int64[n+1])``.
 
     ``whitespace=False`` skips the whitespace step (callers whose tokens ignore white space).
+    ``kernel_folds=True`` leaves case folding to the consumer (the word kernel folds while it
+    scans, see :func:`neardup.kernels.shingle.word_scan`); otherwise the buffer comes back folded.
+    An ASCII document is packed as it is (no per-document copy): only documents with non-ASCII
+    text go through the Python normalisation steps. Packing is one pass in Arrow's C++ builder.
     Raises ``TypeError`` naming the position of the first document that is not text."""
+    import pyarrow as pa  # noqa: PLC0415  (on first use: keeps `import neardup` light)
+
     parts = []
     append = parts.append
+    ws = False
+    fold_here = False
     if normalizer is not None:
         ws = normalizer.whitespace if whitespace is None else (whitespace and normalizer.whitespace)
+        fold_here = normalizer.casefold and not kernel_folds
     for i, t in enumerate(texts):
-        try:
-            s = _as_str(t, normalizer)
-        except TypeError as exc:
-            raise TypeError(f"document {i}: {exc}") from None
+        if type(t) is str:
+            s = t
+        else:
+            try:
+                s = _as_str(t, normalizer)
+            except TypeError as exc:
+                raise TypeError(f"document {i}: {exc}") from None
+        if s.isascii():
+            if ws:
+                s = " ".join(s.split())
+            append(s)  # ASCII letters are folded below, or by the kernel
+            continue
         if normalizer is not None:
-            s = normalizer.apply(s, ws, False)
-        append(to_utf8(s, normalizer))
-    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    buf = np.frombuffer(bytearray().join(parts), dtype=np.uint8)
-    if buf.shape[0] == 0:
-        buf = np.zeros(1, dtype=np.uint8)  # numba wants a non-empty buffer to index safely
-    elif normalizer is not None and normalizer.casefold:
-        ascii_lower_inplace(buf)
+            s = normalizer.apply(s, ws, False, casefold=fold_here)
+        append(to_utf8(s, normalizer))  # bytes: Arrow would otherwise cache a UTF-8 copy in the str
+    arr = pa.array(parts, type=pa.large_binary())
+    _, off_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(parts) + 1)
+    if offsets[-1] == 0:
+        return np.zeros(1, dtype=np.uint8), offsets  # numba wants a non-empty buffer to index safely
+    buf = np.frombuffer(data_buf, dtype=np.uint8, count=int(offsets[-1]))
+    if fold_here:
+        ascii_lower_inplace(buf)  # the buffer is Arrow's fresh copy: folding in place is safe
     return buf, offsets
 
 
