@@ -60,6 +60,16 @@ def _absorb(h, w):
 
 
 @njit(inline="always", cache=True)
+def _push(h, w, pending, nw, byte):
+    """Shift one byte into the pending word; absorb the word once it holds 8 bytes.
+    ``nw`` counts absorbed words (token length = 8·nw + pending)."""
+    w = (w << np.uint64(8)) | np.uint64(byte)
+    if pending == 7:
+        return _absorb(h, w), np.uint64(0), 0, nw + 1
+    return h, w, pending + 1, nw
+
+
+@njit(inline="always", cache=True)
 def _finish(h, w, pending, length):
     if pending > 0:
         h = _absorb(h, w)
@@ -111,13 +121,7 @@ def word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, 
         if b < 0x80:
             cls = table[b]
             if cls == WORD and cur >= 0:  # hot path: an ASCII letter/digit inside a token
-                w = (w << np.uint64(8)) | np.uint64(b | fmask)
-                pending += 1
-                if pending == 8:
-                    h = _absorb(h, w)
-                    w = np.uint64(0)
-                    pending = 0
-                    nw += 1
+                h, w, pending, nw = _push(h, w, pending, nw, b | fmask)
                 i += 1
                 continue
             cp = np.int64(b)
@@ -133,32 +137,14 @@ def word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, 
                 pending = 0
                 nw = 0
             if ln == 1:  # ASCII (an invalid byte decodes to U+FFFD, a separator)
-                w = (w << np.uint64(8)) | np.uint64(b | fmask)
-                pending += 1
-                if pending == 8:
-                    h = _absorb(h, w)
-                    w = np.uint64(0)
-                    pending = 0
-                    nw += 1
+                h, w, pending, nw = _push(h, w, pending, nw, b | fmask)
             elif cp < nslot and fold_slot[cp] != 0:
                 r = np.int64(fold_slot[cp]) - 1
                 for q in range(np.int64(fold_utf8[r, 0])):
-                    w = (w << np.uint64(8)) | np.uint64(fold_utf8[r, 1 + q])
-                    pending += 1
-                    if pending == 8:
-                        h = _absorb(h, w)
-                        w = np.uint64(0)
-                        pending = 0
-                        nw += 1
+                    h, w, pending, nw = _push(h, w, pending, nw, fold_utf8[r, 1 + q])
             else:
                 for q in range(ln):
-                    w = (w << np.uint64(8)) | np.uint64(buf[i + q])
-                    pending += 1
-                    if pending == 8:
-                        h = _absorb(h, w)
-                        w = np.uint64(0)
-                        pending = 0
-                        nw += 1
+                    h, w, pending, nw = _push(h, w, pending, nw, buf[i + q])
         else:
             if cur >= 0:
                 tok_start[m] = cur
