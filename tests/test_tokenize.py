@@ -156,3 +156,49 @@ def test_every_fused_path_folds_like_the_normalizer():
         b = MinHasher(scheme=scheme, ngram=2, normalizer=raw).sign_batch(folded).values
         assert np.array_equal(a, b)
     assert np.array_equal(SimHasher(ngram=2).sign_batch(texts), SimHasher(ngram=2, normalizer=raw).sign_batch(folded))
+
+
+# -- the ASCII word scanner (bitmap + SWAR) against the byte-at-a-time scanner ------------------
+
+def _scan_both(texts, fold):
+    from neardup.kernels.shingle import general_word_scan, word_scan
+    from neardup.text.normalize import encode_batch
+    from neardup.text.unicode import class_table, fold_tables
+
+    buf, offsets = encode_batch(texts, None)
+    slot, utf8 = fold_tables(fold)
+    size = buf.shape[0] + 1
+    out = []
+    for scan in (word_scan, general_word_scan):
+        rows = []
+        for d in range(len(texts)):
+            s, e, h = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.uint64)
+            m = scan(buf, offsets[d], offsets[d + 1], class_table(), slot, utf8, s, e, h, np.uint64(12345))
+            rows.append((s[:m].tolist(), e[:m].tolist(), h[:m].tolist()))
+        out.append(rows)
+    return out
+
+
+def test_ascii_scanner_equals_general_scanner_on_edges():
+    """Neighbouring documents touch in the buffer (no token may run across), tokens cross the
+    8- and 64-byte steps, and a document ends exactly on a step."""
+    texts = ["abc", "DEF", "x" * 64, "y" * 63 + " ", " " * 64 + "Z", "a1" * 40 + "," + "b" * 9,
+             "Mixed CASE and digits 0123456789 under_score", "", "!!!", "tail" + "q" * 100]
+    for fold in (True, False):
+        fast, slow = _scan_both(texts, fold)
+        assert fast == slow
+
+
+def test_ascii_scanner_property():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    alphabet = st.sampled_from(list("aZ09 ,.-_\t\n\x00\x7f") + ["Word", "LONGERTOKEN" * 3, " " * 9])
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.lists(alphabet, max_size=60).map("".join), min_size=1, max_size=6), st.booleans())
+    def check(texts, fold):
+        fast, slow = _scan_both(texts, fold)
+        assert fast == slow
+
+    check()

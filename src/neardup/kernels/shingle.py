@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import P1, P2, P5, fmix64, rotl, xxh64
+from .swar import CASE, GATHER, alnum_bits, any_non_ascii, bswap64, cttz64, load_u64
 
 SEP = np.uint8(0)
 WORD = np.uint8(1)
@@ -95,6 +96,81 @@ def token_hash(buf, start, end, seed):
 @njit(cache=True)
 def word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed):
     """Word tokens of ``buf[start:end]``: fills byte spans and token hashes, returns the count.
+
+    An all-ASCII document (the common case) goes through :func:`ascii_word_scan`, eight bytes
+    at a time; any other through :func:`general_word_scan`. Both give the same tokens and hashes
+    (tested), so the choice is invisible."""
+    if end + 7 <= buf.shape[0] and not any_non_ascii(buf, start, end):
+        fold = CASE if fold_slot.shape[0] > 0 else np.uint64(0)
+        return ascii_word_scan(buf, start, end, fold, tok_start, tok_end, tok_hash, np.uint64(seed))
+    return general_word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed)
+
+
+@njit(cache=True)
+def ascii_word_scan(buf, start, end, fold, tok_start, tok_end, tok_hash, seed):
+    """:func:`general_word_scan` for ASCII text, where word characters are [0-9A-Za-z], in three
+    passes with no loop-carried dependency through the text position:
+
+    1. a bitmap of word bytes, 64 bytes per uint64, from SWAR byte tests (:mod:`.swar`);
+    2. token starts (a 1 after a 0) and ends (a 0 after a 1) read off the bitmap with
+       count-trailing-zeros, one step per token;
+    3. each token hashed from whole 8-byte loads (byte-reversed: the token hash packs its first
+       byte most significant), independent of the others.
+
+    ``fold`` is 0x2020…20 to fold case (OR 0x20 lowercases letters and leaves digits alone) or 0.
+    Loads may read up to 7 bytes past ``end``; the caller guarantees those bytes are in ``buf``."""
+    n = end - start
+    nblocks = (n + 63) >> 6
+    bitmap = np.empty(nblocks, dtype=np.uint64)
+    for j in range(nblocks):
+        word = np.uint64(0)
+        base = start + 64 * j
+        for q in range(8):
+            p = base + 8 * q
+            if p < end:
+                bits = alnum_bits(load_u64(buf, p)) >> np.uint64(7)
+                word |= ((bits * GATHER) >> np.uint64(56)) << np.uint64(8 * q)
+        tail = n - 64 * j
+        if tail < 64:
+            word &= (np.uint64(1) << np.uint64(tail)) - np.uint64(1)
+        bitmap[j] = word
+    m = 0
+    me = 0
+    carry = np.uint64(0)
+    for j in range(nblocks):
+        word = bitmap[j]
+        before = (word << np.uint64(1)) | carry
+        carry = word >> np.uint64(63)
+        starts = word & ~before
+        ends = ~word & before
+        base = start + 64 * j
+        while starts != 0:
+            tok_start[m] = base + np.int64(cttz64(starts))
+            m += 1
+            starts &= starts - np.uint64(1)
+        while ends != 0:
+            tok_end[me] = base + np.int64(cttz64(ends))
+            me += 1
+            ends &= ends - np.uint64(1)
+    if me < m:  # the last token runs to the end
+        tok_end[me] = end
+    for t in range(m):
+        p = tok_start[t]
+        length = tok_end[t] - p
+        rest = length
+        h = seed
+        while rest > 8:
+            h = _absorb(h, bswap64(load_u64(buf, p) | fold))
+            p += 8
+            rest -= 8
+        h = _absorb(h, bswap64(load_u64(buf, p) | fold) >> np.uint64(64 - 8 * rest))
+        tok_hash[t] = fmix64(h ^ (np.uint64(length) * P5))
+    return m
+
+
+@njit(cache=True)
+def general_word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed):
+    """Word tokens of any UTF-8 text, one byte at a time.
 
     A token is a maximal run of word characters (class 1), or one class-2 character (CJK
     ideograph, kana, hangul syllable). Everything else separates tokens. The hash is absorbed
