@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import P1, P2, P5, fmix64, rotl, xxh64
-from .swar import CASE, GATHER, alnum_bits, any_non_ascii, bswap64, cttz64, load_u64
+from .swar import CASE, GATHER, LITTLE_ENDIAN, alnum_bits, any_non_ascii, bswap64, cttz64, load_u64
 
 SEP = np.uint8(0)
 WORD = np.uint8(1)
@@ -100,7 +100,7 @@ def word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, 
     An all-ASCII document (the common case) goes through :func:`ascii_word_scan`, eight bytes
     at a time; any other through :func:`general_word_scan`. Both give the same tokens and hashes
     (tested), so the choice is invisible."""
-    if end + 7 <= buf.shape[0] and not any_non_ascii(buf, start, end):
+    if LITTLE_ENDIAN and end + 7 <= buf.shape[0] and not any_non_ascii(buf, start, end):
         fold = CASE if fold_slot.shape[0] > 0 else np.uint64(0)
         return ascii_word_scan(buf, start, end, fold, tok_start, tok_end, tok_hash, np.uint64(seed))
     return general_word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed)

@@ -8,6 +8,8 @@ high bit of exactly the bytes greater than m, with no carry between bytes.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -18,12 +20,17 @@ HIGH = np.uint64(0x8080808080808080)
 LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 CASE = np.uint64(0x2020202020202020)
 GATHER = np.uint64(0x0102040810204080)  # (b·GATHER) >> 56 gathers bit 0 of each byte k of b into bit k
+# the word-at-a-time kernels assume the first byte in memory is the low byte of a load; on a
+# big-endian machine their callers fall back to the byte-at-a-time kernels (same results)
+LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 @intrinsic
 def load_u64(typingctx, arr, idx):
     """The 8 bytes ``arr[idx:idx+8]`` of a uint8 array as a little-endian uint64 (unaligned load;
     the caller guarantees ``idx + 8 <= arr.shape[0]``)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype == types.uint8):
+        return None  # typing error: a contiguous 1-d uint8 array is required
     sig = types.uint64(arr, types.intp)
 
     def codegen(context, builder, signature, args):
