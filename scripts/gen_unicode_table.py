@@ -52,6 +52,7 @@ def main() -> None:
                         unicode_version=np.array(unicodedata.unidata_version))
     print(f"{out}: {len(starts)} runs, Unicode {unicodedata.unidata_version}, python {sys.version.split()[0]}")
     write_casefold(classes, out.with_name("unicode_casefold.npz"))
+    write_nfkc(classes, out.with_name("unicode_nfkc.npz"))
 
 
 def write_casefold(classes: np.ndarray, out: Path) -> None:
@@ -74,6 +75,82 @@ def write_casefold(classes: np.ndarray, out: Path) -> None:
                         utf8=np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), 13),
                         unicode_version=np.array(unicodedata.unidata_version))
     print(f"{out}: {len(cps)} folding code points")
+
+
+def composition_seconds() -> set[int]:
+    """Code points that can be the second of a canonical composition pair (NFC_QC = Maybe):
+    the second half of every primary composite's two-code-point decomposition, and the Hangul
+    vowel and trailing-consonant jamo (composed algorithmically)."""
+    seconds = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for cp in range(0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<"):
+            parts = [int(x, 16) for x in d.split()]
+            if len(parts) == 2 and unicodedata.normalize("NFC", chr(cp)) == chr(cp):
+                seconds.add(parts[1])
+    return seconds
+
+
+def write_nfkc(classes: np.ndarray, out: Path) -> None:
+    """NFKC per character, where that is exact, for the word kernel.
+
+    A text is NFKC-normalised per character when it holds no *unsafe* code point: then every
+    character is a starter (canonical combining class 0) and none can be the second of a
+    composition, so decomposition results sit side by side, reordering has nothing to move and
+    composition has nothing to join: NFKC(text) = ∏ NFKC(c). Unsafe: combining marks (ccc ≠ 0),
+    possible composition seconds, and characters whose NFKC is not itself such a run of safe
+    starters or would change token boundaries (a word character must map to word characters,
+    a class-2 character to one class-2 character; separators may map to separators).
+    A document with an unsafe code point is normalised by Python instead.
+    Stored: ``map_cps`` (safe characters that change, word or class 2), their NFKC as UTF-8
+    (``map_plain``) and its case folding (``map_folded``), each row [length, bytes…]; and the
+    unsafe set run-length encoded (``unsafe_starts``, ``unsafe``)."""
+    seconds = composition_seconds()
+
+    def stable_starter(ch: str) -> bool:
+        cp = ord(ch)
+        return (unicodedata.combining(ch) == 0 and cp not in seconds
+                and unicodedata.normalize("NFKC", ch) == ch)
+
+    unsafe = np.zeros(0x110000, dtype=np.uint8)
+    cps, plain, folded = [], [], []
+    for cp in range(0x80, 0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        ch = chr(cp)
+        norm = unicodedata.normalize("NFKC", ch)
+        if unicodedata.combining(ch) != 0 or cp in seconds:
+            unsafe[cp] = 1
+            continue
+        if norm == ch:
+            continue
+        cls = classes[cp]
+        out_cls = [classes[ord(c)] for c in norm]
+        same = (all(c == 0 for c in out_cls) if cls == 0 else
+                all(c == 1 for c in out_cls) if cls == 1 else len(norm) == 1 and out_cls[0] == 2)
+        if not (same and all(stable_starter(c) for c in norm)):
+            unsafe[cp] = 1
+            continue
+        if cls == 0:
+            continue  # a separator that maps to separators: nothing for the tokenizer to do
+        assert all(classes[ord(c)] == cls for c in norm.casefold()), hex(cp)
+        cps.append(cp)
+        plain.append(norm.encode("utf-8"))
+        folded.append(norm.casefold().encode("utf-8"))
+    width = max(len(b) for b in plain + folded)
+
+    def rows(items):
+        return np.frombuffer(b"".join(bytes([len(b)]) + b.ljust(width, b"\0") for b in items),
+                             dtype=np.uint8).reshape(len(items), width + 1)
+
+    change = np.flatnonzero(np.diff(unsafe)) + 1
+    starts = np.concatenate([[0], change]).astype(np.uint32)
+    np.savez_compressed(out, map_cps=np.array(cps, dtype=np.int32), map_plain=rows(plain),
+                        map_folded=rows(folded), unsafe_starts=starts, unsafe=unsafe[starts],
+                        unicode_version=np.array(unicodedata.unidata_version))
+    print(f"{out}: {len(cps)} mapped code points, {int(unsafe.sum())} unsafe, rows of {width} bytes")
 
 
 if __name__ == "__main__":

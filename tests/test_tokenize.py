@@ -82,25 +82,30 @@ def test_bad_parameters():
 def _folding_code_points():
     import unicodedata
 
-    from neardup.text.unicode import fold_tables
+    from neardup.text.unicode import char_map
 
-    slot, _ = fold_tables()
+    slot, _ = char_map(False, True)
     return [cp for cp in range(0x80, slot.shape[0]) if slot[cp]], unicodedata.unidata_version
+
+
+def _skip_unless_table_unicode():
+    import unicodedata
+    from importlib.resources import files
+
+    with np.load(files("neardup.data").joinpath("unicode_casefold.npz").open("rb")) as data:
+        version = str(data["unicode_version"])
+    if unicodedata.unidata_version != version:
+        pytest.skip(f"Python's Unicode {unicodedata.unidata_version} is not the tables' {version}")
 
 
 def test_shipped_fold_table_is_pythons_casefold():
     """The table is str.casefold at the class table's Unicode version (14.0): where the running
     Python has that version, every code point must agree, folding or not."""
-    import unicodedata
 
-    from neardup.text.unicode import fold_tables
+    from neardup.text.unicode import char_map
 
-    with np.load(__import__("importlib.resources", fromlist=["files"]).files("neardup.data")
-                 .joinpath("unicode_casefold.npz").open("rb")) as data:
-        version = str(data["unicode_version"])
-    if unicodedata.unidata_version != version:
-        pytest.skip(f"Python's Unicode {unicodedata.unidata_version} is not the table's {version}")
-    slot, utf8 = fold_tables()
+    _skip_unless_table_unicode()
+    slot, utf8 = char_map(False, True)
     for cp in range(0x80, 0x110000):
         if 0xD800 <= cp < 0xE000:
             continue
@@ -163,10 +168,10 @@ def test_every_fused_path_folds_like_the_normalizer():
 def _scan_both(texts, fold):
     from neardup.kernels.shingle import general_word_scan, word_scan
     from neardup.text.normalize import encode_batch
-    from neardup.text.unicode import class_table, fold_tables
+    from neardup.text.unicode import char_map, class_table
 
     buf, offsets = encode_batch(texts, None)
-    slot, utf8 = fold_tables(fold)
+    slot, utf8 = char_map(False, fold)
     size = buf.shape[0] + 1
     out = []
     for scan in (word_scan, general_word_scan):
@@ -202,3 +207,67 @@ def test_ascii_scanner_property():
         assert fast == slow
 
     check()
+
+
+# -- NFKC inside the word kernel, where it is exact per character -------------------------------
+
+def _python_first(texts, ngram):
+    """Reference: Python's NFKC + casefold first, then the kernel with no character map."""
+    norm = Normalizer(whitespace=False)
+    return Shingler(ngram=ngram, normalizer=None).features([norm(t) for t in texts])
+
+
+def _mapped_code_points():
+    from neardup.text.unicode import char_map
+
+    slot, _ = char_map(True, False)
+    return [cp for cp in range(0x80, slot.shape[0]) if slot[cp]]
+
+
+def test_kernel_nfkc_equals_python_nfkc_for_every_mapped_character():
+    """Each of the ~3,500 characters the kernel normalises (fullwidth forms, ligatures,
+    superscripts, compatibility ideographs, ...) in contexts where a composition or a token
+    boundary could go wrong, including next to characters that send the document to Python."""
+    _skip_unless_table_unicode()
+    texts = []
+    for cp in _mapped_code_points():
+        c = chr(cp)
+        texts += [f"{c}", f"x{c}y {c}{c}Ab", f"A{c}\u0300 e{c}", f"中{c}文 ½{c}", f"{c}\u3000{c}，{c}"]
+    a = Shingler(ngram=2).features(texts)
+    b = _python_first(texts, 2)
+    assert np.array_equal(a.offsets, b.offsets)
+    assert np.array_equal(a.hashes, b.hashes)
+
+
+def test_kernel_nfkc_property():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    _skip_unless_table_unicode()
+    mapped = [chr(c) for c in _mapped_code_points()[::11]]
+    unsafe = ["\u0301", "\u0308", "´", "½", "™", "Ⓒ", "\u0d4d", "\u1161", "\u11a8", "ª", "\u0f73"]
+    alphabet = st.sampled_from(mapped + unsafe + list("AaEe09 ,\n") + ["中", "가", "ｶ", "Ａ", "１", "　", "ﬁ", "ß"])
+    kernel = Shingler(ngram=2)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.text(alphabet=alphabet, max_size=30), min_size=1, max_size=4))
+    def check(texts):
+        a = kernel.features(texts)
+        b = _python_first(texts, 2)
+        assert np.array_equal(a.offsets, b.offsets) and np.array_equal(a.hashes, b.hashes)
+
+    check()
+
+
+def test_nfkc_unsafe_documents_are_normalised_by_python():
+    """A document holding a character whose NFKC is not exact per character (here ½ → 1⁄2, which
+    splits into the tokens 1 and 2) is normalised by Python before the kernel sees it."""
+    from neardup.text.normalize import encode_batch
+
+    texts = ["Ｆｕｌｌ width only", "half ½ cup", "e\u0301 composed"]
+    buf, offsets = encode_batch(texts, Normalizer(), whitespace=False, kernel_maps=True)
+    docs = [bytes(buf[offsets[i]:offsets[i + 1]]).decode() for i in range(3)]
+    assert docs[0] == "Ｆｕｌｌ width only"  # left to the kernel
+    assert docs[1] == "half 1\u20442 cup" and docs[2] == "\u00e9 composed"  # NFKC by Python
+    f = Shingler(ngram=1).features(texts)
+    assert list(f.sizes()) == [3, 4, 2]

@@ -18,9 +18,9 @@ from ..kernels.shingle import (
     sort_unique_counts,
     token_shingles_batch,
 )
-from ..text.normalize import Normalizer, encode_batch, kernel_fold_tables
+from ..text.normalize import Normalizer, encode_batch, kernel_char_map
 from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_tokens, tokenize
-from ..text.unicode import class_table, fold_tables
+from ..text.unicode import char_map, class_table
 
 _EMPTY_TABLE = np.zeros(1, dtype=np.uint8)
 
@@ -98,13 +98,13 @@ class Shingler:
         # white space only matters to character n-grams: the other tokenizers split on it anyway
         # the word kernel folds case while it scans; the other paths get a folded buffer
         buf, offsets = encode_batch(texts, self.normalizer, whitespace=self.tokenizer == "char",
-                                    kernel_folds=self.tokenizer == "word")
+                                    kernel_maps=self.tokenizer == "word")
         return self._from_buffer(buf, offsets)
 
     def _from_buffer(self, buf: np.ndarray, offsets: np.ndarray) -> Features:
         seed = np.uint64(self.seed)
         if self.tokenizer == "word":
-            return Features(*token_shingles_batch(buf, offsets, class_table(), *kernel_fold_tables(self.normalizer),
+            return Features(*token_shingles_batch(buf, offsets, class_table(), *kernel_char_map(self.normalizer),
                                                   self.ngram, seed, 0))
         if self.tokenizer == "char":
             return Features(*char_shingles_batch(buf, offsets, self.ngram, seed))
@@ -113,7 +113,7 @@ class Shingler:
         # auto: CJK-heavy documents go through jieba, the rest through the word kernel
         frac = solo_fraction_batch(buf, offsets, class_table())
         cjk = np.flatnonzero(frac >= AUTO_CJK_FRACTION)
-        words = Features(*token_shingles_batch(buf, offsets, class_table(), *fold_tables(False), self.ngram, seed, 0))
+        words = Features(*token_shingles_batch(buf, offsets, class_table(), *char_map(False, False), self.ngram, seed, 0))
         if cjk.shape[0] == 0:
             return words
         rest = np.flatnonzero(frac < AUTO_CJK_FRACTION)
@@ -129,7 +129,7 @@ class Shingler:
         sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=sub_off[1:])
         sub_buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if sub_off[-1] else np.zeros(1, np.uint8)
-        return Features(*token_shingles_batch(sub_buf, sub_off, _EMPTY_TABLE, *fold_tables(False), self.ngram,
+        return Features(*token_shingles_batch(sub_buf, sub_off, _EMPTY_TABLE, *char_map(False, False), self.ngram,
                                               np.uint64(self.seed), 1))
 
     # -- one document ---------------------------------------------------------------------------

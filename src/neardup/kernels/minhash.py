@@ -232,7 +232,7 @@ def bottomk_pairs(sig, ii, jj):
 
 
 @njit(cache=True)
-def oph_word_batch(buf, offsets, table, fold_slot, fold_utf8, n, seed, k, salt):
+def oph_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed, k, salt):
     """Fused text → OPH signatures for the ``word`` tokenizer: per document, the token scan, the
     shingle hashes (into a document-sized scratch buffer that stays in cache) and the OPH bins —
     the same kernels as the two-step path, so the signatures are identical, without building the
@@ -247,7 +247,7 @@ def oph_word_batch(buf, offsets, table, fold_slot, fold_utf8, n, seed, k, salt):
     out = np.empty((nd, k), dtype=np.uint32)
     sizes = np.empty(nd, dtype=np.int64)
     for d in range(nd):
-        m = word_scan(buf, offsets[d], offsets[d + 1], table, fold_slot, fold_utf8, tok_start, tok_end, tokh, seed)
+        m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
         c = emit_shingles(tokh, m, n, seed, shingles, 0)
         sizes[d] = c
         oph_bins(shingles, 0, c, k, salt, bins)

@@ -61,6 +61,12 @@ def _absorb(h, w):
 
 
 @njit(inline="always", cache=True)
+def folds_ascii(map_slot):
+    """Whether a :func:`neardup.text.unicode.char_map` table folds case (it then maps 'A')."""
+    return map_slot.shape[0] > 0x41 and map_slot[0x41] != 0
+
+
+@njit(inline="always", cache=True)
 def _push(h, w, pending, nw, byte):
     """Shift one byte into the pending word; absorb the word once it holds 8 bytes.
     ``nw`` counts absorbed words (token length = 8·nw + pending)."""
@@ -94,16 +100,16 @@ def token_hash(buf, start, end, seed):
 
 
 @njit(cache=True)
-def word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed):
+def word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed):
     """Word tokens of ``buf[start:end]``: fills byte spans and token hashes, returns the count.
 
     An all-ASCII document (the common case) goes through :func:`ascii_word_scan`, eight bytes
     at a time; any other through :func:`general_word_scan`. Both give the same tokens and hashes
     (tested), so the choice is invisible."""
     if LITTLE_ENDIAN and end + 7 <= buf.shape[0] and not any_non_ascii(buf, start, end):
-        fold = CASE if fold_slot.shape[0] > 0 else np.uint64(0)
+        fold = CASE if folds_ascii(map_slot) else np.uint64(0)
         return ascii_word_scan(buf, start, end, fold, tok_start, tok_end, tok_hash, np.uint64(seed))
-    return general_word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed)
+    return general_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed)
 
 
 @njit(cache=True)
@@ -169,22 +175,23 @@ def ascii_word_scan(buf, start, end, fold, tok_start, tok_end, tok_hash, seed):
 
 
 @njit(cache=True)
-def general_word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, tok_end, tok_hash, seed):
+def general_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed):
     """Word tokens of any UTF-8 text, one byte at a time.
 
     A token is a maximal run of word characters (class 1), or one class-2 character (CJK
     ideograph, kana, hangul syllable). Everything else separates tokens. The hash is absorbed
     byte by byte during the scan and equals :func:`token_hash` of the token's bytes.
 
-    Case folding happens here, during the scan (``fold_slot``/``fold_utf8`` from
-    :func:`neardup.text.unicode.fold_tables`; an empty ``fold_slot`` folds nothing): a word
-    character that folds contributes its folded UTF-8 bytes to the hash, so the hash equals the
-    one of ``str.casefold`` applied first. Folding never changes a character's class, so token
-    boundaries do not move; spans are those of the unfolded bytes. ASCII word characters are
+    Case folding (and NFKC where it is exact per character) happens here, during the scan:
+    ``map_slot``/``map_utf8`` (:func:`neardup.text.unicode.char_map`) give a character's
+    replacement, and a word or class-2 character that has one contributes the replacement's
+    UTF-8 bytes to the hash, so the hash equals the one of normalising the text first. A
+    replacement never changes a character's class (the table's generator checks it), so token
+    boundaries do not move; spans are those of the original bytes. ASCII word characters are
     [0-9A-Za-z], whose fold is ``b | 0x20`` (digits already have that bit)."""
     seed = np.uint64(seed)
-    nslot = fold_slot.shape[0]
-    fmask = np.uint8(0x20) if nslot > 0 else np.uint8(0)
+    nslot = map_slot.shape[0]
+    fmask = np.uint8(0x20) if folds_ascii(map_slot) else np.uint8(0)
     m = 0
     i = start
     cur = -1
@@ -214,10 +221,10 @@ def general_word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, t
                 nw = 0
             if ln == 1:  # ASCII (an invalid byte decodes to U+FFFD, a separator)
                 h, w, pending, nw = _push(h, w, pending, nw, b | fmask)
-            elif cp < nslot and fold_slot[cp] != 0:
-                r = np.int64(fold_slot[cp]) - 1
-                for q in range(np.int64(fold_utf8[r, 0])):
-                    h, w, pending, nw = _push(h, w, pending, nw, fold_utf8[r, 1 + q])
+            elif cp < nslot and map_slot[cp] != 0:
+                r = np.int64(map_slot[cp]) - 1
+                for q in range(np.int64(map_utf8[r, 0])):
+                    h, w, pending, nw = _push(h, w, pending, nw, map_utf8[r, 1 + q])
             else:
                 for q in range(ln):
                     h, w, pending, nw = _push(h, w, pending, nw, buf[i + q])
@@ -231,7 +238,11 @@ def general_word_scan(buf, start, end, table, fold_slot, fold_utf8, tok_start, t
             if cls == SOLO:
                 tok_start[m] = i
                 tok_end[m] = i + ln
-                tok_hash[m] = token_hash(buf, i, i + ln, seed)
+                if cp < nslot and map_slot[cp] != 0:  # a compatibility ideograph: its NFKC
+                    r = np.int64(map_slot[cp]) - 1
+                    tok_hash[m] = token_hash(map_utf8[r], 1, 1 + np.int64(map_utf8[r, 0]), seed)
+                else:
+                    tok_hash[m] = token_hash(buf, i, i + ln, seed)
                 m += 1
         i += ln
     if cur >= 0:
@@ -310,7 +321,7 @@ def _max_doc_len(offsets):
 
 
 @njit(cache=True)
-def token_shingles_batch(buf, offsets, table, fold_slot, fold_utf8, n, seed, mode):
+def token_shingles_batch(buf, offsets, table, map_slot, map_utf8, n, seed, mode):
     """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes,
     ``fold_*`` = case folding, see :func:`word_scan`); 1: pre-split tokens (0x1F separated).
     Returns (hashes, doc_offsets)."""
@@ -326,7 +337,7 @@ def token_shingles_batch(buf, offsets, table, fold_slot, fold_utf8, n, seed, mod
     doc_off[0] = 0
     for d in range(nd):
         if mode == 0:
-            m = word_scan(buf, offsets[d], offsets[d + 1], table, fold_slot, fold_utf8, tok_start, tok_end, tokh, seed)
+            m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
         else:
             m = presplit_scan(buf, offsets[d], offsets[d + 1], tok_start, tok_end, tokh, seed)
         o = emit_shingles(tokh, m, n, seed, out, o)

@@ -117,7 +117,7 @@ def fold_unit_batch(hashes, offsets):
 
 
 @njit(cache=True)
-def simhash_word_batch(buf, offsets, table, fold_slot, fold_utf8, n, seed):
+def simhash_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed):
     """Fused text → unit-weight (tf) SimHash for the ``word`` tokenizer, per document through a
     cache-sized scratch buffer; identical to the two-step path. Also returns shingles per document."""
     nd = offsets.shape[0] - 1
@@ -131,7 +131,7 @@ def simhash_word_batch(buf, offsets, table, fold_slot, fold_utf8, n, seed):
     out = np.empty(nd, dtype=np.uint64)
     sizes = np.empty(nd, dtype=np.int64)
     for d in range(nd):
-        m = word_scan(buf, offsets[d], offsets[d + 1], table, fold_slot, fold_utf8, tok_start, tok_end, tokh, seed)
+        m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
         c = emit_shingles(tokh, m, n, seed, shingles, 0)
         sizes[d] = c
         out[d] = fold_unit(shingles, 0, c, _EXPAND, acc, ones)

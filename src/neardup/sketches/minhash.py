@@ -22,7 +22,7 @@ import numpy as np
 
 from .._version import __version__
 from ..features.shingles import Features, Shingler
-from ..text.normalize import encode_batch, kernel_fold_tables
+from ..text.normalize import encode_batch, kernel_char_map
 from ..text.unicode import class_table
 from ..kernels import minhash as K
 from .items import hash_items
@@ -295,8 +295,8 @@ class MinHasher:
         (text → signature per document, no batch-wide shingle array); results are identical."""
         if self.scheme == "oph" and self.shingler.tokenizer == "word":
             norm = self.shingler.normalizer
-            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_folds=True)
-            values, sizes = K.oph_word_batch(buf, offsets, class_table(), *kernel_fold_tables(norm),
+            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True)
+            values, sizes = K.oph_word_batch(buf, offsets, class_table(), *kernel_char_map(norm),
                                              self.shingler.ngram,
                                              np.uint64(self.shingler.seed), self.num_perm, K.scheme_salt(self.seed))
             return Signatures(values, self.scheme, self.seed, self.config()), sizes

@@ -18,7 +18,7 @@ import numpy as np
 from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, top_n_mask
 from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64, simhash_word_batch
-from ..text.normalize import encode_batch, kernel_fold_tables
+from ..text.normalize import encode_batch, kernel_char_map
 from ..text.unicode import class_table
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
@@ -113,8 +113,8 @@ class SimHasher:
         fused kernel (no batch-wide shingle array); results are identical to the two-step path."""
         if self.weighting == "tf" and self.top_n is None and self.shingler.tokenizer == "word":
             norm = self.shingler.normalizer
-            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_folds=True)
-            return simhash_word_batch(buf, offsets, class_table(), *kernel_fold_tables(norm), self.shingler.ngram,
+            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True)
+            return simhash_word_batch(buf, offsets, class_table(), *kernel_char_map(norm), self.shingler.ngram,
                                       np.uint64(self.shingler.seed))
         feats = self.shingler.features(texts)
         return self.sign_features(feats), feats.sizes()

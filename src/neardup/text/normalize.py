@@ -17,9 +17,9 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from numba import njit
 
-from .unicode import fold_tables
+from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_in
+from .unicode import char_map, nfkc_unsafe
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 CONVERSIONS = ("t2s", "tw2s", "tw2sp", "hk2s")
@@ -32,6 +32,10 @@ def _converter(name: str):
     except ImportError:
         raise ImportError("Chinese script conversion needs OpenCC: pip install 'neardup[zh]'") from None
     return opencc.OpenCC(f"{name}.json")
+
+
+def _nfkc(text: str) -> str:
+    return text if unicodedata.is_normalized("NFKC", text) else _nfkc_by_line(text)
 
 
 def _nfkc_by_line(text: str) -> str:
@@ -61,19 +65,22 @@ class Normalizer:
     def __call__(self, text) -> str:
         return self.apply(_as_str(text, self), self.whitespace, True)
 
-    def apply(self, text: str, whitespace: bool, ascii_case: bool, casefold: bool | None = None) -> str:
+    def apply(self, text: str, whitespace: bool, ascii_case: bool, casefold: bool | None = None,
+              nfkc: bool | None = None) -> str:
         """Normalise ``text``; ``ascii_case=False`` leaves an ASCII text's case to the caller
         (the batch path folds it in one pass over the buffer, or in the kernel);
-        ``casefold=False`` skips case folding altogether (default: :attr:`casefold`)."""
+        ``casefold=False``/``nfkc=False`` skip those steps (default: :attr:`casefold`,
+        :attr:`nfkc`)."""
         fold = self.casefold if casefold is None else casefold
+        nfkc = self.nfkc if nfkc is None else nfkc
         if self.convert is not None and not text.isascii():
             text = _converter(self.convert).convert(text)
         if text.isascii():
             if fold and ascii_case:
                 text = text.lower()
         else:
-            if self.nfkc and not unicodedata.is_normalized("NFKC", text):
-                text = _nfkc_by_line(text)
+            if nfkc:
+                text = _nfkc(text)
             if fold:
                 text = text.casefold()
         if whitespace:
@@ -109,30 +116,37 @@ def to_utf8(text: str, counter: Normalizer | None = None) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
-def kernel_fold_tables(normalizer: Normalizer | None) -> tuple[np.ndarray, np.ndarray]:
-    """The word kernel's case-folding tables for ``normalizer`` (empty when it does not fold)."""
-    return fold_tables(normalizer is not None and normalizer.casefold)
+def kernel_char_map(normalizer: Normalizer | None) -> tuple[np.ndarray, np.ndarray]:
+    """The word kernel's per-character map for ``normalizer`` (see :func:`encode_batch`)."""
+    if normalizer is None:
+        return char_map(False, False)
+    return char_map(normalizer.nfkc, normalizer.casefold)
 
 
 def encode_batch(texts: Sequence, normalizer: Normalizer | None,
-                 whitespace: bool | None = None, kernel_folds: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 whitespace: bool | None = None, kernel_maps: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Normalise and pack documents: returns ``(buf uint8, offsets int64[n+1])``.
 
     ``whitespace=False`` skips the whitespace step (callers whose tokens ignore white space).
-    ``kernel_folds=True`` leaves case folding to the consumer (the word kernel folds while it
-    scans, see :func:`neardup.kernels.shingle.word_scan`); otherwise the buffer comes back folded.
-    An ASCII document is packed as it is (no per-document copy): only documents with non-ASCII
-    text go through the Python normalisation steps. Packing is one pass in Arrow's C++ builder.
-    Raises ``TypeError`` naming the position of the first document that is not text."""
-    import pyarrow as pa  # noqa: PLC0415  (on first use: keeps `import neardup` light)
-
+    ``kernel_maps=True`` is for the word kernel, which applies :func:`kernel_char_map` while it
+    scans: case folding is left to it, and so is NFKC for every document where NFKC is exact
+    character by character (no :func:`~neardup.text.unicode.nfkc_unsafe` code point; checked
+    by a kernel on the packed batch); the others are normalised here, as without the flag.
+    An ASCII document is packed as it is (no per-document copy). Packing is one pass in Arrow's
+    C++ builder. Raises ``TypeError`` naming the position of the first document that is not text."""
     parts = []
     append = parts.append
     ws = False
-    fold_here = False
+    fold_here = nfkc_here = False
+    kernel_nfkc = False
     if normalizer is not None:
         ws = normalizer.whitespace if whitespace is None else (whitespace and normalizer.whitespace)
-        fold_here = normalizer.casefold and not kernel_folds
+        fold_here = normalizer.casefold and not kernel_maps
+        nfkc_here = normalizer.nfkc and not kernel_maps
+        if kernel_maps and ws:
+            raise ValueError("kernel_maps is for the word kernel, which ignores white space: pass whitespace=False")
+        kernel_nfkc = kernel_maps and normalizer.nfkc
+        unsafe = nfkc_unsafe() if kernel_nfkc else None
     for i, t in enumerate(texts):
         if type(t) is str:
             s = t
@@ -147,23 +161,23 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
             append(s)  # ASCII letters are folded below, or by the kernel
             continue
         if normalizer is not None:
-            s = normalizer.apply(s, ws, False, casefold=fold_here)
-        append(to_utf8(s, normalizer))  # bytes: Arrow would otherwise cache a UTF-8 copy in the str
+            s = normalizer.apply(s, ws, False, casefold=fold_here, nfkc=nfkc_here)
+        data = to_utf8(s, normalizer)  # bytes: Arrow would otherwise cache a UTF-8 copy in the str
+        if kernel_nfkc and nfkc_unsafe_in(np.frombuffer(data, dtype=np.uint8), unsafe):
+            data = to_utf8(_nfkc(s))
+        append(data)
+    buf, offsets = _pack(parts)
+    if fold_here and offsets[-1] > 0:
+        ascii_lower_inplace(buf)  # the buffer is Arrow's fresh copy: folding in place is safe
+    return buf, offsets
+
+
+def _pack(parts: list) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow as pa  # noqa: PLC0415  (on first use: keeps `import neardup` light)
+
     arr = pa.array(parts, type=pa.large_binary())
     _, off_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(parts) + 1)
     if offsets[-1] == 0:
         return np.zeros(1, dtype=np.uint8), offsets  # numba wants a non-empty buffer to index safely
-    buf = np.frombuffer(data_buf, dtype=np.uint8, count=int(offsets[-1]))
-    if fold_here:
-        ascii_lower_inplace(buf)  # the buffer is Arrow's fresh copy: folding in place is safe
-    return buf, offsets
-
-
-@njit(cache=True)
-def ascii_lower_inplace(buf):
-    """A–Z → a–z over a UTF-8 buffer (bytes < 0x80 are always whole ASCII characters)."""
-    for i in range(buf.shape[0]):
-        b = buf[i]
-        if b >= 65 and b <= 90:
-            buf[i] = b + 32
+    return np.frombuffer(data_buf, dtype=np.uint8, count=int(offsets[-1])), offsets

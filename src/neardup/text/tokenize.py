@@ -20,7 +20,7 @@ import numpy as np
 
 from ..kernels.shingle import solo_fraction_batch, word_scan
 from .normalize import to_utf8
-from .unicode import class_table, fold_tables
+from .unicode import char_map, class_table
 
 TOKENIZERS = ("word", "char", "jieba", "auto")
 AUTO_CJK_FRACTION = 0.3
@@ -51,7 +51,7 @@ def word_tokens(text: str) -> list[str]:
     starts = np.empty(len(data) + 1, dtype=np.int64)
     ends = np.empty(len(data) + 1, dtype=np.int64)
     hashes = np.empty(len(data) + 1, dtype=np.uint64)
-    m = word_scan(buf, 0, len(data), class_table(), *fold_tables(False), starts, ends, hashes, np.uint64(0))
+    m = word_scan(buf, 0, len(data), class_table(), *char_map(False, False), starts, ends, hashes, np.uint64(0))
     return [data[s:e].decode("utf-8", errors="replace") for s, e in zip(starts[:m], ends[:m])]
 
 

@@ -21,21 +21,57 @@ def class_table() -> np.ndarray:
     return np.repeat(classes, lengths).astype(np.uint8)
 
 
-@lru_cache(maxsize=2)
-def fold_tables(casefold: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Case folding for the word kernel: ``(slot, utf8)``.
+def _load(name: str) -> dict:
+    with resources.files("neardup.data").joinpath(name).open("rb") as fh:
+        with np.load(fh) as data:
+            return {k: data[k] for k in data.files}
 
-    ``slot`` (uint16, indexed by code point) is 0 for a code point that does not fold and r + 1
-    for row r of ``utf8``, whose first byte is the length of the folded UTF-8 form and the rest
-    its bytes. ``casefold=False`` gives an empty ``slot``: the kernel then folds nothing (ASCII
-    included). The shipped table is Unicode's full case folding (``str.casefold``) at the Unicode
-    version of the class table, so folding, like splitting, is the same under every Python."""
-    if not casefold:
-        return np.zeros(0, dtype=np.uint16), np.zeros((1, 13), dtype=np.uint8)
-    with resources.files("neardup.data").joinpath("unicode_casefold.npz").open("rb") as fh:
-        data = np.load(fh)
-        cps = data["cps"].astype(np.int64)
-        utf8 = np.ascontiguousarray(data["utf8"])
-    slot = np.zeros(int(cps[-1]) + 1, dtype=np.uint16)
-    slot[cps] = np.arange(1, cps.shape[0] + 1, dtype=np.uint16)
+
+@lru_cache(maxsize=4)
+def char_map(nfkc: bool, casefold: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per-character replacements for the word kernel: ``(slot, utf8)``.
+
+    ``slot`` (uint16, indexed by code point) is 0 for a code point left as it is and r + 1 for
+    row r of ``utf8``, whose first byte is the length of the replacement's UTF-8 form and the
+    rest its bytes. With ``casefold``: Unicode full case folding (``str.casefold``); the table
+    then also maps 'A', which tells the kernel to fold ASCII. With ``nfkc``: the NFKC of every
+    character whose normalisation is exact character by character (see
+    ``scripts/gen_unicode_table.py``; a document holding an :func:`nfkc_unsafe` code point must
+    be normalised before the kernel sees it), folded too when ``casefold``. The tables are
+    Unicode 14 (the class table's version), so the kernel's result does not depend on the
+    Unicode version of the running Python."""
+    rows: dict[int, bytes] = {}
+    if casefold:
+        fold = _load("unicode_casefold.npz")
+        for cp, row in zip(fold["cps"].tolist(), fold["utf8"]):
+            rows[cp] = bytes(row[1:1 + row[0]])
+        for cp in range(0x41, 0x5B):
+            rows[cp] = bytes([cp + 32])
+    if nfkc:
+        norm = _load("unicode_nfkc.npz")
+        table = norm["map_folded"] if casefold else norm["map_plain"]
+        for cp, row in zip(norm["map_cps"].tolist(), table):
+            rows[cp] = bytes(row[1:1 + row[0]])
+    if not rows:
+        return np.zeros(0, dtype=np.uint16), np.zeros((1, 2), dtype=np.uint8)
+    cps = sorted(rows)
+    width = max(len(b) for b in rows.values())
+    utf8 = np.zeros((len(cps), width + 1), dtype=np.uint8)
+    slot = np.zeros(cps[-1] + 1, dtype=np.uint16)
+    for r, cp in enumerate(cps):
+        data = rows[cp]
+        utf8[r, 0] = len(data)
+        utf8[r, 1:1 + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        slot[cp] = r + 1
     return slot, utf8
+
+
+@lru_cache(maxsize=1)
+def nfkc_unsafe() -> np.ndarray:
+    """uint8 array of length 0x110000: 1 for a code point whose presence makes per-character
+    NFKC inexact (combining marks, possible composition seconds, characters whose NFKC would
+    move token boundaries); such a document is normalised by Python instead."""
+    data = _load("unicode_nfkc.npz")
+    starts = data["unsafe_starts"].astype(np.int64)
+    lengths = np.diff(np.append(starts, 0x110000))
+    return np.repeat(data["unsafe"], lengths).astype(np.uint8)
