@@ -19,11 +19,8 @@ from ..kernels.shingle import (
     token_shingles_batch,
 )
 from ..text.normalize import Normalizer, encode_batch, kernel_char_map
-from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_tokens, tokenize
+from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_cut, tokenize
 from ..text.unicode import char_map, class_table
-
-_EMPTY_TABLE = np.zeros(1, dtype=np.uint8)
-
 
 @dataclass(frozen=True)
 class Features:
@@ -62,7 +59,6 @@ class Features:
             for k, d in enumerate(idx):
                 hashes[offsets[d]:offsets[d + 1]] = f.doc(k)
         return Features(hashes, offsets)
-
 
 class Shingler:
     """Turns documents into shingle-hash features.
@@ -125,12 +121,12 @@ class Shingler:
         parts = []
         for d in idx:
             text = raw[offsets[d]:offsets[d + 1]].decode("utf-8")
-            parts.append("\x1f".join(jieba_tokens(text)).encode("utf-8"))
+            parts.append("\x1f".join(jieba_cut(text)).encode("utf-8"))  # the kernel drops non-word tokens
         sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=sub_off[1:])
         sub_buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if sub_off[-1] else np.zeros(1, np.uint8)
-        return Features(*token_shingles_batch(sub_buf, sub_off, _EMPTY_TABLE, *char_map(False, False), self.ngram,
-                                              np.uint64(self.seed), 1))
+        return Features(*token_shingles_batch(sub_buf, sub_off, class_table(), *char_map(False, False), self.ngram,
+                                              np.uint64(self.seed), 2))
 
     # -- one document ---------------------------------------------------------------------------
     def features_one(self, text) -> np.ndarray:
@@ -153,7 +149,6 @@ class Shingler:
         if len(toks) < n:
             return [joiner.join(toks)]
         return [joiner.join(toks[i:i + n]) for i in range(len(toks) - n + 1)]
-
 
 def _select(f: Features, idx: np.ndarray) -> Features:
     sizes = f.sizes()[idx]

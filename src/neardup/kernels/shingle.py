@@ -254,13 +254,25 @@ def general_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok
 
 
 @njit(cache=True)
-def presplit_scan(buf, start, end, tok_start, tok_end, tok_hash, seed):
-    """Tokens separated by the byte 0x1F (empty tokens are skipped), with their hashes."""
+def _has_word_char(buf, start, end, table):
+    i = start
+    while i < end:
+        cp, ln = decode_at(buf, i, end)
+        if table[cp] != SEP:
+            return True
+        i += ln
+    return False
+
+
+@njit(cache=True)
+def presplit_scan(buf, start, end, table, word_only, tok_start, tok_end, tok_hash, seed):
+    """Tokens separated by the byte 0x1F (empty tokens are skipped), with their hashes;
+    ``word_only`` also skips a token without a word character (class ≠ 0 in ``table``)."""
     m = 0
     cur = start
     for i in range(start, end + 1):
         if i == end or buf[i] == PRESPLIT_SEP:
-            if i > cur:
+            if i > cur and (not word_only or _has_word_char(buf, cur, i, table)):
                 tok_start[m] = cur
                 tok_end[m] = i
                 tok_hash[m] = token_hash(buf, cur, i, seed)
@@ -323,7 +335,8 @@ def _max_doc_len(offsets):
 @njit(cache=True)
 def token_shingles_batch(buf, offsets, table, map_slot, map_utf8, n, seed, mode):
     """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes,
-    ``fold_*`` = case folding, see :func:`word_scan`); 1: pre-split tokens (0x1F separated).
+    ``map_*`` = per-character map, see :func:`word_scan`); 1: pre-split tokens (0x1F
+    separated); 2: pre-split tokens that hold a word character (per ``table``).
     Returns (hashes, doc_offsets)."""
     nd = offsets.shape[0] - 1
     total = offsets[nd] - offsets[0]
@@ -339,7 +352,7 @@ def token_shingles_batch(buf, offsets, table, map_slot, map_utf8, n, seed, mode)
         if mode == 0:
             m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
         else:
-            m = presplit_scan(buf, offsets[d], offsets[d + 1], tok_start, tok_end, tokh, seed)
+            m = presplit_scan(buf, offsets[d], offsets[d + 1], table, mode == 2, tok_start, tok_end, tokh, seed)
         o = emit_shingles(tokh, m, n, seed, out, o)
         doc_off[d + 1] = o
     return out[:o].copy(), doc_off

@@ -39,10 +39,15 @@ def _jieba():
     return rjieba
 
 
+def jieba_cut(text: str) -> list[str]:
+    """rjieba segmentation (HMM on), every piece."""
+    return _jieba().cut(text, True)
+
+
 def jieba_tokens(text: str) -> list[str]:
     """rjieba segmentation (HMM on), keeping tokens that contain a word character."""
     table = class_table()
-    return [t for t in _jieba().cut(text, True) if any(table[ord(c)] for c in t)]
+    return [t for t in jieba_cut(text) if any(table[ord(c)] for c in t)]
 
 
 def word_tokens(text: str) -> list[str]:
