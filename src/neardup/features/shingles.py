@@ -22,6 +22,7 @@ from ..text.normalize import Normalizer, encode_batch, kernel_char_map
 from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_cut, tokenize
 from ..text.unicode import char_map, class_table
 
+
 @dataclass(frozen=True)
 class Features:
     """Shingle hashes of a batch: document ``d`` owns ``hashes[offsets[d]:offsets[d+1]]``."""
@@ -59,6 +60,7 @@ class Features:
             for k, d in enumerate(idx):
                 hashes[offsets[d]:offsets[d + 1]] = f.doc(k)
         return Features(hashes, offsets)
+
 
 class Shingler:
     """Turns documents into shingle-hash features.
@@ -149,6 +151,7 @@ class Shingler:
         if len(toks) < n:
             return [joiner.join(toks)]
         return [joiner.join(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+
 
 def _select(f: Features, idx: np.ndarray) -> Features:
     sizes = f.sizes()[idx]

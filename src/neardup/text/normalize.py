@@ -130,8 +130,8 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
     ``whitespace=False`` skips the whitespace step (callers whose tokens ignore white space).
     ``kernel_maps=True`` is for the word kernel, which applies :func:`kernel_char_map` while it
     scans: case folding is left to it, and so is NFKC for every document where NFKC is exact
-    character by character (no :func:`~neardup.text.unicode.nfkc_unsafe` code point; checked
-    by a kernel on the packed batch); the others are normalised here, as without the flag.
+    character by character (no :func:`~neardup.text.unicode.nfkc_unsafe` code point, which a
+    kernel checks per document); the others are normalised here, as without the flag.
     An ASCII document is packed as it is (no per-document copy). Packing is one pass in Arrow's
     C++ builder. Raises ``TypeError`` naming the position of the first document that is not text."""
     parts = []
