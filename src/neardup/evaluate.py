@@ -49,6 +49,7 @@ import math
 from dataclasses import asdict, dataclass
 import numpy as np
 
+from ._arrays import sorted_unique
 from .features.shingles import Features
 from .kernels.clusters import components
 from .similarity.jaccard import exact_jaccard_pairs
@@ -263,17 +264,6 @@ def labels_from_pairs(n: int, pairs) -> np.ndarray:
 
 
 # -- exact-Jaccard ground truth -----------------------------------------------------------------
-def _sorted_unique(x: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (a sort and a mask: faster than np.unique on large int arrays)."""
-    x = np.sort(x)
-    if x.size < 2:
-        return x
-    keep = np.empty(x.shape[0], dtype=bool)
-    keep[0] = True
-    np.not_equal(x[1:], x[:-1], out=keep[1:])
-    return x[keep]
-
-
 def _prefix_lengths(sizes: np.ndarray, t: float) -> np.ndarray:
     """|x| − ⌈t|x|⌉ + 1, with ⌈·⌉ taken on the low side of rounding error (longer prefix = safe)."""
     need = np.ceil(sizes * t - 1e-9 * np.maximum(sizes, 1)).astype(np.int64)
@@ -382,7 +372,7 @@ def exact_jaccard_truth(features: Features, threshold: float, *, chunk_pairs: in
         del left, right
         sa, sb = sizes[a], sizes[b]
         ok = np.minimum(sa, sb) >= t * np.maximum(sa, sb) * (1 - 1e-12) - 1e-9
-        keys = _sorted_unique(a[ok] * np.int64(n) + b[ok])
+        keys = sorted_unique(a[ok] * np.int64(n) + b[ok])
         del a, b, sa, sb, ok
         stats["candidate_pairs"] += total
         stats["verified_pairs"] += int(keys.shape[0])

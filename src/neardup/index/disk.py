@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from .._version import __version__
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
@@ -213,7 +214,7 @@ class _BaseDiskIndex:
             if sizes.sum() == 0:
                 return out
             flat = np.concatenate(cands)
-            ids = np.unique(flat)
+            ids = sorted_unique(flat)
             keys, blobs = st.fetch(ids.tolist())
         cvals = self._decode(blobs)
         qi = np.repeat(rows, sizes)

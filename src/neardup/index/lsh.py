@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..kernels.lsh import band_keys, bucket_pairs, row_keys
 
 # 64-point Gauss–Legendre nodes: the integrands are smooth polynomials in s of degree ≤ k
@@ -153,9 +154,14 @@ def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = 64,
     if ids.shape[0] < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     keys = band_keys(np.ascontiguousarray(values[ids]), b, r)
-    lo, hi = bucket_pairs(keys, ids, max_bucket)
+    parts = []
+    for band in range(b):
+        col = np.ascontiguousarray(keys[:, band])
+        parts.append(bucket_pairs(col, np.argsort(col), ids, max_bucket))
+    lo = np.concatenate([p[0] for p in parts])
+    hi = np.concatenate([p[1] for p in parts])
     if lo.shape[0] == 0:
         return lo, hi
     n = np.int64(values.shape[0])
-    code = np.unique(lo * n + hi)
+    code = sorted_unique(lo * n + hi)
     return code // n, code % n

@@ -52,41 +52,39 @@ def _grow(a, need):
 
 
 @njit(cache=True)
-def bucket_pairs(keys, ids, max_bucket):
-    """Pairs of ``ids`` that share a key. ``keys`` (n, b): for each band column, sort and scan runs
-    of equal keys; a run of m ≤ ``max_bucket`` members yields all m(m−1)/2 pairs, a larger run
-    yields the m−1 edges from its smallest id to each other member (a star: linear in m).
-    Returns (lo, hi) arrays with lo < hi, possibly repeated across bands."""
-    n, b = keys.shape
-    lo = np.empty(max(16, 2 * n), dtype=np.int64)
-    hi = np.empty(max(16, 2 * n), dtype=np.int64)
+def bucket_pairs(col, order, ids, max_bucket):
+    """Pairs of ``ids`` that share a key in one band column ``col``, given ``order`` (an argsort
+    of ``col``; NumPy's is about 4x faster than a compiled one): scan the runs of equal keys; a
+    run of m ≤ ``max_bucket`` members yields all m(m−1)/2 pairs, a larger run yields the m−1
+    edges from its smallest id to each other member (a star: linear in m).
+    Returns (lo, hi) arrays with lo < hi."""
+    n = col.shape[0]
+    lo = np.empty(max(16, n), dtype=np.int64)
+    hi = np.empty(max(16, n), dtype=np.int64)
     p = 0
-    for band in range(b):
-        col = keys[:, band].copy()
-        order = np.argsort(col)
-        s = 0
-        while s < n:
-            e = s + 1
-            key = col[order[s]]
-            while e < n and col[order[e]] == key:
-                e += 1
-            m = e - s
-            if m > 1:
-                members = np.sort(ids[order[s:e]])
-                need = p + (m * (m - 1) // 2 if m <= max_bucket else m - 1)
-                if need > lo.shape[0]:
-                    lo = _grow(lo, need)
-                    hi = _grow(hi, need)
-                if m <= max_bucket:
-                    for u in range(m):
-                        for v in range(u + 1, m):
-                            lo[p] = members[u]
-                            hi[p] = members[v]
-                            p += 1
-                else:
-                    for v in range(1, m):
-                        lo[p] = members[0]
+    s = 0
+    while s < n:
+        e = s + 1
+        key = col[order[s]]
+        while e < n and col[order[e]] == key:
+            e += 1
+        m = e - s
+        if m > 1:
+            members = np.sort(ids[order[s:e]])
+            need = p + (m * (m - 1) // 2 if m <= max_bucket else m - 1)
+            if need > lo.shape[0]:
+                lo = _grow(lo, need)
+                hi = _grow(hi, need)
+            if m <= max_bucket:
+                for u in range(m):
+                    for v in range(u + 1, m):
+                        lo[p] = members[u]
                         hi[p] = members[v]
                         p += 1
-            s = e
+            else:
+                for v in range(1, m):
+                    lo[p] = members[0]
+                    hi[p] = members[v]
+                    p += 1
+        s = e
     return lo[:p].copy(), hi[:p].copy()
