@@ -289,3 +289,24 @@ def test_clusters_parquet_equals_jsonl(tmp_path):
         assert (b["kept"], b["status"], b["row"], b["similarity"]) == (a["kept"], a["status"], a["row"],
                                                                        a["similarity"])
         assert b["reason"] == a.get("reason") and b["empty"] == a.get("empty")
+
+
+def test_clusters_jsonl_lines_are_json_dumps_of_the_records(tmp_path):
+    """clusters.jsonl is formatted directly (not through json.dumps per row); every line must
+    still be exactly json.dumps(record, ensure_ascii=False) for ids of every JSON type,
+    strings that need escaping, skipped rows and similarities with many digits."""
+    ids = ['q"uote', "back\\slash", "tab\there", "中文", "\u2028sep", 7, 2.5, True, None, {"k": [1, 2]}]
+    rows = [json.dumps({"id": i, "text": DOCS[j % 3] + (" x" * j)}, ensure_ascii=False) for j, i in enumerate(ids)]
+    rows.insert(3, "{broken")
+    src = tmp_path / "ids.jsonl"
+    src.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "o"
+    run_dedup([str(src)], str(out), config(id_field="id", on_error="skip"))
+    with open(out / "clusters.jsonl", encoding="utf-8") as fh:
+        lines = fh.read().split("\n")[:-1]  # not splitlines(): U+2028 is a line break to it
+    assert len(lines) == len(rows)
+    for line in lines:
+        assert line == json.dumps(json.loads(line), ensure_ascii=False)
+    recs = [json.loads(x) for x in lines]
+    assert recs[0]["id"] == 'q"uote' and recs[3]["status"] == "skipped" and recs[-1]["id"] == {"k": [1, 2]}
+    assert any(r["status"] == "duplicate" and 0 < r["similarity"] < 1 for r in recs)

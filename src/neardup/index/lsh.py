@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..kernels.lsh import band_keys, bucket_pairs, row_keys
+from ..kernels.lsh import band_keys, bucket_pairs, row_keys, rows_equal
 
 # 64-point Gauss–Legendre nodes: the integrands are smooth polynomials in s of degree ≤ k
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(64)
@@ -140,7 +140,7 @@ def identical_rows(values: np.ndarray) -> np.ndarray:
     rep = np.empty(len(keys), dtype=np.int64)
     rep[order] = order[group_start]
     # a 64-bit key collision between different rows is astronomically rare; confirm anyway
-    same = np.all(values == values[rep], axis=1)
+    same = rows_equal(values, rep)
     rep[~same] = np.flatnonzero(~same)
     return rep
 

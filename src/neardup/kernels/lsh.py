@@ -42,6 +42,22 @@ def row_keys(values):
 
 
 @njit(cache=True)
+def rows_equal(values, rep):
+    """Per row x: whether ``values[x]`` equals ``values[rep[x]]`` (stops at the first difference)."""
+    n, k = values.shape
+    out = np.ones(n, dtype=np.bool_)
+    for x in range(n):
+        y = rep[x]
+        if y == x:
+            continue
+        for t in range(k):
+            if values[x, t] != values[y, t]:
+                out[x] = False
+                break
+    return out
+
+
+@njit(cache=True)
 def _grow(a, need):
     cap = a.shape[0]
     while cap < need:
