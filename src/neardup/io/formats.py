@@ -156,29 +156,36 @@ def read_rows(spec: InputSpec, text_field: str = "text", id_field: str | None = 
 
 
 def _read_jsonl(spec: InputSpec, text_field: str, id_field: str | None, key_field: str | None) -> Iterator[Row]:
-    loads = json.loads
     for i, raw in _lines(spec):
-        raw = _content(i, raw)
-        if not raw.strip():
-            yield Row(i, None, None, error=f"{spec.path}:{i}: blank line", blank=True)
-            continue
+        yield parse_jsonl_line(spec, i, raw, text_field, id_field, key_field)
+
+
+def jsonl_lines(spec: InputSpec) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw bytes) of a JSONL input, for :func:`parse_jsonl_line` elsewhere
+    (the dedup pipeline parses in its worker processes)."""
+    return _lines(spec)
+
+
+def parse_jsonl_line(spec: InputSpec, i: int, raw: bytes, text_field: str, id_field: str | None,
+                     key_field: str | None) -> Row:
+    """Line ``i`` of a JSONL input as a :class:`Row` (an error row for a bad line)."""
+    raw = _content(i, raw)
+    if not raw.strip():
+        return Row(i, None, None, error=f"{spec.path}:{i}: blank line", blank=True)
+    try:
+        rec = json.loads(raw)
+    except UnicodeDecodeError:
+        text, _ = _decode(raw)
         try:
-            rec = loads(raw)
-        except UnicodeDecodeError:
-            text, _ = _decode(raw)
-            try:
-                rec = loads(text)
-            except ValueError as exc:
-                yield Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
-                continue
-            row = _jsonl_row(spec, i, rec, text_field, id_field, key_field)
-            row.replaced = True
-            yield row
-            continue
+            rec = json.loads(text)
         except ValueError as exc:
-            yield Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
-            continue
-        yield _jsonl_row(spec, i, rec, text_field, id_field, key_field)
+            return Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
+        row = _jsonl_row(spec, i, rec, text_field, id_field, key_field)
+        row.replaced = True
+        return row
+    except ValueError as exc:
+        return Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
+    return _jsonl_row(spec, i, rec, text_field, id_field, key_field)
 
 
 def _jsonl_row(spec, i, rec, text_field, id_field, key_field=None) -> Row:

@@ -30,7 +30,8 @@ from multiprocessing import get_context
 import numpy as np
 
 from .._version import __version__
-from ..io.formats import InputFormatError, InputSpec, expand_inputs, output_name, read_rows, write_kept
+from ..io.formats import (InputFormatError, InputSpec, expand_inputs, jsonl_lines, output_name, parse_jsonl_line,
+                          read_rows, write_kept)
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
 
 METHODS = ("minhash", "simhash", "sentences", "exact")
@@ -167,13 +168,38 @@ def _make_signer(cfg: DedupConfig):
     return sign
 
 
+_CFG = None
+
+
 def _worker_init(cfg_dict: dict) -> None:
-    global _SIGNER
-    _SIGNER = _make_signer(DedupConfig(**cfg_dict))
+    global _SIGNER, _CFG
+    _CFG = DedupConfig(**cfg_dict)
+    _SIGNER = _make_signer(_CFG)
 
 
-def _worker_sign(texts):
-    return _SIGNER(texts)
+def _row_meta(row) -> tuple:
+    """What the run keeps of a row: (line, id, characters, key, replaced, error, blank)."""
+    return (row.line, row.id, None if row.text is None else len(row.text), row.key, row.replaced, row.error,
+            row.blank)
+
+
+def _run_job(job, cfg: DedupConfig, sign):
+    """One batch: ``("texts", texts)`` (rows already read by the main process) or
+    ``("jsonl", spec, [(line, raw bytes), …])``, parsed here so that JSON decoding runs in the
+    worker processes too. Returns (row metadata or None, signing result or None)."""
+    if job[0] == "texts":
+        meta, texts = None, job[1]
+    else:
+        _, spec, lines = job
+        key_field = cfg.keep_field if cfg.keep == "key" else None
+        rows = [parse_jsonl_line(spec, i, raw, cfg.text_field, cfg.id_field, key_field) for i, raw in lines]
+        meta = [_row_meta(r) for r in rows]
+        texts = [r.text for r in rows if r.error is None]
+    return meta, (sign(texts) if texts else None)
+
+
+def _worker_job(job):
+    return _run_job(job, _CFG, _SIGNER)
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -205,39 +231,54 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
     plain = all(s.fmt in ("jsonl", "lines", "csv") and s.compression is None for s in specs)
     total = sum(os.path.getsize(s.path) for s in specs) if plain else None
     bar = _progress(cfg, total, "read+sign", unit="char")
+    rows_of = [0] * len(specs)
+    key_field = cfg.keep_field if cfg.keep == "key" else None
 
-    def batches():
-        batch = []
-        for spec in specs:
-            start_rows = corpus.n_rows
-            for row in read_rows(spec, cfg.text_field, cfg.id_field, cfg.keep_field if cfg.keep == "key" else None):
-                g = corpus.n_rows
-                corpus.n_rows += 1
-                if row.error is not None:
-                    if row.blank or cfg.on_error == "skip":
-                        corpus.skipped.append((g, spec.path, row.line, row.error))
-                        continue
-                    raise InputFormatError(row.error)
-                corpus.ids.append(row.id if row.id is not None else g)
-                corpus.lengths.append(len(row.text))
-                corpus.keys.append(row.key)
-                corpus.doc_row.append(g)
-                corpus.replaced += row.replaced
-                batch.append(row.text)
-                if len(batch) >= cfg.batch_size:
-                    nbytes = sum(len(t) for t in batch)
-                    corpus.n_chars += nbytes
-                    bar.update(nbytes)
-                    yield batch
-                    batch = []
-            corpus.row_source.append(corpus.n_rows - start_rows)
-        if batch:
-            nbytes = sum(len(t) for t in batch)
-            corpus.n_chars += nbytes
-            bar.update(nbytes)
-            yield batch
+    def jobs():
+        """(input index, job, row metadata known here or None, bytes for the progress bar)."""
+        for si, spec in enumerate(specs):
+            if spec.fmt == "jsonl":  # raw lines: parsed where the batch is signed
+                lines, nbytes = [], 0
+                for i, raw in jsonl_lines(spec):
+                    lines.append((i, raw))
+                    nbytes += len(raw)
+                    if len(lines) >= cfg.batch_size:
+                        yield si, ("jsonl", spec, lines), None, nbytes
+                        lines, nbytes = [], 0
+                if lines:
+                    yield si, ("jsonl", spec, lines), None, nbytes
+                continue
+            meta, texts = [], []
+            for row in read_rows(spec, cfg.text_field, cfg.id_field, key_field):
+                meta.append(_row_meta(row))
+                if row.error is None:
+                    texts.append(row.text)
+                    if len(texts) >= cfg.batch_size:
+                        yield si, ("texts", texts), meta, sum(len(t) for t in texts)
+                        meta, texts = [], []
+            if meta:
+                yield si, ("texts", texts), meta, sum(len(t) for t in texts)
 
-    def collect(res):
+    def collect(si, meta, res, nbytes):
+        spec = specs[si]
+        for line, rid, chars, key, replaced, error, blank in meta:
+            g = corpus.n_rows
+            corpus.n_rows += 1
+            rows_of[si] += 1
+            if error is not None:
+                if blank or cfg.on_error == "skip":
+                    corpus.skipped.append((g, spec.path, line, error))
+                    continue
+                raise InputFormatError(error)
+            corpus.ids.append(rid if rid is not None else g)
+            corpus.lengths.append(chars)
+            corpus.n_chars += chars
+            corpus.keys.append(key)
+            corpus.doc_row.append(g)
+            corpus.replaced += replaced
+        bar.update(nbytes)
+        if res is None:
+            return
         s, e, z = res[:3]
         sigs.append(s)
         empties.append(e)
@@ -248,19 +289,27 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
 
     if cfg.workers <= 1:
         sign = _make_signer(cfg)
-        for batch in batches():
-            collect(sign(batch))
+        for si, job, meta, nbytes in jobs():
+            parsed, res = _run_job(job, cfg, sign)
+            collect(si, meta if meta is not None else parsed, res, nbytes)
     else:
         ctx = get_context("fork") if sys.platform.startswith("linux") else get_context()
         with ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
                                  initargs=(asdict(cfg),)) as pool:
             window: deque = deque()
-            for batch in batches():
-                window.append(pool.submit(_worker_sign, batch))
+
+            def collect_oldest():
+                si, meta, nbytes, fut = window.popleft()
+                parsed, res = fut.result()
+                collect(si, meta if meta is not None else parsed, res, nbytes)
+
+            for si, job, meta, nbytes in jobs():
+                window.append((si, meta, nbytes, pool.submit(_worker_job, job)))
                 if len(window) >= 2 * cfg.workers:
-                    collect(window.popleft().result())
+                    collect_oldest()
             while window:
-                collect(window.popleft().result())
+                collect_oldest()
+    corpus.row_source.extend(rows_of)
     bar.close()
     features = None
     if sigs:
