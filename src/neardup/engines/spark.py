@@ -183,35 +183,13 @@ def _key_value(k):
         return None, str(exc)
 
 
-def _parse_jsonl_line(spec, i, raw, text_field, id_field, key_field):
-    """One JSONL line exactly as :func:`neardup.io.formats._read_jsonl` reads it."""
-    from ..io.formats import Row, _decode, _jsonl_row  # noqa: PLC0415
-
-    if not raw.strip():
-        return Row(i, None, None, error=f"{spec.path}:{i}: blank line", blank=True)
-    try:
-        rec = json.loads(raw)
-    except UnicodeDecodeError:
-        text, _ = _decode(raw)
-        try:
-            rec = json.loads(text)
-        except ValueError as exc:
-            return Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
-        row = _jsonl_row(spec, i, rec, text_field, id_field, key_field)
-        row.replaced = True
-        return row
-    except ValueError as exc:
-        return Row(i, None, None, error=f"{spec.path}:{i}: malformed JSON ({exc})")
-    return _jsonl_row(spec, i, rec, text_field, id_field, key_field)
-
-
 _BOM = b"\xef\xbb\xbf"
 
 
 def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keyed, bom=False):
     """Rows of one numbered batch → parallel lists (text, id_json, key value, key error, error, blank,
     replaced, fatal)."""
-    from ..io.formats import _decode  # noqa: PLC0415
+    from ..io.formats import _decode, parse_jsonl_line  # noqa: PLC0415
 
     rows = _column(batch, "row").to_numpy(zero_copy_only=False)
     n = rows.shape[0]
@@ -238,8 +216,8 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
                 texts[j], repl[j] = _decode(raw.rstrip(b"\r\n"))
                 continue
             # the local reader sees each line with its "\n" (JSON error positions depend on it)
-            r = _parse_jsonl_line(spec, i, raw if (g == last_row_nl) else raw + b"\n", text_field, id_field,
-                                  key_field)
+            r = parse_jsonl_line(spec, i, raw if (g == last_row_nl) else raw + b"\n", text_field, id_field,
+                                 key_field)
             texts[j], ids[j], errs[j], blank[j], repl[j] = r.text, _dump_id(r.id), r.error, r.blank, r.replaced
             if keyed and r.error is None:
                 keyv[j], kerr[j] = _key_value(r.key)
