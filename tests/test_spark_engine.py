@@ -246,3 +246,21 @@ def test_bad_row_stops_the_run_like_local(spark, planted, tmp_path):
         msgs.append(str(exc.value))
     assert msgs[0] == msgs[1] and "malformed JSON" in msgs[0]
     assert not (tmp_path / "err" / "report.json").exists()
+
+
+def test_byte_order_mark_and_bad_first_line_like_local(spark, tmp_path):
+    """A UTF-8 BOM before the first record: both engines parse line 1 through the same
+    function, so the records, the kept bytes (BOM included) and a line-1 error agree."""
+    docs = ["the same licence text about permission to copy and modify the software freely"] * 3
+    body = "".join(json.dumps({"id": f"d{i}", "text": d}) + "\n" for i, d in enumerate(docs))
+    good = tmp_path / "bom.jsonl"
+    good.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    _both(spark, [good], tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"\xef\xbb\xbf{oops\n" + body.encode())
+    from neardup.engines.spark import run_spark_dedup
+
+    out = tmp_path / "skip"
+    run_dedup([str(bad)], str(out / "local"), _config(on_error="skip"))
+    run_spark_dedup([str(bad)], str(out / "spark"), _config(on_error="skip"), spark=spark)
+    _same_outputs(out / "local", out / "spark")
