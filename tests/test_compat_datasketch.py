@@ -190,3 +190,40 @@ def test_affine32_formula_in_python_ints():
     hs = [_fmix32(ds.sha1_hash32(t.encode())) for t in toks]
     want = [min((int(a[k]) * x + int(b[k])) % (1 << 32) for x in hs) for k in range(32)]
     assert ds.hashvalues(toks, 32, 42, "affine32").tolist() == want
+
+
+# -- text -> datasketch signatures inside kernels (SHA-1 compiled) --------------------------------
+
+def test_compiled_sha1_equals_hashlib():
+    import hashlib
+    import random
+
+    from neardup.kernels.sha1 import sha1_hash32_batch
+
+    rng = random.Random(7)
+    msgs = [bytes(rng.randrange(256) for _ in range(n)) for n in list(range(0, 140)) + [183, 184, 1000]]
+    off = np.zeros(len(msgs) + 1, dtype=np.int64)
+    np.cumsum([len(m) for m in msgs], out=off[1:])
+    buf = np.frombuffer(b"".join(msgs) + b"\0", dtype=np.uint8)
+    want = [int.from_bytes(hashlib.sha1(m).digest()[:4], "little") for m in msgs]
+    assert sha1_hash32_batch(buf, off).tolist() == want
+    assert ds.sha1_hash32_many(msgs).tolist() == want
+
+
+@pytest.mark.parametrize("scheme", ["datasketch-legacy", "datasketch-affine32"])
+@pytest.mark.parametrize("ngram", [1, 3, 5])
+def test_text_batch_equals_shingle_strings_path(scheme, ngram):
+    """MinHasher(scheme="datasketch-*").sign_batch builds and hashes the shingle strings in a
+    kernel; it must equal datasketch's values for the strings Shingler.shingles makes."""
+    from neardup import MinHasher
+
+    texts = ["The quick brown fox jumps over the lazy dog; the quick brown fox again.",
+             "", "   ", "one", "two words", "Straße ＦＵＬＬ ﬁne ½ cup — ΣΊΣΥΦΟΣ İstanbul",
+             "中文文本的去重也应该能够直接工作，不需要任何额外的参数。",
+             " ".join(["supercalifragilisticexpialidocious" * 3] * 7),  # shingles over 64 bytes
+             "repeat repeat repeat repeat repeat repeat repeat repeat"]
+    h = MinHasher(num_perm=64, scheme=scheme, seed=3, ngram=ngram)
+    got = h.sign_batch(texts).values
+    tokens = [[s.encode("utf-8") for s in h.shingler.shingles(t)] for t in texts]
+    want = ds.hashvalues_batch(tokens, num_perm=64, seed=3, scheme=scheme.split("-", 1)[1]).astype(np.uint32)
+    assert np.array_equal(got, want)

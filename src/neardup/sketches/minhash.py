@@ -23,7 +23,7 @@ import numpy as np
 from .._version import __version__
 from ..features.shingles import Features, Shingler
 from ..text.normalize import encode_batch, kernel_char_map
-from ..text.unicode import class_table
+from ..text.unicode import char_map, class_table
 from ..kernels import minhash as K
 from .items import hash_items
 
@@ -300,6 +300,17 @@ class MinHasher:
                                              self.shingler.ngram,
                                              np.uint64(self.shingler.seed), self.num_perm, K.scheme_salt(self.seed))
             return Signatures(values, self.scheme, self.seed, self.config()), sizes
+        if self.scheme.startswith("datasketch") and self.shingler.tokenizer == "word":
+            # the shingle strings are built and SHA-1-hashed in a kernel, over the normalised text
+            from ..kernels.sha1 import datasketch_shingle_hashes, distinct_per_doc  # noqa: PLC0415
+            from .compat.datasketch import hashvalues_from_hash32  # noqa: PLC0415
+
+            buf, offsets = encode_batch(texts, self.shingler.normalizer, whitespace=False)
+            h, off = datasketch_shingle_hashes(buf, offsets, class_table(), *char_map(False, False),
+                                               self.shingler.ngram)
+            h, off = distinct_per_doc(h, off)  # a MinHash is a function of the set
+            vals = hashvalues_from_hash32(h, off, self.num_perm, self.seed, self.scheme.split("-", 1)[1])
+            return Signatures(vals.astype(np.uint32), self.scheme, self.seed, self.config()), None
         if self.scheme.startswith("datasketch"):
             # a MinHash is a function of the set: hash each distinct shingle once
             toks = [[s.encode("utf-8") for s in dict.fromkeys(self.shingler.shingles(t))] for t in texts]

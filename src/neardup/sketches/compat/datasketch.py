@@ -177,7 +177,17 @@ def hashvalues_batch(
     np.cumsum(lengths, out=offsets[1:])
     if scheme == "affine64":
         return minhash_affine64(sha1_hash64_many(flat), offsets, a, b)
-    h = sha1_hash32_many(flat)
+    return hashvalues_from_hash32(sha1_hash32_many(flat), offsets, num_perm, seed, scheme)
+
+
+def hashvalues_from_hash32(h: np.ndarray, offsets: np.ndarray, num_perm: int = 128, seed: int = 1,
+                           scheme: str = DEFAULT_SCHEME) -> np.ndarray:
+    """Signatures from the tokens' ``sha1_hash32`` values in CSR form (document d owns
+    ``h[offsets[d]:offsets[d+1]]``), for the 32-bit schemes ``legacy`` and ``affine32``."""
+    _check_params(num_perm, seed, scheme)
+    if scheme not in ("legacy", "affine32"):
+        raise ValueError(f"hashvalues_from_hash32 takes the 32-bit schemes, got {scheme!r}")
+    a, b = _permutations(int(num_perm), int(seed), scheme)
     if scheme == "legacy":
         return minhash_legacy(h, offsets, a, b)
     return minhash_affine32(h, offsets, a, b)
