@@ -123,26 +123,3 @@ def datasketch_shingle_hashes(buf, offsets, table, map_slot, map_utf8, n):
         doc_off[d + 1] = o
     return out[:o].copy(), doc_off
 
-
-@njit(cache=True)
-def distinct_per_doc(h, offsets):
-    """Each document's distinct values of ``h`` (sorted), as a new CSR: a MinHash is a function of
-    the set, so repeats need no permuting."""
-    nd = offsets.shape[0] - 1
-    out = np.empty(h.shape[0], dtype=h.dtype)
-    new_off = np.empty(nd + 1, dtype=np.int64)
-    new_off[0] = 0
-    o = 0
-    for d in range(nd):
-        s = offsets[d]
-        e = offsets[d + 1]
-        if e > s:
-            part = np.sort(h[s:e])
-            out[o] = part[0]
-            o += 1
-            for i in range(1, part.shape[0]):
-                if part[i] != part[i - 1]:
-                    out[o] = part[i]
-                    o += 1
-        new_off[d + 1] = o
-    return out[:o].copy(), new_off
