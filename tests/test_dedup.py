@@ -310,3 +310,16 @@ def test_clusters_jsonl_lines_are_json_dumps_of_the_records(tmp_path):
     recs = [json.loads(x) for x in lines]
     assert recs[0]["id"] == 'q"uote' and recs[3]["status"] == "skipped" and recs[-1]["id"] == {"k": [1, 2]}
     assert any(r["status"] == "duplicate" and 0 < r["similarity"] < 1 for r in recs)
+
+
+def test_byte_order_mark_inside_the_file_is_read_and_reported_alike(tmp_path):
+    """A record after line 1 that starts with a BOM is accepted by the reader (json.loads of
+    bytes drops it), so the report's re-read of sampled texts must accept it too."""
+    lines = [json.dumps({"text": BASE}).encode(), b"\xef\xbb\xbf" + json.dumps({"text": BASE + " today"}).encode(),
+             json.dumps({"text": DOCS[2]}).encode()]
+    src = tmp_path / "bom_inside.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    run_dedup([str(src)], str(tmp_path / "o"), config(keep="longest"))
+    rep, recs = check_accounting(tmp_path / "o", 3)
+    assert [r["kept"] for r in recs] == [False, True, True]
+    assert rep["samples"] and rep["samples"][0]["kept_text"].endswith("today")

@@ -380,7 +380,7 @@ def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
     only the wanted lines."""
     if not docs:
         return {}
-    from ..io.formats import _content, _jsonl_row, _lines  # noqa: PLC0415
+    from ..io.formats import _content, _lines  # noqa: PLC0415
 
     want_rows = {corpus.doc_row[d]: d for d in docs}
     out, g = {}, 0
@@ -395,10 +395,10 @@ def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
                 d = wanted.get(i - 1)
                 if d is None:
                     continue
-                text = _content(i, raw).rstrip(b"\r\n").decode("utf-8", errors="replace")
-                if spec.fmt == "jsonl":
-                    text = _jsonl_row(spec, i, json.loads(text), cfg.text_field, None).text or ""
-                out[d] = text
+                if spec.fmt == "jsonl":  # parsed exactly as when it was read
+                    out[d] = parse_jsonl_line(spec, i, raw, cfg.text_field, None, None).text or ""
+                else:
+                    out[d] = _content(i, raw).rstrip(b"\r\n").decode("utf-8", errors="replace")
                 if len(out) == len(want_rows):
                     break
             continue
