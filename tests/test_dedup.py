@@ -323,3 +323,25 @@ def test_byte_order_mark_inside_the_file_is_read_and_reported_alike(tmp_path):
     rep, recs = check_accounting(tmp_path / "o", 3)
     assert [r["kept"] for r in recs] == [False, True, True]
     assert rep["samples"] and rep["samples"][0]["kept_text"].endswith("today")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_earlier_bad_row_is_reported_before_a_later_read_error(tmp_path, workers):
+    """Batches are read ahead of their accounting: a read error further on (a truncated .gz, a
+    CSV without the text column) must not hide the first bad row, whatever the worker count."""
+    from neardup.io.formats import InputFormatError
+
+    data = b"\n".join([json.dumps({"text": f"doc {i} words"}).encode() for i in range(3)] + [b"{bad"]
+                      + [json.dumps({"text": f"doc {i} more words"}).encode() for i in range(500)]) + b"\n"
+    packed = gzip.compress(data)
+    trunc = tmp_path / "trunc.jsonl.gz"
+    trunc.write_bytes(packed[:len(packed) // 2])
+    first = tmp_path / "a.jsonl"
+    first.write_text('{"text": "ok doc"}\n{bad\n', encoding="utf-8")
+    no_text = tmp_path / "b.csv"
+    no_text.write_text("id,body\n1,hello\n", encoding="utf-8")
+    for inputs, where in (([trunc], f"{trunc}:4:"), ([first, no_text], f"{first}:2:")):
+        with pytest.raises(InputFormatError, match="malformed JSON") as exc:
+            run_dedup([str(p) for p in inputs], str(tmp_path / "o"),
+                      DedupConfig(workers=workers, batch_size=2, quiet=True))
+        assert str(exc.value).startswith(where)

@@ -235,27 +235,39 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
     key_field = cfg.keep_field if cfg.keep == "key" else None
 
     def jobs():
-        """(input index, job, row metadata known here or None, bytes for the progress bar)."""
+        """(input index, job, row metadata known here or None, bytes for the progress bar). When
+        reading fails (a truncated file, a missing column), the rows read before still come out
+        first, so that an earlier bad row is reported before the read error."""
         for si, spec in enumerate(specs):
             if spec.fmt == "jsonl":  # raw lines: parsed where the batch is signed
                 lines, nbytes = [], 0
-                for i, raw in jsonl_lines(spec):
-                    lines.append((i, raw))
-                    nbytes += len(raw)
-                    if len(lines) >= cfg.batch_size:
+                try:
+                    for i, raw in jsonl_lines(spec):
+                        lines.append((i, raw))
+                        nbytes += len(raw)
+                        if len(lines) >= cfg.batch_size:
+                            batch, lines, nbytes0, nbytes = lines, [], nbytes, 0
+                            yield si, ("jsonl", spec, batch), None, nbytes0
+                except Exception:
+                    if lines:
                         yield si, ("jsonl", spec, lines), None, nbytes
-                        lines, nbytes = [], 0
+                    raise
                 if lines:
                     yield si, ("jsonl", spec, lines), None, nbytes
                 continue
             meta, texts = [], []
-            for row in read_rows(spec, cfg.text_field, cfg.id_field, key_field):
-                meta.append(_row_meta(row))
-                if row.error is None:
-                    texts.append(row.text)
-                    if len(texts) >= cfg.batch_size:
-                        yield si, ("texts", texts), meta, sum(len(t) for t in texts)
-                        meta, texts = [], []
+            try:
+                for row in read_rows(spec, cfg.text_field, cfg.id_field, key_field):
+                    meta.append(_row_meta(row))
+                    if row.error is None:
+                        texts.append(row.text)
+                        if len(texts) >= cfg.batch_size:
+                            batch_meta, batch, meta, texts = meta, texts, [], []
+                            yield si, ("texts", batch), batch_meta, sum(len(t) for t in batch)
+            except Exception:
+                if meta:
+                    yield si, ("texts", texts), meta, sum(len(t) for t in texts)
+                raise
             if meta:
                 yield si, ("texts", texts), meta, sum(len(t) for t in texts)
 
@@ -303,7 +315,16 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
                 parsed, res = fut.result()
                 collect(si, meta if meta is not None else parsed, res, nbytes)
 
-            for si, job, meta, nbytes in jobs():
+            it = jobs()
+            while True:
+                try:
+                    si, job, meta, nbytes = next(it)
+                except StopIteration:
+                    break
+                except Exception:  # a read error: the batches read before it are accounted first,
+                    while window:  # and an earlier bad row raises instead
+                        collect_oldest()
+                    raise
                 window.append((si, meta, nbytes, pool.submit(_worker_job, job)))
                 if len(window) >= 2 * cfg.workers:
                     collect_oldest()
