@@ -99,9 +99,11 @@ def write_nfkc(classes: np.ndarray, out: Path) -> None:
     A text is NFKC-normalised per character when it holds no *unsafe* code point: then every
     character is a starter (canonical combining class 0) and none can be the second of a
     composition, so decomposition results sit side by side, reordering has nothing to move and
-    composition has nothing to join: NFKC(text) = ∏ NFKC(c). Unsafe: combining marks (ccc ≠ 0),
-    possible composition seconds, and characters whose NFKC is not itself such a run of safe
-    starters or would change token boundaries (a word character must map to word characters,
+    composition has nothing to join: NFKC(text) = ∏ NFKC(c). Unsafe: code points unassigned at
+    this Unicode version (so a document with a character assigned later is normalised by the
+    running Python, whatever else it holds), combining marks (ccc ≠ 0), possible composition
+    seconds, and characters whose NFKC is not itself such a run of safe starters or would change
+    token boundaries (a word character must map to word characters,
     a class-2 character to one class-2 character; separators may map to separators).
     A document with an unsafe code point is normalised by Python instead.
     Stored: ``map_cps`` (safe characters that change, word or class 2), their NFKC as UTF-8
@@ -121,7 +123,7 @@ def write_nfkc(classes: np.ndarray, out: Path) -> None:
             continue
         ch = chr(cp)
         norm = unicodedata.normalize("NFKC", ch)
-        if unicodedata.combining(ch) != 0 or cp in seconds:
+        if unicodedata.category(ch) == "Cn" or unicodedata.combining(ch) != 0 or cp in seconds:
             unsafe[cp] = 1
             continue
         if norm == ch:

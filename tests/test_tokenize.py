@@ -271,3 +271,17 @@ def test_nfkc_unsafe_documents_are_normalised_by_python():
     assert docs[1] == "half 1\u20442 cup" and docs[2] == "\u00e9 composed"  # NFKC by Python
     f = Shingler(ngram=1).features(texts)
     assert list(f.sizes()) == [3, 4, 2]
+
+
+def test_characters_unassigned_in_the_tables_send_their_document_to_python():
+    """U+1E030 is unassigned in Unicode 14 (the tables) and assigned in 15: whatever the running
+    Python knows of it, its document is normalised by that Python, never half by the tables."""
+    import unicodedata
+
+    from neardup.text.normalize import encode_batch
+    from neardup.text.unicode import nfkc_unsafe
+
+    assert nfkc_unsafe()[0x1E030] == 1 and nfkc_unsafe()[ord("Ａ")] == 0
+    text = "Ｆｕｌｌ \U0001e030 width"
+    buf, offsets = encode_batch([text], Normalizer(), whitespace=False, kernel_maps=True)
+    assert bytes(buf[offsets[0]:offsets[1]]).decode() == unicodedata.normalize("NFKC", text)

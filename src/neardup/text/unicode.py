@@ -38,8 +38,11 @@ def char_map(nfkc: bool, casefold: bool) -> tuple[np.ndarray, np.ndarray]:
     character whose normalisation is exact character by character (see
     ``scripts/gen_unicode_table.py``; a document holding an :func:`nfkc_unsafe` code point must
     be normalised before the kernel sees it), folded too when ``casefold``. The tables are
-    Unicode 14 (the class table's version), so the kernel's result does not depend on the
-    Unicode version of the running Python."""
+    Unicode 14 (the class table's version). Under a Python with Unicode 14 (3.11) the kernel's
+    output equals normalising with ``unicodedata`` first; under another, every character
+    Unicode 14 assigns is still normalised and folded as Unicode 14 says (which Unicode's
+    stability policies keep in later versions), and a character assigned later is unsafe: its
+    document goes through the running Python's NFKC, and it is not case-folded."""
     rows: dict[int, bytes] = {}
     if casefold:
         fold = _load("unicode_casefold.npz")
@@ -70,7 +73,8 @@ def char_map(nfkc: bool, casefold: bool) -> tuple[np.ndarray, np.ndarray]:
 def nfkc_unsafe() -> np.ndarray:
     """uint8 array of length 0x110000: 1 for a code point whose presence makes per-character
     NFKC inexact (combining marks, possible composition seconds, characters whose NFKC would
-    move token boundaries); such a document is normalised by Python instead."""
+    move token boundaries) or that Unicode 14 does not assign; such a document is normalised
+    by Python instead."""
     data = _load("unicode_nfkc.npz")
     starts = data["unsafe_starts"].astype(np.int64)
     lengths = np.diff(np.append(starts, 0x110000))
