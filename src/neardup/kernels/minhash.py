@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import fmix64, splitmix64_array
-from .shingle import _max_doc_len, emit_shingles, word_scan
+from .shingle import doc_word_shingles, scan_scratch
 
 U32_MAX = np.uint64(0xFFFFFFFF)
 U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -238,17 +238,13 @@ def oph_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed, k, salt):
     the same kernels as the two-step path, so the signatures are identical, without building the
     batch's shingle array."""
     nd = offsets.shape[0] - 1
-    maxlen = _max_doc_len(offsets)
-    tok_start = np.empty(maxlen + 1, dtype=np.int64)
-    tok_end = np.empty(maxlen + 1, dtype=np.int64)
-    tokh = np.empty(maxlen + 1, dtype=np.uint64)
-    shingles = np.empty(maxlen + 1, dtype=np.uint64)
+    scratch = scan_scratch(offsets)
+    shingles = np.empty_like(scratch[2])
     bins = np.empty(k, dtype=np.uint64)
     out = np.empty((nd, k), dtype=np.uint32)
     sizes = np.empty(nd, dtype=np.int64)
     for d in range(nd):
-        m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
-        c = emit_shingles(tokh, m, n, seed, shingles, 0)
+        c = doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles)
         sizes[d] = c
         oph_bins(shingles, 0, c, k, salt, bins)
         oph_densify(bins, salt, out[d])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .shingle import _max_doc_len, word_scan
+from .shingle import _max_doc_len, scan_scratch, word_scan
 
 M32 = np.uint64(0xFFFFFFFF)
 
@@ -94,11 +94,8 @@ def datasketch_shingle_hashes(buf, offsets, table, map_slot, map_utf8, n):
     tokens gives the one shingle of all of them) of a batch whose text is already normalised.
     Returns (hashes uint32, per-document offsets), in shingle order, repeats included."""
     nd = offsets.shape[0] - 1
-    maxlen = _max_doc_len(offsets)
-    tok_start = np.empty(maxlen + 1, dtype=np.int64)
-    tok_end = np.empty(maxlen + 1, dtype=np.int64)
-    tokh = np.empty(maxlen + 1, dtype=np.uint64)
-    msg = np.empty(maxlen + n + 72, dtype=np.uint8)
+    tok_start, tok_end, tokh = scan_scratch(offsets)
+    msg = np.empty(tok_start.shape[0] + n + 72, dtype=np.uint8)
     w = np.empty(80, dtype=np.uint64)
     out = np.empty(offsets[nd] - offsets[0] + 1, dtype=np.uint32)
     doc_off = np.empty(nd + 1, dtype=np.int64)

@@ -333,6 +333,23 @@ def _max_doc_len(offsets):
 
 
 @njit(cache=True)
+def scan_scratch(offsets):
+    """Per-document scratch for the token scans, sized to the batch's longest document:
+    (token starts, token ends, token hashes)."""
+    maxlen = _max_doc_len(offsets)
+    return (np.empty(maxlen + 1, dtype=np.int64), np.empty(maxlen + 1, dtype=np.int64),
+            np.empty(maxlen + 1, dtype=np.uint64))
+
+
+@njit(inline="always", cache=True)
+def doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles):
+    """Word shingle hashes of document ``d`` into ``shingles[:c]``; returns c."""
+    tok_start, tok_end, tokh = scratch
+    m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
+    return emit_shingles(tokh, m, n, seed, shingles, 0)
+
+
+@njit(cache=True)
 def token_shingles_batch(buf, offsets, table, map_slot, map_utf8, n, seed, mode):
     """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes,
     ``map_*`` = per-character map, see :func:`word_scan`); 1: pre-split tokens (0x1F
@@ -342,10 +359,7 @@ def token_shingles_batch(buf, offsets, table, map_slot, map_utf8, n, seed, mode)
     total = offsets[nd] - offsets[0]
     out = np.empty(total + 1, dtype=np.uint64)
     doc_off = np.empty(nd + 1, dtype=np.int64)
-    maxlen = _max_doc_len(offsets)
-    tok_start = np.empty(maxlen + 1, dtype=np.int64)
-    tok_end = np.empty(maxlen + 1, dtype=np.int64)
-    tokh = np.empty(maxlen + 1, dtype=np.uint64)
+    tok_start, tok_end, tokh = scan_scratch(offsets)
     o = 0
     doc_off[0] = 0
     for d in range(nd):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .shingle import _max_doc_len, emit_shingles, word_scan
+from .shingle import doc_word_shingles, scan_scratch
 
 
 @njit(cache=True)
@@ -121,18 +121,14 @@ def simhash_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed):
     """Fused text → unit-weight (tf) SimHash for the ``word`` tokenizer, per document through a
     cache-sized scratch buffer; identical to the two-step path. Also returns shingles per document."""
     nd = offsets.shape[0] - 1
-    maxlen = _max_doc_len(offsets)
-    tok_start = np.empty(maxlen + 1, dtype=np.int64)
-    tok_end = np.empty(maxlen + 1, dtype=np.int64)
-    tokh = np.empty(maxlen + 1, dtype=np.uint64)
-    shingles = np.empty(maxlen + 1, dtype=np.uint64)
+    scratch = scan_scratch(offsets)
+    shingles = np.empty_like(scratch[2])
     ones = np.zeros(64, dtype=np.int64)
     acc = np.zeros(8, dtype=np.uint64)
     out = np.empty(nd, dtype=np.uint64)
     sizes = np.empty(nd, dtype=np.int64)
     for d in range(nd):
-        m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
-        c = emit_shingles(tokh, m, n, seed, shingles, 0)
+        c = doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles)
         sizes[d] = c
         out[d] = fold_unit(shingles, 0, c, _EXPAND, acc, ones)
     return out, sizes
