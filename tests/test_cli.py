@@ -23,13 +23,25 @@ def test_sign_files_minhash_matches_api(tmp_path):
     b = tmp_path / "b.txt"
     a.write_text("one two three four five six seven eight", encoding="utf-8")
     b.write_text("one two three four five six seven nine", encoding="utf-8")
-    res = run_cli("sign", str(a), str(b), "--num-perm", "16", "--scheme", "permutation", "--seed", "3")
+    res = run_cli("sign", str(a), str(b), "--files", "--num-perm", "16", "--scheme", "permutation", "--seed", "3")
     assert res.exit_code == 0, res.output
     recs = lines(res.output)
     assert [r["id"] for r in recs] == [str(a), str(b)]
     expect = neardup.MinHasher(num_perm=16, scheme="permutation", seed=3).sign_batch(
         [a.read_text(), b.read_text()]).values
     assert [r["minhash"] for r in recs] == expect.tolist()
+
+
+def test_txt_is_one_document_per_line_in_sign_as_in_dedup(tmp_path):
+    a = tmp_path / "a.txt"
+    a.write_text("first line words here\nsecond line other words\n", encoding="utf-8")
+    recs = lines(run_cli("sign", str(a), "--num-perm", "16").output)
+    assert [r["id"] for r in recs] == [f"{a}:1", f"{a}:2"]
+    expect = neardup.MinHasher(num_perm=16).sign_batch(["first line words here", "second line other words"])
+    assert [r["minhash"] for r in recs] == expect.values.tolist()
+    res = run_cli("dedup", str(a), "-o", str(tmp_path / "o"), "-q")
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "o" / "report.json").read_text())["counts"]["input_rows"] == 2
 
 
 def test_sign_jsonl_simhash_and_sentences(tmp_path):
@@ -73,10 +85,13 @@ def test_bad_options_are_usage_errors(tmp_path):
 
 
 def test_console_script_reads_stdin():
-    res = subprocess.run([sys.executable, "-m", "neardup.cli", "sign", "-", "--method", "simhash"],
+    res = subprocess.run([sys.executable, "-m", "neardup.cli", "sign", "-", "--files", "--method", "simhash"],
                          input="stdin document text here", capture_output=True, text=True, check=True)
     rec = json.loads(res.stdout)
-    assert rec == {"id": "-", "simhash": neardup.SimHasher().sign("stdin document text here")}
+    assert rec == {"id": "<stdin>", "simhash": neardup.SimHasher().sign("stdin document text here")}
+    res = subprocess.run([sys.executable, "-m", "neardup.cli", "sign", "-", "--method", "simhash"],
+                         input='{"text": "one"}\n{"text": "two"}\n', capture_output=True, text=True, check=True)
+    assert [r["id"] for r in lines(res.stdout)] == ["<stdin>:1", "<stdin>:2"]
 
 
 def test_simhash_compat_yanyiwu_on_news_content(shared):
@@ -84,7 +99,7 @@ def test_simhash_compat_yanyiwu_on_news_content(shared):
     path = shared / "corpora/yanyiwu_simhash_testdata/news_content"
     expected = json.loads((shared / "corpora/yanyiwu_simhash_testdata/expected.json").read_text())
     want = next(a["expected"] for a in expected["asserts"] if a["test"] == "make(news_content, topN=5) -> simhash")
-    res = run_cli("sign", "--method", "simhash", "--compat", "yanyiwu", "--top-n", "5", str(path))
+    res = run_cli("sign", "--method", "simhash", "--compat", "yanyiwu", "--top-n", "5", "--files", str(path))
     assert res.exit_code == 0, res.output
     assert lines(res.output)[0]["simhash"] == int(want)
 

@@ -215,12 +215,12 @@ def test_bounded_linkage_stops_chains():
             assert neardup.exact_jaccard_pairs(f, mem[ii], mem[jj]).min() >= 0.80
 
 
-def test_interrupted_run_leaves_nothing_finished_looking(tmp_path, monkeypatch):
+def test_interrupted_rerun_leaves_the_previous_result_whole(tmp_path, monkeypatch):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
     out = tmp_path / "out"
     run_dedup([str(src)], str(out), config())
-    assert (out / "report.json").exists()
+    before = {p: (out / p).read_bytes() for p in ("report.json", "report.html", "clusters.jsonl", "kept/in.jsonl")}
     import neardup.pipeline.dedup as dd
 
     def boom(*a, **k):
@@ -228,9 +228,9 @@ def test_interrupted_run_leaves_nothing_finished_looking(tmp_path, monkeypatch):
 
     monkeypatch.setattr(dd, "write_kept", boom)
     with pytest.raises(KeyboardInterrupt):
-        run_dedup([str(src)], str(out), config())
-    assert not (out / "report.json").exists() and not (out / "report.html").exists()
-    assert not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
+        run_dedup([str(src)], str(out), config(keep="longest"))
+    assert {p: (out / p).read_bytes() for p in before} == before
+    assert not [p for p in os.listdir(out) if p.startswith((".neardup-tmp", ".neardup-old"))]
 
 
 def test_traditional_chinese_converted_before_signing(tmp_path, shared):

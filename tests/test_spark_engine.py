@@ -93,7 +93,7 @@ def _config(**kw) -> DedupConfig:
 def _files(root: Path) -> dict:
     out = {}
     for p in sorted(root.rglob("*")):
-        if p.is_file() and p.name not in ("report.json", "report.html"):
+        if p.is_file() and p.name not in ("report.json", "report.html", ".neardup-manifest.json"):
             data = p.read_bytes()
             out[str(p.relative_to(root))] = gzip.decompress(data) if p.suffix == ".gz" else data
     return out

@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 
 import click
 
 from ._version import __version__
-from .io.readers import InputError, batched, iter_documents
+from .errors import NeardupError
+from .io.formats import FORMATS
+from .io.readers import batched, iter_documents
 from .sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from .sketches.sentences import SentenceSigner
 from .sketches.simhash import WEIGHTINGS, SimHasher
@@ -18,7 +21,55 @@ from .text.tokenize import TOKENIZERS
 DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
 
 
-@click.group()
+class _Group(click.Group):
+    """The command group: SIGTERM ends a run like Ctrl-C (outputs staged so far are removed, signing
+    workers are stopped), and user errors — :class:`~neardup.errors.NeardupError` and the
+    operating system's (a full disk, a permission) — are one line on stderr and exit status 1.
+    Any other exception is a bug and keeps its traceback."""
+
+    def invoke(self, ctx):
+        def on_term(signum, frame):
+            raise SystemExit(128 + signum)
+
+        with _signal(signal.SIGTERM, on_term):
+            try:
+                return super().invoke(ctx)
+            except NeardupError as exc:
+                raise click.ClickException(str(exc)) from None
+            except BrokenPipeError:        # `neardup … | head`: the reader left, not an error of ours
+                _silence_stdout()
+                raise SystemExit(141) from None
+            except OSError as exc:
+                where = f"{exc.filename}: " if exc.filename else ""
+                raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+class _signal:
+    """Install a signal handler for a block (only in the main thread; elsewhere a no-op)."""
+
+    def __init__(self, sig, handler):
+        self.sig, self.handler, self.old = sig, handler, None
+
+    def __enter__(self):
+        try:
+            self.old = signal.signal(self.sig, self.handler)
+        except ValueError:          # not the main thread
+            self.old = None
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(self.sig, self.old)
+
+
+@click.group(cls=_Group)
 @click.version_option(__version__, prog_name="neardup")
 def main() -> None:
     """Find near-duplicate documents: MinHash, SimHash and sentence signatures."""
@@ -50,21 +101,30 @@ def _simhash_compat_signer(compat: str, top_n: int | None):
               help="SimHash: reproduce a peer's fingerprints exactly.")
 @click.option("--sentences", "n_sentences", type=click.IntRange(1), default=3, show_default=True,
               help="Sentence signature: how many longest sentences.")
-@click.option("--jsonl/--files", "jsonl", default=None, help="Treat inputs as JSONL (default: by suffix .jsonl[.gz]).")
+@click.option("--input-format", type=click.Choice(FORMATS), default=None,
+              help="Force the input format (default: by suffix, as for dedup; '-' is JSONL).")
+@click.option("--jsonl/--files", "jsonl", default=None,
+              help="Shorthands for --input-format jsonl / --input-format file (a whole file is one document).")
 @click.option("--text-field", default="text", show_default=True)
-@click.option("--id-field", default=None, help="JSONL field holding the document id (default: file:line).")
+@click.option("--id-field", default=None, help="Field holding the document id (default: file:line).")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
-@click.option("-o", "--output", type=click.File("w"), default="-", help="Output file (default: stdout).")
+@click.option("-o", "--output", type=click.File("wb", atomic=True), default="-",
+              help="Output file (default: stdout; a file is replaced only when the command succeeds).")
 @click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
 def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, idf, top_n, compat, n_sentences,
-         jsonl, text_field, id_field, on_error, batch_size, output, summary):
+         input_format, jsonl, text_field, id_field, on_error, batch_size, output, summary):
     """Print one JSON line per document with its signature.
 
-    INPUTS are files (one document each), '-' for one document on stdin, or JSONL files.
+    INPUTS are read as by dedup: JSONL, CSV, Parquet, text lines (one document per line), folders
+    (one document per file), '-' for JSONL on stdin; --files makes each file one document.
     """
     if compat and method != "simhash":
         raise click.UsageError("--compat applies to --method simhash")
+    if jsonl is not None:
+        if input_format is not None:
+            raise click.UsageError("give --input-format or --jsonl/--files, not both")
+        input_format = "jsonl" if jsonl else "file"
     ngram = ngram or DEFAULT_NGRAM.get(method, 5)
     key = method
     try:
@@ -88,21 +148,19 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
     n_bytes = 0
     distinct: set = set()
     start = time.perf_counter()
-    try:
-        docs = iter_documents(inputs, jsonl=jsonl, text_field=text_field, id_field=id_field, on_error=on_error,
-                              skipped=skipped)
-        for batch in batched(docs, batch_size):
-            texts = [d.text for d in batch]
-            sigs = sign_batch(texts)
-            for d, s in zip(batch, sigs):
-                output.write(json.dumps({"id": d.id, key: s}, ensure_ascii=False) + "\n")
-                if summary:
-                    distinct.add(tuple(s) if isinstance(s, list) else s)
-            count += len(batch)
-            if summary:
-                n_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
-    except InputError as exc:
-        raise click.ClickException(str(exc)) from None
+    docs = iter_documents(inputs, fmt=input_format, text_field=text_field, id_field=id_field, on_error=on_error,
+                          skipped=skipped)
+    for batch in batched(docs, batch_size):
+        texts = [d.text for d in batch]
+        sigs = sign_batch(texts)
+        # a lone surrogate in an id becomes its JSON escape (valid JSON that reads back the same)
+        output.write(b"".join((json.dumps({"id": d.id, key: s}, ensure_ascii=False) + "\n")
+                              .encode("utf-8", "backslashreplace") for d, s in zip(batch, sigs)))
+        if summary:
+            distinct.update(tuple(s) if isinstance(s, list) else s for s in sigs)
+        count += len(batch)
+        if summary:
+            n_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
     output.flush()
     if summary:
         secs = time.perf_counter() - start
@@ -121,7 +179,9 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
 # -- dedup ---------------------------------------------------------------------------------------------
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("-o", "--output", "outdir", required=True, metavar="OUTDIR",
+              help="Output folder: new, empty, or a previous run's (whose outputs are replaced when this run "
+                   "succeeds). '-': the kept rows to stdout, nothing else written.")
 @click.option("--method", type=click.Choice(["minhash", "simhash", "sentences", "exact"]), default="minhash",
               show_default=True)
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True), default=None,
@@ -155,12 +215,14 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
 @click.option("--keep-field", default=None, help="With --keep key: the field whose largest value is kept.")
 @click.option("--text-field", default="text", show_default=True)
 @click.option("--id-field", default=None, help="Field holding the document id (default: the row's position).")
-@click.option("--input-format", type=click.Choice(["jsonl", "parquet", "csv", "lines", "dir"]), default=None,
-              help="Force the input format (default: by suffix; directories are one document per file).")
+@click.option("--input-format", type=click.Choice(FORMATS), default=None,
+              help="Force the input format (default: by suffix; folders are one document per file; '-' and "
+                   "pipes are JSONL).")
 @click.option("--format", "clusters_format", type=click.Choice(["jsonl", "parquet"]), default="jsonl",
               show_default=True, help="Format of the clusters file.")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
-@click.option("--workers", type=click.IntRange(0), default=0, show_default=True, help="Signing processes (0: all cores).")
+@click.option("--workers", type=click.IntRange(0), default=0, show_default=True,
+              help="Signing processes (0: all cores; more than the cores this process may use is capped).")
 @click.option("--batch-size", type=click.IntRange(1), default=2000, show_default=True)
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True)
 @click.option("--no-html", is_flag=True, help="Skip report.html.")
@@ -178,8 +240,14 @@ def dedup(inputs, outdir, method, threshold, metric, tokenizer, convert, ngram, 
     at the threshold, candidates verified on the full signatures; simhash — word 3-grams, tf weights,
     Hamming ≤ 3; sentences — the 3 longest sentences; exact — normalised text hash.
     """
-    from .pipeline.dedup import DedupConfig, run_dedup  # noqa: PLC0415
+    from .pipeline.dedup import CLI_NAMES, DedupConfig, inapplicable, run_dedup  # noqa: PLC0415
 
+    ctx = click.get_current_context()
+    given = [CLI_NAMES.get(p, p) for p in ctx.params
+             if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT]
+    wrong = inapplicable(method, given)
+    if wrong:
+        raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
     if engine == "spark":
         try:
             from .engines.spark import run_spark_dedup  # noqa: PLC0415
@@ -197,25 +265,24 @@ def dedup(inputs, outdir, method, threshold, metric, tokenizer, convert, ngram, 
                       html=not no_html, quiet=quiet)
     try:
         cfg = cfg.resolved()
-    except ValueError as exc:
+    except NeardupError as exc:
         raise click.UsageError(str(exc)) from None
-    from .io.formats import InputFormatError  # noqa: PLC0415
-
-    try:
-        report = run_dedup(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]))
-    except (InputFormatError, InputError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+    if workers > cfg.workers and not quiet:
+        click.echo(f"neardup: --workers {workers} capped at {cfg.workers}, the CPUs this process may use "
+                   f"(of {os.cpu_count()} on the machine; more processes than CPUs only add memory)", err=True)
+    if engine == "spark" and outdir == "-":
+        raise click.UsageError("-o - (kept rows to stdout) works with --engine local")
+    report = run_dedup(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]))
     if not quiet:
         c = report["counts"]
         t = report["timings"]
         click.echo(f"neardup dedup --method {method}: {c['input_rows']} rows → {c['kept']} kept, {c['removed']} "
                    f"removed as duplicates ({100 * c['duplicate_rate']:.1f}%), {c['skipped_records']} skipped, "
                    f"{c['clusters']} clusters, {c['empty_documents']} empty; {t['total']:.2f} s", err=True)
-        html = os.path.join(outdir, "report.html")
-        click.echo(f"report: {os.path.join(outdir, 'report.json')}"
-                   + (f" and {html}" if os.path.exists(html) else ""), err=True)
+        if outdir != "-":
+            html = os.path.join(outdir, "report.html")
+            click.echo(f"report: {os.path.join(outdir, 'report.json')}"
+                       + (f" and {html}" if os.path.exists(html) else ""), err=True)
 
 
 # -- compare -------------------------------------------------------------------------------------------

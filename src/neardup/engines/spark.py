@@ -73,7 +73,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -93,18 +92,22 @@ except ImportError as _exc:  # pragma: no cover
     raise ImportError(f"PySpark's Arrow functions (mapInArrow) need pandas >= 2.2 ({_exc})") from _exc
 
 from .._version import __version__
-from ..io.formats import InputFormatError, InputSpec, detect, expand_inputs, output_name, read_rows
+from ..errors import ConfigError, InputFormatError
+from ..io.compression import split_suffix
+from ..io.formats import InputSpec, check_stamp, fmt_for_name, output_name, read_rows
+from ..io.outdir import StagedOutput
+from ..io.sources import expand_inputs, spool
 from ..pipeline.dedup import DedupConfig, _json_default
 
 MAX_BUCKET = 64
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
            "score double, key_err string, sig binary, empty boolean, sig_empty boolean, size long, rk long")
-_PARSED = ("_nd_blk long, _nd_mid long, text string, id string, keyv double, key_err string, err string, blank boolean, "
+_PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, key_err string, err string, blank boolean, "
            "replaced boolean, fatal boolean")
 
 
-class SparkEngineUnsupported(NotImplementedError, ValueError):
-    """An option the Spark engine does not offer (a ValueError too, so the CLI reports it cleanly)."""
+class SparkEngineUnsupported(ConfigError, NotImplementedError):
+    """An option the Spark engine does not offer (a ConfigError, so the CLI reports it cleanly)."""
 
 
 def _check_supported(cfg: DedupConfig) -> None:
@@ -116,8 +119,8 @@ def _check_supported(cfg: DedupConfig) -> None:
                                      "--engine spark verifies on the signatures (--verify minhash) or runs with "
                                      "--engine local")
     if cfg.method == "minhash" and cfg.scheme == "bottomk":
-        raise ValueError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
-                         "apply; use scheme 'oph' or 'permutation' to find duplicates")
+        raise ConfigError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
+                          "apply; use scheme 'oph' or 'permutation' to find duplicates")
 
 
 # ================================================================================================
@@ -172,7 +175,16 @@ def _binary_array(mat: np.ndarray, valid: np.ndarray | None = None):
 
 
 def _dump_id(v) -> str | None:
-    return None if v is None else json.dumps(v, ensure_ascii=False, default=_json_default)
+    """The JSON of an id; a lone surrogate as its JSON escape (Arrow strings are UTF-8), the bytes
+    the local engine writes."""
+    if v is None:
+        return None
+    return json.dumps(v, ensure_ascii=False, default=_json_default).encode("utf-8", "backslashreplace").decode()
+
+
+def _utf8(texts: list) -> list:
+    """Texts as UTF-8 bytes for Arrow, lone surrogates kept (``surrogatepass``; decoded back alike)."""
+    return [None if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
 
 
 def _key_value(k):
@@ -189,14 +201,14 @@ _BOM = b"\xef\xbb\xbf"
 def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keyed, bom=False):
     """Rows of one numbered batch → parallel lists (text, id_json, key value, key error, error, blank,
     replaced, fatal)."""
-    from ..io.formats import _decode, parse_jsonl_line  # noqa: PLC0415
+    from ..io.formats import decode as _decode, parse_jsonl_line  # noqa: PLC0415
 
     rows = _column(batch, "row").to_numpy(zero_copy_only=False)
     n = rows.shape[0]
     texts, ids, keyv, kerr = [None] * n, [None] * n, [None] * n, [None] * n
     errs, blank, repl, fatal = [None] * n, [False] * n, [False] * n, [False] * n
     if kind == "parsed":
-        texts = _column(batch, "text").to_pylist()
+        texts = [None if t is None else t.decode("utf-8", "surrogatepass") for t in _column(batch, "text").to_pylist()]
         ids = _column(batch, "id").to_pylist()
         keyv = _column(batch, "keyv").to_pylist()
         kerr = _column(batch, "key_err").to_pylist()
@@ -228,7 +240,7 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
     kcol = _column(batch, "k").to_pylist() if keyed else None
     for j, t in enumerate(tcol):
         if t is not None and not isinstance(t, str):
-            errs[j] = f"{spec.path}: row {int(rows[j]) - start + 1}: column {text_field!r} is not text"
+            errs[j] = f"{spec.label}: row {int(rows[j]) - start + 1}: column {text_field!r} is not text"
             continue
         texts[j] = "" if t is None else t
         ids[j] = _dump_id(icol[j]) if icol is not None else None
@@ -237,13 +249,11 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
     return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
 
 
-def _parse_sign(batches, kind, spec_path, spec_fmt, start, last_row_nl, cfg_json, text_field, id_field, key_field,
-                keep, bom=False):
+def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, id_field, key_field, keep, bom=False):
     """mapInArrow: numbered rows → signed rows (schema ``_SIGNED``)."""
     from ..kernels.lsh import row_keys  # noqa: PLC0415
     from ..sketches.minhash import empty_value  # noqa: PLC0415
 
-    spec = InputSpec(spec_path, spec_fmt, None)
     cfg = json.loads(cfg_json)
     sign = _signer(cfg_json)
     minhash = cfg["method"] == "minhash"
@@ -298,18 +308,17 @@ def _parse_sign(batches, kind, spec_path, spec_fmt, start, last_row_nl, cfg_json
                   "sig_empty", "size", "rk"])
 
 
-def _py_read(batches, spec_path, spec_fmt, spec_comp, text_field, id_field, key_field, keyed):
+def _py_read(batches, spec, text_field, id_field, key_field, keyed):
     """mapInArrow on a one-row frame: read one input with neardup's own reader (schema ``_PARSED``)."""
     for _ in batches:
         pass
-    spec = InputSpec(spec_path, spec_fmt, spec_comp)
     cols = {k: [] for k in ("_nd_mid", "text", "id", "keyv", "key_err", "err", "blank", "replaced", "fatal")}
 
     def flush():
         n = len(cols["_nd_mid"])
         out = pa.RecordBatch.from_arrays([
             pa.array(np.zeros(n, np.int64), pa.int64()), pa.array(cols["_nd_mid"], pa.int64()),
-            pa.array(cols["text"], pa.string()), pa.array(cols["id"], pa.string()),
+            pa.array(_utf8(cols["text"]), pa.binary()), pa.array(cols["id"], pa.string()),
             pa.array(cols["keyv"], pa.float64()), pa.array(cols["key_err"], pa.string()),
             pa.array(cols["err"], pa.string()), pa.array(cols["blank"], pa.bool_()),
             pa.array(cols["replaced"], pa.bool_()), pa.array(cols["fatal"], pa.bool_())],
@@ -336,14 +345,14 @@ def _py_read(batches, spec_path, spec_fmt, spec_comp, text_field, id_field, key_
     yield flush()
 
 
-def _py_payload(batches, spec_path, spec_fmt, spec_comp):
+def _py_payload(batches, spec):
     """mapInArrow on a one-row frame: (blk, mid, raw) of every row of one input, for writing the kept
     rows — CSV records re-formatted as the local writer does, raw lines, or file paths."""
-    from ..io.formats import _csv_dialect, _lines, dir_files, open_binary  # noqa: PLC0415
+    from ..io.formats import raw_lines  # noqa: PLC0415
+    from ..io.formats.delimited import dialect, records  # noqa: PLC0415
 
     for _ in batches:
         pass
-    spec = InputSpec(spec_path, spec_fmt, spec_comp)
     mids, raws = [], []
 
     def flush():
@@ -356,25 +365,22 @@ def _py_payload(batches, spec_path, spec_fmt, spec_comp):
 
     def rows():
         if spec.fmt in ("jsonl", "lines"):
-            for i, raw in _lines(spec):
+            for i, raw in raw_lines(spec):
                 yield raw[:-1] if raw.endswith(b"\n") else raw
         elif spec.fmt == "csv":
-            with open_binary(spec.path, spec.compression) as fh:
-                src = io.TextIOWrapper(io.BufferedReader(fh) if spec.compression == "zstd" else fh,
-                                       encoding="utf-8", errors="surrogateescape", newline="")
-                reader = csv.reader(src, dialect=_csv_dialect(spec))
-                if next(reader, None) is None:
-                    return
-                buf = io.StringIO()
-                writer = csv.writer(buf, dialect=_csv_dialect(spec))
-                for rec in reader:
-                    buf.seek(0)
-                    buf.truncate()
-                    writer.writerow(rec)
-                    yield buf.getvalue().encode("utf-8", "surrogateescape")[:-2]   # without the "\r\n"
+            it = records(spec, "surrogateescape")
+            if next(it, None) is None:
+                return
+            buf = io.StringIO()
+            writer = csv.writer(buf, dialect=dialect(spec))
+            for _, rec in it:
+                buf.seek(0)
+                buf.truncate()
+                writer.writerow(rec)
+                yield buf.getvalue().encode("utf-8", "surrogateescape")[:-2]   # without the "\r\n"
         else:
-            for p in dir_files(spec.path):
-                yield os.fsencode(p)
+            for e in spec.entries:
+                yield os.fsencode(e.rel)
 
     for seq, raw in enumerate(rows()):
         mids.append(seq)
@@ -469,12 +475,13 @@ def _histogram_batches(batches):
                                           pa.array(counts.astype(np.int64), pa.int64())], names=["bin", "n"])
 
 
-def _copy_kept_files(rows, src_root, dest):
+def _copy_kept_files(rows, spec, dest):
+    paths = {e.rel: e.path for e in spec.entries}
     for r in rows:
-        p = os.fsdecode(bytes(r["raw"]))
-        target = os.path.join(dest, os.path.relpath(p, src_root))
+        rel = os.fsdecode(bytes(r["raw"]))
+        target = os.path.join(dest, rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(p, target)
+        shutil.copyfile(paths[rel], target)
 
 
 # ================================================================================================
@@ -485,22 +492,28 @@ def _is_uri(path: str) -> bool:
 
 
 def _spark_reads(spec: InputSpec) -> bool:
-    """Whether Spark's own source reads this input (else neardup's reader, one task per file)."""
-    return spec.fmt == "parquet" or (spec.fmt in ("jsonl", "lines") and spec.compression != "zstd")
+    """Whether Spark's own source reads this input (else neardup's reader, one task per file).
+    Compressed files go to neardup's reader, which checks the stream to its verified end (Hadoop's
+    codecs do not split a .gz anyway)."""
+    return spec.fmt == "parquet" or (spec.fmt in ("jsonl", "lines") and spec.compression is None)
 
 
 def _expand(inputs, fmt) -> list[InputSpec]:
+    local = [p for p in inputs if not _is_uri(p)]
+    checked = iter(expand_inputs(local, fmt))
     specs = []
     for p in inputs:
         if _is_uri(p):
-            specs.append(detect(p, fmt))
+            base, codec = split_suffix(p)
+            specs.append(InputSpec(p, fmt or fmt_for_name(p), codec, p))
         else:
-            specs.extend(expand_inputs([p], fmt))
+            specs.append(next(checked))
+    specs.extend(checked)        # a glob may have matched several files
     for s in specs:
         if _is_uri(s.path) and not _spark_reads(s):
-            raise InputFormatError(f"{s.path}: {s.fmt} inputs{' (.zst)' if s.compression == 'zstd' else ''} are "
+            raise InputFormatError(f"{s.label}: {s.fmt} inputs{' (compressed)' if s.compression else ''} are "
                                    "read by neardup's own reader on the executors and need a local (shared) path; "
-                                   "convert to JSONL/Parquet or copy it to a path every executor sees")
+                                   "convert to plain JSONL/Parquet or copy it to a path every executor sees")
     return specs
 
 
@@ -541,7 +554,7 @@ class _Numbering:
 def _scan(spark, spec: InputSpec, cfg: DedupConfig, payload: bool = False) -> DataFrame:
     """An input as (blk, mid, …) with ``mid`` = monotonically_increasing_id at the scan."""
     keyed = cfg.keep == "key"
-    if spec.fmt in ("jsonl", "lines") and spec.compression != "zstd":
+    if _spark_reads(spec) and spec.fmt != "parquet":
         df = spark.read.option("lineSep", "\n").text(spec.path)
         return df.select(F.input_file_block_start().alias("_nd_blk"), F.monotonically_increasing_id().alias("_nd_mid"),
                          F.col("value").cast("binary").alias("raw"))
@@ -551,7 +564,7 @@ def _scan(spark, spec: InputSpec, cfg: DedupConfig, payload: bool = False) -> Da
         for what, c in (("column", cfg.text_field), ("id column", cfg.id_field),
                         ("keep column", cfg.keep_field if keyed else None)):
             if c is not None and c not in names:
-                raise InputFormatError(f"{spec.path}: no {what} {c!r}; columns: {', '.join(map(repr, names))}")
+                raise InputFormatError(f"{spec.label}: no {what} {c!r}; columns: {', '.join(map(repr, names))}")
         head = [F.input_file_block_start().alias("_nd_blk"), F.monotonically_increasing_id().alias("_nd_mid")]
         if payload:
             return df.select(*head, *[F.col(f"`{c}`") for c in names])
@@ -563,11 +576,9 @@ def _scan(spark, spec: InputSpec, cfg: DedupConfig, payload: bool = False) -> Da
         return df.select(*head, *cols)
     one = spark.range(0, 1, 1, 1)
     if payload:
-        return one.mapInArrow(partial(_py_payload, spec_path=spec.path, spec_fmt=spec.fmt,
-                                      spec_comp=spec.compression), "_nd_blk long, _nd_mid long, raw binary")
-    return one.mapInArrow(partial(_py_read, spec_path=spec.path, spec_fmt=spec.fmt, spec_comp=spec.compression,
-                                  text_field=cfg.text_field, id_field=cfg.id_field, key_field=cfg.keep_field,
-                                  keyed=keyed), _PARSED)
+        return one.mapInArrow(partial(_py_payload, spec=spec), "_nd_blk long, _nd_mid long, raw binary")
+    return one.mapInArrow(partial(_py_read, spec=spec, text_field=cfg.text_field, id_field=cfg.id_field,
+                                  key_field=cfg.keep_field, keyed=keyed), _PARSED)
 
 
 def _number(spark, scans: list[DataFrame]) -> _Numbering:
@@ -620,12 +631,10 @@ def _last_line_without_newline(spec: InputSpec) -> bool | None:
 
 
 def _starts_with_bom(spec: InputSpec) -> bool:
-    """Whether a line file Spark reads starts with a UTF-8 BOM (local plain or gzip files; else False)."""
-    if _is_uri(spec.path) or spec.compression not in (None, "gzip") or not os.path.isfile(spec.path):
+    """Whether a line file Spark reads starts with a UTF-8 BOM (local plain files; else False)."""
+    if _is_uri(spec.path) or spec.compression is not None or not os.path.isfile(spec.path):
         return False
-    from ..io.formats import open_binary  # noqa: PLC0415
-
-    with open_binary(spec.path, spec.compression) as fh:
+    with open(spec.path, "rb") as fh:
         return fh.read(3) == _BOM
 
 
@@ -642,7 +651,7 @@ def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataF
             last = num.starts[fi] + num.rows[fi] - 1
         num.last_nl[fi] = last
         num.bom[fi] = kind in ("jsonl", "lines") and _starts_with_bom(spec)
-        fn = partial(_parse_sign, kind=kind, spec_path=spec.path, spec_fmt=spec.fmt, start=num.starts[fi],
+        fn = partial(_parse_sign, kind=kind, spec=spec, start=num.starts[fi],
                      last_row_nl=last, cfg_json=cj, text_field=cfg.text_field, id_field=cfg.id_field,
                      key_field=cfg.keep_field if cfg.keep == "key" else None, keep=cfg.keep, bom=num.bom[fi])
         signed.append(_numbered(spark, scan, num.offsets[fi]).mapInArrow(fn, _SIGNED))
@@ -684,7 +693,7 @@ def sign_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str 
         cols.append(F.col(f"`{id_col}`").alias("i"))
     if keyed:
         cols.append(F.col(f"`{cfg.keep_field}`").alias("k"))
-    fn = partial(_parse_sign, kind="frame", spec_path="<DataFrame>", spec_fmt="parquet", start=0, last_row_nl=-1,
+    fn = partial(_parse_sign, kind="frame", spec=InputSpec("<DataFrame>", "parquet"), start=0, last_row_nl=-1,
                  cfg_json=_cfg_json(cfg), text_field=text_col, id_field=id_col,
                  key_field=cfg.keep_field if keyed else None, keep=cfg.keep)
     return df.select(*cols).mapInArrow(fn, _SIGNED)
@@ -974,9 +983,9 @@ def _part_files(folder: str) -> list[str]:
 
 
 def _concat(folder: str, dest: str, compression: str | None, header: bytes = b"") -> None:
-    from ..io.formats import open_binary  # noqa: PLC0415
+    from ..io.compression import open_write  # noqa: PLC0415
 
-    with open_binary(dest, compression, "wb") as out:
+    with open_write(dest, compression) as out:
         out.write(header)
         for p in _part_files(folder):
             with open(os.path.join(folder, p), "rb") as fh:
@@ -984,16 +993,14 @@ def _concat(folder: str, dest: str, compression: str | None, header: bytes = b""
 
 
 def _csv_header(spec: InputSpec) -> bytes | None:
-    from ..io.formats import _csv_dialect, open_binary  # noqa: PLC0415
+    from ..io.formats import format_of  # noqa: PLC0415
+    from ..io.formats.delimited import dialect  # noqa: PLC0415
 
-    with open_binary(spec.path, spec.compression) as fh:
-        src = io.TextIOWrapper(io.BufferedReader(fh) if spec.compression == "zstd" else fh,
-                               encoding="utf-8", errors="surrogateescape", newline="")
-        header = next(csv.reader(src, dialect=_csv_dialect(spec)), None)
+    header = format_of(spec).header(spec)
     if header is None:
         return None
     buf = io.StringIO()
-    csv.writer(buf, dialect=_csv_dialect(spec)).writerow(header)
+    csv.writer(buf, dialect=dialect(spec)).writerow(header)
     return buf.getvalue().encode("utf-8", "surrogateescape")
 
 
@@ -1023,7 +1030,7 @@ def _write_kept(spark, spec: InputSpec, fi: int, num: _Numbering, cfg: DedupConf
     if spec.fmt == "dir":
         target = dest if dest is not None else folder
         os.makedirs(target, exist_ok=True)
-        kept.select("raw").foreachPartition(partial(_copy_kept_files, src_root=spec.path, dest=target))
+        kept.select("raw").foreachPartition(partial(_copy_kept_files, spec=spec, dest=target))
         return
     ordered = kept.orderBy("row")
     if spec.fmt == "parquet":
@@ -1082,8 +1089,6 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
     ``report.html``) for the same clusters. ``spark``: a session (default: the active one, or a new one
     that is stopped at the end). A local ``outdir`` gets the local engine's files (through a temporary
     folder, ``report.json`` last); a URI (``hdfs://…``) gets Spark part-file folders."""
-    from ..pipeline.dedup import _commit  # noqa: PLC0415
-
     cfg = (config or DedupConfig()).resolved()
     _check_supported(cfg)
     t_start = time.perf_counter()
@@ -1093,21 +1098,20 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
         if cfg.quiet or not sys.stderr.isatty():
             builder = builder.config("spark.ui.showConsoleProgress", "false")
         spark = builder.getOrCreate()
-    tmp = None
     try:
         specs = _expand(list(inputs), cfg.input_format)
         if _is_uri(outdir):
-            report = _run(spark, specs, cfg, outdir, None, command, t_start)
-        else:
-            os.makedirs(outdir, exist_ok=True)
-            tmp = tempfile.mkdtemp(prefix=".neardup-tmp-", dir=outdir)
-            report = _run(spark, specs, cfg, tmp, tmp, command, t_start)
-            shutil.rmtree(os.path.join(tmp, "_spark"), ignore_errors=True)
-            _commit(tmp, outdir)
+            if any(s.pipe for s in specs):
+                raise ConfigError("standard input or a pipe can be read by --engine spark only into a local OUTDIR "
+                                  "(it is copied there first)")
+            return _run(spark, specs, cfg, outdir, None, command, t_start)
+        with StagedOutput(outdir, specs) as stage:
+            specs = spool(specs, stage.work)
+            report = _run(spark, specs, cfg, stage.out, stage.out, command, t_start)
+            shutil.rmtree(os.path.join(stage.out, "_spark"), ignore_errors=True)
+            stage.commit()
         return report
     finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
         if own:
             spark.stop()
 
@@ -1126,29 +1130,90 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
     signed, num = _read_signed(spark, specs, cfg)
     signed = signed.repartition(_shuffle_partitions(spark), "row").persist(StorageLevel.MEMORY_AND_DISK)
     _phase(spark, "read + sign")
-    st = signed.agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.count("id").alias("docs"),
-        F.sum(F.when(F.col("fatal"), 1).otherwise(0)).alias("fatal"),
-        F.sum(F.when(F.col("err").isNotNull() & ~F.col("blank"), 1).otherwise(0)).alias("bad"),
-        F.sum(F.when(F.col("err").isNotNull(), 1).otherwise(0)).alias("skipped"),
-        F.sum(F.when(F.col("key_err").isNotNull(), 1).otherwise(0)).alias("key_err"),
-        F.sum(F.when(F.col("err").isNull() & F.col("replaced"), 1).otherwise(0)).alias("replaced"),
-        F.sum(F.when(F.col("err").isNull(), F.col("length")).otherwise(0)).alias("chars"),
-        F.sum(F.when(F.col("empty"), 1).otherwise(0)).alias("empty")).first()
+    st = _signed_stats(signed)
     timings["read_sign"] = time.perf_counter() - t0
     try:
         if st["fatal"]:
             raise InputFormatError(_first_message(signed, F.col("fatal")))
         if st["bad"] and cfg.on_error == "raise":
             raise InputFormatError(_first_message(signed, F.col("err").isNotNull() & ~F.col("blank")))
+        if cfg.id_field is not None:
+            marked = _mark_duplicate_ids(signed, specs, num, cfg)
+            if marked is not None:
+                signed.unpersist()
+                signed = marked
+                st = _signed_stats(signed)
         if st["key_err"]:
-            raise ValueError(f"--keep-field {cfg.keep_field!r} must hold numbers: "
-                             f"{_first_message(signed, F.col('key_err').isNotNull(), 'key_err')}")
+            raise InputFormatError(f"--keep-field {cfg.keep_field!r} must hold numbers: "
+                                   f"{_first_message(signed, F.col('key_err').isNotNull(), 'key_err')}")
         return _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings)
     finally:
         _phase(spark, None)
         signed.unpersist()
+
+
+def _signed_stats(signed: DataFrame):
+    return signed.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count("id").alias("docs"),
+        F.sum(F.when(F.col("fatal"), 1).otherwise(0)).alias("fatal"),
+        F.sum(F.when(F.col("err").isNotNull() & ~F.col("blank"), 1).otherwise(0)).alias("bad"),
+        F.sum(F.when(F.col("err").isNotNull(), 1).otherwise(0)).alias("skipped"),
+        F.sum(F.when(F.col("key_err").isNotNull() & F.col("err").isNull(), 1).otherwise(0)).alias("key_err"),
+        F.sum(F.when(F.col("err").isNull() & F.col("replaced"), 1).otherwise(0)).alias("replaced"),
+        F.sum(F.when(F.col("err").isNull(), F.col("length")).otherwise(0)).alias("chars"),
+        F.sum(F.when(F.col("err").isNull() & F.col("empty"), 1).otherwise(0)).alias("empty")).first()
+
+
+def _row_place(specs, num: _Numbering, row: int) -> str:
+    """A row as the local engine names it: ``file:line`` (or ``file: row N`` for Parquet and folders)."""
+    spec = specs[_input_of(num, row)]
+    line = _line_of(specs, num, row)
+    return f"{spec.label}: row {line}" if spec.fmt in ("parquet", "dir", "file") else f"{spec.label}:{line}"
+
+
+def _dup_reasons(batches, specs, num):
+    """mapInArrow: (row, id, first) of a repeated id → (row, dup_err), the local engine's reason."""
+    for batch in batches:
+        rows = _column(batch, "row").to_pylist()
+        ids = _column(batch, "id").to_pylist()
+        firsts = _column(batch, "first").to_pylist()
+        out = [f"{_row_place(specs, num, r)}: id {json.loads(i)!r} repeats the id of {_row_place(specs, num, f)}"
+               for r, i, f in zip(rows, ids, firsts)]
+        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64()), pa.array(out, pa.string())],
+                                         names=["row", "dup_err"])
+
+
+def _mark_duplicate_ids(signed: DataFrame, specs, num: _Numbering, cfg: DedupConfig):
+    """Ids must name one row each (the local rule): a repeated id raises naming both rows, or with
+    ``--on-error skip`` the later rows become skipped rows. Returns the marked, persisted table (or
+    None when every id is unique)."""
+    first = F.min("row").over(Window.partitionBy("id"))
+    dups = (signed.filter(F.col("err").isNull() & F.col("id").isNotNull())
+            .select("row", "id", first.alias("first")).filter(F.col("row") != F.col("first"))
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        n = dups.count()
+        if n == 0:
+            return None
+        if cfg.on_error != "skip":
+            r = dups.orderBy("row").first()
+            raise InputFormatError(f"{_row_place(specs, num, r['row'])}: id {json.loads(r['id'])!r} is already the "
+                                   f"id of {_row_place(specs, num, r['first'])}; ids must be unique ({n} repeated; "
+                                   "--on-error skip skips the later rows)")
+        reasons = dups.mapInArrow(partial(_dup_reasons, specs=specs, num=num), "row long, dup_err string")
+        hit = F.col("dup_err").isNotNull()
+        marked = (signed.join(reasons, "row", "left")
+                  .withColumn("err", F.coalesce(F.col("err"), F.col("dup_err")))
+                  .withColumn("id", F.when(hit, F.lit(None)).otherwise(F.col("id")))
+                  .withColumn("empty", F.when(hit, F.lit(None)).otherwise(F.col("empty")))
+                  .select(*signed.columns)
+                  .repartition(_shuffle_partitions(signed.sparkSession), "row")
+                  .persist(StorageLevel.MEMORY_AND_DISK))
+        marked.count()
+        return marked
+    finally:
+        dups.unpersist()
 
 
 def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings) -> dict:
@@ -1166,6 +1231,9 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         parts = _join(out, "_spark") if local is not None else out
         kept_dir = _join(out, "kept")
         if local is not None:
+            for spec in specs:           # pass 2 re-reads the inputs: they must be as pass 1 saw them
+                if not _is_uri(spec.path):
+                    check_stamp(spec)
             os.makedirs(kept_dir)
         used: set = set()
         outputs = []
@@ -1182,7 +1250,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                             os.path.join(kept_dir, name))
             else:
                 _write_kept(spark, spec, fi, num, cfg, drop, _join(kept_dir, name), None)
-            outputs.append({"input": spec.path, "format": spec.fmt, "output": f"kept/{name}",
+            outputs.append({"input": spec.label, "format": spec.fmt, "output": f"kept/{name}",
                             "rows": num.rows[fi], "kept": int(kept_per.get(fi, 0))})
         cname = f"clusters.{cfg.clusters_format}"
         if local is not None:
@@ -1220,7 +1288,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             "engine": "spark",
             "spark": {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
                       "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
-            "inputs": [s.path for s in specs],
+            "inputs": [s.label for s in specs],
             "outputs": outputs,
             "parameters": params,
             "counts": {
@@ -1315,20 +1383,19 @@ def _fetch_texts(spark, specs, cfg: DedupConfig, num: _Numbering, rows: set) -> 
         if not mine:
             continue
         kind = spec.fmt if _spark_reads(spec) else "parsed"
-        fn = partial(_parse_texts, kind=kind, spec_path=spec.path, spec_fmt=spec.fmt, start=lo,
+        fn = partial(_parse_texts, kind=kind, spec=spec, start=lo,
                      last_row_nl=num.last_nl.get(fi, -1), cfg_json=cj, text_field=cfg.text_field,
                      bom=num.bom.get(fi, False))
         df = _numbered(spark, _scan(spark, spec, cfg), num.offsets[fi]).filter(F.col("row").isin(mine))
-        for r in df.mapInArrow(fn, "row long, text string").collect():
-            out[r["row"]] = r["text"] or ""
+        for r in df.mapInArrow(fn, "row long, text binary").collect():
+            out[r["row"]] = bytes(r["text"] or b"").decode("utf-8", "surrogatepass")
     return out
 
 
-def _parse_texts(batches, kind, spec_path, spec_fmt, start, last_row_nl, cfg_json, text_field, bom=False):
-    spec = InputSpec(spec_path, spec_fmt, None)
+def _parse_texts(batches, kind, spec, start, last_row_nl, cfg_json, text_field, bom=False):
     for batch in batches:
         rows, texts, *_ = _parse_batch(batch, kind, spec, start, last_row_nl, text_field, None, None, False, bom)
-        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64()), pa.array(texts, pa.string())],
+        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64()), pa.array(_utf8(texts), pa.binary())],
                                          names=["row", "text"])
 
 

@@ -47,6 +47,16 @@ class Features:
         h, c, off = sort_unique_counts(self.hashes, self.offsets)
         return Features(h, off, c)
 
+    def subset(self, docs) -> "Features":
+        """The features of documents ``docs`` (in that order), renumbered 0..len(docs)-1."""
+        docs = np.asarray(docs, dtype=np.int64)
+        sizes = self.sizes()[docs]
+        offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        take = np.repeat(self.offsets[docs] - offsets[:-1], sizes) + np.arange(offsets[-1], dtype=np.int64)
+        counts = None if self.counts is None else self.counts[take]
+        return Features(self.hashes[take], offsets, counts)
+
     @staticmethod
     def concat_interleaved(parts: list[tuple[np.ndarray, "Features"]], n: int) -> "Features":
         """Merge feature batches computed for disjoint document index sets back into order."""

@@ -1,13 +1,17 @@
-"""Documents for ``neardup sign``: a file per document, ``-`` for stdin, or JSONL files (one
-document per line, parsed by :mod:`neardup.io.formats`). Every record is yielded or reported.
+"""Documents for the one-pass commands (``neardup sign``, ``eval --corpus``): the inputs of
+:mod:`neardup.io.sources` read through the format registry — the same rules as ``dedup``
+(``.txt`` is one document per line everywhere; ``--input-format file`` makes a whole file one
+document; ``-`` is standard input, JSONL unless the format is given). Every record is yielded
+or reported.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from .formats import InputFormatError, detect, read_rows
+from ..errors import InputFormatError
+from .formats import read_rows
+from .sources import expand_inputs
 
 InputError = InputFormatError
 
@@ -20,42 +24,28 @@ class Document:
     line: int | None = None
 
 
-def is_jsonl(path: str) -> bool:
-    return path != "-" and detect(path).fmt == "jsonl"
-
-
-def _read_file_document(path: str) -> Document:
-    if path == "-":
-        raw = sys.stdin.buffer.read()
-        return Document("-", raw.decode("utf-8", errors="replace"), "-")
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    return Document(path, raw.decode("utf-8", errors="replace"), path)
-
-
 def iter_documents(paths: Iterable[str], jsonl: bool | None = None, text_field: str = "text",
-                   id_field: str | None = None, on_error: str = "raise",
-                   skipped: list | None = None) -> Iterator[Document]:
-    """Documents of ``paths``; with ``on_error="skip"`` bad JSONL records go to ``skipped`` as
-    ``(file, line, reason)`` instead of raising :class:`InputError`."""
+                   id_field: str | None = None, on_error: str = "raise", skipped: list | None = None,
+                   fmt: str | None = None) -> Iterator[Document]:
+    """Documents of ``paths``; ``fmt`` forces a format (``jsonl=True``/``False`` are the older
+    spellings of ``fmt="jsonl"``/``"file"``). With ``on_error="skip"`` bad records go to
+    ``skipped`` as ``(file, line, reason)`` instead of raising :class:`InputError`; blank JSONL
+    lines are skipped. A document without an id field gets ``file:line`` (``file`` for a whole
+    file, its path for a file of a folder)."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
-    for path in paths:
-        if (jsonl is True) or (jsonl is None and is_jsonl(path)):
-            spec = detect(path, "jsonl")
-            for row in read_rows(spec, text_field, id_field):
-                if row.error is not None:
-                    if row.blank or on_error == "skip":
-                        if skipped is not None and not row.blank:
-                            skipped.append((path, row.line, row.error))
-                        continue
-                    raise InputError(row.error)
-                yield Document(row.id if row.id is not None else f"{path}:{row.line}", row.text, path, row.line)
-        else:
-            try:
-                yield _read_file_document(path)
-            except OSError as exc:
-                raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if fmt is None and jsonl is not None:
+        fmt = "jsonl" if jsonl else "file"
+    for spec in expand_inputs(list(paths), fmt):
+        for row in read_rows(spec, text_field, id_field):
+            if row.error is not None:
+                if row.blank or on_error == "skip":
+                    if skipped is not None and not row.blank:
+                        skipped.append((spec.label, row.line, row.error))
+                    continue
+                raise InputError(row.error)
+            rid = row.id if row.id is not None else f"{spec.label}:{row.line}"
+            yield Document(rid, row.text, spec.label, row.line)
 
 
 def batched(it: Iterable, size: int) -> Iterator[list]:

@@ -16,11 +16,14 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+from array import array
 from json.encoder import encode_basestring as _encode_str
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -30,8 +33,11 @@ from multiprocessing import get_context
 import numpy as np
 
 from .._version import __version__
-from ..io.formats import (InputFormatError, InputSpec, expand_inputs, jsonl_lines, output_name, parse_jsonl_line,
-                          read_rows, write_kept)
+from ..errors import ConfigError, InputFormatError, OutputError
+from ..io.formats import (InputSpec, check_format, check_stamp, format_of, line_text, output_name, parse_jsonl_line,
+                          raw_lines, read_rows, write_kept)
+from ..io.outdir import StagedOutput, is_write_error
+from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
 
 METHODS = ("minhash", "simhash", "sentences", "exact")
@@ -41,6 +47,33 @@ DEFAULTS = {  # per method: what a user gets without flags
     "sentences": {"sentences": 3},
     "exact": {},
 }
+# parameter → the methods whose result it changes; set for another method it is refused (a flag
+# that silently does nothing misleads)
+APPLIES = {
+    "threshold": ("minhash",), "metric": ("minhash",), "num_perm": ("minhash",), "scheme": ("minhash",),
+    "seed": ("minhash",), "lsh_mode": ("minhash",), "recall": ("minhash",), "bands": ("minhash",),
+    "rows": ("minhash",), "verify": ("minhash",), "bits": ("simhash",), "sentences": ("sentences",),
+    "tokenizer": ("minhash", "simhash"), "ngram": ("minhash", "simhash"), "linkage": ("minhash", "simhash"),
+    "max_drift": ("minhash", "simhash"),
+}
+
+
+CLI_NAMES = {"n_sentences": "sentences"}   # command-line parameter → DedupConfig field, where they differ
+
+
+def inapplicable(method: str, given) -> list[str]:
+    """The parameters among ``given`` that do not apply to ``method``, with the methods they do."""
+    out = []
+    for name in given:
+        methods = APPLIES.get(name)
+        if methods is not None and method not in methods:
+            out.append(f"{name} (applies to --method {' or '.join(methods)})")
+    return out
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @dataclass
@@ -78,38 +111,75 @@ class DedupConfig:
     progress: bool | None = None         # None: only when stderr is a terminal
 
     def resolved(self) -> "DedupConfig":
+        """A copy with the per-method defaults filled in, every parameter checked
+        (:class:`~neardup.errors.ConfigError` naming it) before any input is read, and ``workers``
+        capped at the CPUs this process may use."""
+        try:
+            return self._resolved()
+        except ConfigError:
+            raise
+        except (ValueError, TypeError, ImportError) as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _resolved(self) -> "DedupConfig":
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        d = DEFAULTS[self.method]
+            raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        base = DedupConfig(method=self.method)
+        given = [k for k in APPLIES if getattr(self, k) != getattr(base, k)]
+        wrong = inapplicable(self.method, given)
+        if wrong:
+            raise ConfigError(f"not used by --method {self.method}: {'; '.join(wrong)}")
         c = DedupConfig(**asdict(self))
-        if c.threshold is None:
-            c.threshold = d.get("threshold")
-        if c.ngram is None:
-            c.ngram = d.get("ngram", 5)
-        if c.bits is None:
-            c.bits = d.get("bits", 3)
+        for name, value in DEFAULTS[self.method].items():   # only what the method uses
+            if getattr(c, name) is None:
+                setattr(c, name, value)
+        choices = {"linkage": ("bounded", "components"), "keep": ("first", "longest", "key"),
+                   "verify": ("minhash", "exact", "none"), "on_error": ("raise", "skip"),
+                   "clusters_format": ("jsonl", "parquet"), "metric": ("jaccard", "containment"),
+                   "lsh_mode": ("recall", "datasketch")}
+        for name, allowed in choices.items():
+            if getattr(c, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(c, name)!r}")
+        ranges = {"num_perm": (2, 65536), "seed": (0, 2**64 - 1), "sentences": (1, None), "workers": (0, None),
+                  "batch_size": (1, None), "bits": (0, 32), "ngram": (1, 64)}
+        for name, (lo, hi) in ranges.items():
+            v = getattr(c, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ConfigError(f"{name} must be an integer, got {v!r}")
+            v = int(v)
+            if v < lo or (hi is not None and v > hi):
+                raise ConfigError(f"{name} must be in {lo}..{hi if hi is not None else ''}, got {v}")
+            setattr(c, name, v)
+        if c.keep == "key" and not c.keep_field:
+            raise ConfigError("--keep key needs --keep-field FIELD (the document with the largest value is kept)")
+        if c.keep_field and c.keep != "key":
+            raise ConfigError("--keep-field is used only with --keep key")
+        if c.method == "minhash":
+            if not 0.0 < c.threshold <= 1.0:
+                raise ConfigError(f"threshold must be in (0, 1], got {c.threshold}")
+            from ..index.lsh import choose_params  # noqa: PLC0415
+            from ..sketches.minhash import MinHasher  # noqa: PLC0415
+
+            MinHasher(num_perm=c.num_perm, scheme=c.scheme, seed=c.seed, tokenizer=c.tokenizer, ngram=c.ngram)
+            choose_params(c.threshold, c.num_perm, c.lsh_mode, c.recall, c.bands, c.rows)
+            if c.verify == "exact" and c.scheme.startswith("datasketch"):
+                raise ConfigError("--verify exact works with the native schemes (oph, permutation, bottomk)")
+        if c.method == "simhash":
+            from ..sketches.simhash import SimHasher  # noqa: PLC0415
+
+            SimHasher(tokenizer=c.tokenizer, ngram=c.ngram)
         if c.convert is not None:
-            from ..text.normalize import Normalizer  # noqa: PLC0415
+            from ..text.normalize import Normalizer, _converter  # noqa: PLC0415
 
             Normalizer(convert=c.convert)  # validates the name
-        if c.max_drift is None:
-            c.max_drift = d.get("max_drift")
-        if c.linkage not in ("bounded", "components"):
-            raise ValueError(f"linkage must be bounded or components, got {c.linkage!r}")
-        if c.method == "minhash" and not 0.0 < c.threshold < 1.0 + 1e-12:
-            raise ValueError(f"threshold must be in (0, 1], got {c.threshold}")
-        if c.keep not in ("first", "longest", "key"):
-            raise ValueError(f"keep must be first, longest or key, got {c.keep!r}")
-        if c.keep == "key" and not c.keep_field:
-            raise ValueError("--keep key needs --keep-field FIELD (the document with the largest value is kept)")
-        if c.verify not in ("minhash", "exact", "none"):
-            raise ValueError(f"verify must be minhash, exact or none, got {c.verify!r}")
-        if c.on_error not in ("raise", "skip"):
-            raise ValueError(f"on_error must be raise or skip, got {c.on_error!r}")
-        if c.clusters_format not in ("jsonl", "parquet"):
-            raise ValueError(f"clusters format must be jsonl or parquet, got {c.clusters_format!r}")
-        if c.workers <= 0:
-            c.workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            _converter(c.convert)          # and that OpenCC is there (not first inside a worker)
+        if c.max_drift is not None and not 0.0 <= c.max_drift <= 1.0:
+            raise ConfigError(f"max_drift must be in [0, 1], got {c.max_drift}")
+        check_format(c.input_format)
+        if c.workers == 0 or c.workers > cpu_count():
+            c.workers = cpu_count()
         return c
 
 
@@ -171,8 +241,33 @@ def _make_signer(cfg: DedupConfig):
 _CFG = None
 
 
-def _worker_init(cfg_dict: dict) -> None:
+def _die_with_parent(parent: int) -> None:
+    """A worker must not outlive the run: on Linux the kernel kills it when the parent dies
+    (``PR_SET_PDEATHSIG``); everywhere a daemon thread checks the parent once a second, so a
+    worker blocked on its task pipe still exits when the parent is killed with SIGKILL."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def watch():
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(1.0)
+
+    if os.getppid() != parent:   # the parent died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
+
+
+def _worker_init(cfg_dict: dict, parent: int) -> None:
     global _SIGNER, _CFG
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the parent's to handle
     _CFG = DedupConfig(**cfg_dict)
     _SIGNER = _make_signer(_CFG)
 
@@ -209,6 +304,7 @@ class _Corpus:
     lengths: list = field(default_factory=list)
     keys: list = field(default_factory=list)
     doc_row: list = field(default_factory=list)       # global row index of each document
+    doc_line: array = field(default_factory=lambda: array("q"))   # its line / record number in its input
     row_source: list = field(default_factory=list)    # per input: number of rows read
     skipped: list = field(default_factory=list)       # (global row, file, line, reason)
     replaced: int = 0
@@ -242,7 +338,7 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
             if spec.fmt == "jsonl":  # raw lines: parsed where the batch is signed
                 lines, nbytes = [], 0
                 try:
-                    for i, raw in jsonl_lines(spec):
+                    for i, raw in raw_lines(spec):
                         lines.append((i, raw))
                         nbytes += len(raw)
                         if len(lines) >= cfg.batch_size:
@@ -279,10 +375,11 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
             rows_of[si] += 1
             if error is not None:
                 if blank or cfg.on_error == "skip":
-                    corpus.skipped.append((g, spec.path, line, error))
+                    corpus.skipped.append((g, spec.label, line, error))
                     continue
                 raise InputFormatError(error)
             corpus.ids.append(rid if rid is not None else g)
+            corpus.doc_line.append(line)
             corpus.lengths.append(chars)
             corpus.n_chars += chars
             corpus.keys.append(key)
@@ -305,9 +402,7 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
             parsed, res = _run_job(job, cfg, sign)
             collect(si, meta if meta is not None else parsed, res, nbytes)
     else:
-        ctx = get_context("fork") if sys.platform.startswith("linux") else get_context()
-        with ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(asdict(cfg),)) as pool:
+        with _worker_pool(cfg) as pool:
             window: deque = deque()
 
             def collect_oldest():
@@ -351,6 +446,108 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
     return values, empty, size, features
 
 
+@contextlib.contextmanager
+def _worker_pool(cfg: DedupConfig):
+    """The signing processes. On any exception (a bad row, Ctrl-C, SIGTERM turned into SystemExit)
+    queued batches are cancelled and the workers are killed at once, not waited for."""
+    ctx = get_context("fork") if sys.platform.startswith("linux") else get_context()
+    pool = ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(asdict(cfg), os.getpid()))
+    try:
+        yield pool
+    except BaseException:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.kill()
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(5)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _id_key(v):
+    """Equality of ids as they are written: 1, 1.0, True and "1" are four different ids."""
+    t = type(v)
+    if t in (str, int, float, bool):
+        return (t.__name__, v)
+    return ("json", json.dumps(v, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def duplicate_ids(ids: list) -> list[tuple[int, int]]:
+    """(later document, first document with the same id) for every repeated id, in document order:
+    ids hashed into an int64 array and sorted (a collision of hashes is confirmed by equality)."""
+    n = len(ids)
+    if n < 2:
+        return []
+    keys = [_id_key(v) for v in ids]
+    h = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=n)
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    same = np.flatnonzero(hs[1:] == hs[:-1])
+    if same.shape[0] == 0:
+        return []
+    out = []
+    first_of: dict = {}
+    for j in np.unique(np.concatenate([same, same + 1])):
+        d = int(order[j])
+        k = keys[d]
+        if k in first_of:
+            out.append((d, first_of[k]))
+        else:
+            first_of[k] = d
+    out.sort()
+    return out
+
+
+def _spec_of_row(specs, corpus: _Corpus, g: int):
+    """The input holding global row ``g``."""
+    start = 0
+    for spec, n in zip(specs, corpus.row_source):
+        if g < start + n:
+            return spec
+        start += n
+    return specs[-1]
+
+
+def _where(specs, corpus: _Corpus, d: int) -> str:
+    spec = _spec_of_row(specs, corpus, corpus.doc_row[d])
+    line = corpus.doc_line[d]
+    return f"{spec.label}: row {line}" if spec.fmt in ("parquet", "dir", "file") else f"{spec.label}:{line}"
+
+
+def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: _Corpus, arrays: tuple) -> tuple:
+    """Ids must name one row each. A repeated id stops the run naming both rows, or with
+    ``--on-error skip`` the later rows become skipped rows (counted, listed) and leave the arrays."""
+    dups = duplicate_ids(corpus.ids)
+    if not dups:
+        return arrays
+    d, first = dups[0]
+    if cfg.on_error != "skip":
+        raise InputFormatError(f"{_where(specs, corpus, d)}: id {corpus.ids[d]!r} is already the id of "
+                               f"{_where(specs, corpus, first)}; ids must be unique ({len(dups)} repeated; "
+                               "--on-error skip skips the later rows)")
+    drop = np.zeros(len(corpus.ids), dtype=bool)
+    for d, first in dups:
+        drop[d] = True
+        corpus.skipped.append((corpus.doc_row[d], _spec_of_row(specs, corpus, corpus.doc_row[d]).label,
+                               corpus.doc_line[d], f"{_where(specs, corpus, d)}: id {corpus.ids[d]!r} repeats the "
+                               f"id of {_where(specs, corpus, first)}"))
+    corpus.skipped.sort()
+    keep = np.flatnonzero(~drop)
+    corpus.n_chars -= sum(corpus.lengths[d] for d in np.flatnonzero(drop))
+    for name in ("ids", "lengths", "keys", "doc_row"):
+        old = getattr(corpus, name)
+        setattr(corpus, name, [old[k] for k in keep])
+    corpus.doc_line = array("q", (corpus.doc_line[k] for k in keep))
+    values, empty, sizes, features = arrays
+    if features is not None:
+        features = features.subset(keep)
+    return values[keep], empty[keep], (None if sizes is None else sizes[keep]), features
+
+
 def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus) -> DuplicateResult:
     lengths = np.asarray(corpus.lengths, dtype=np.int64)
     keys = None
@@ -358,7 +555,7 @@ def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus) -> 
         try:
             keys = np.asarray([float(k) if k is not None else -np.inf for k in corpus.keys], dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"--keep-field {cfg.keep_field!r} must hold numbers: {exc}") from None
+            raise InputFormatError(f"--keep-field {cfg.keep_field!r} must hold numbers: {exc}") from None
     if cfg.method == "minhash":
         from ..index.lsh import choose_params  # noqa: PLC0415
         from ..sketches.minhash import Signatures  # noqa: PLC0415
@@ -401,8 +598,6 @@ def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
     only the wanted lines."""
     if not docs:
         return {}
-    from ..io.formats import _content, _lines  # noqa: PLC0415
-
     want_rows = {corpus.doc_row[d]: d for d in docs}
     out, g = {}, 0
     for spec, n_rows in zip(specs, corpus.row_source):
@@ -412,14 +607,14 @@ def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
         if not wanted:
             continue
         if spec.fmt in ("jsonl", "lines"):
-            for i, raw in _lines(spec):
+            for i, raw in raw_lines(spec):
                 d = wanted.get(i - 1)
                 if d is None:
                     continue
                 if spec.fmt == "jsonl":  # parsed exactly as when it was read
                     out[d] = parse_jsonl_line(spec, i, raw, cfg.text_field, None, None).text or ""
                 else:
-                    out[d] = _content(i, raw).rstrip(b"\r\n").decode("utf-8", errors="replace")
+                    out[d] = line_text(i, raw)[0]
                 if len(out) == len(want_rows):
                     break
             continue
@@ -429,41 +624,70 @@ def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
     return out
 
 
-def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, command: str = "") -> dict:
-    """Deduplicate ``inputs`` into ``outdir``; returns the report (also written as report.json)."""
+STDOUT = "-"
+
+
+def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, command: str = "",
+              stdout=None) -> dict:
+    """Deduplicate ``inputs`` into ``outdir``; returns the report (also written as report.json).
+
+    Parameters are checked first, then the inputs (they exist, can be read, none is named twice),
+    then the output folder (:class:`~neardup.io.outdir.StagedOutput`: never a folder holding
+    anything neardup did not write, nor one related to an input) — all before any row is read.
+    ``outdir="-"``: the kept rows go to ``stdout`` (default: standard output), uncompressed, in
+    input order, and nothing else is written (inputs must be JSONL or text lines, or one CSV)."""
     cfg = (config or DedupConfig()).resolved()
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)
-    os.makedirs(outdir, exist_ok=True)
-    # report.json marks a finished run: drop a previous run's marker first, so that if this run
-    # stops early the folder does not look finished
-    for stale in ("report.json", "report.html"):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(outdir, stale))
-    tmp = tempfile.mkdtemp(prefix=".neardup-tmp-", dir=outdir)
+    if outdir == STDOUT:
+        return _run_to_stdout(specs, cfg, command, t_start, stdout)
+    with StagedOutput(outdir, specs) as stage:
+        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start)
+        stage.commit()
+    return report
+
+
+def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float):
     try:
-        report = _run(specs, cfg, outdir, tmp, command, t_start)
-        _commit(tmp, outdir)
-        return report
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        specs = spool(specs, work)
+        return _run(specs, cfg, out, command, t_start), specs
+    except OSError as exc:
+        if is_write_error(exc):
+            raise OutputError(f"{label}: cannot write the outputs ({exc.strerror or exc}); nothing was "
+                              "replaced") from None
+        raise
 
 
-def _commit(tmp: str, outdir: str) -> None:
-    """Move finished outputs into place; report.json goes last (it marks a finished run)."""
-    names = sorted(os.listdir(tmp), key=lambda n: (n == "report.json", n))
-    for name in names:
-        dest = os.path.join(outdir, name)
-        if os.path.isdir(dest) and not os.path.islink(dest):
-            shutil.rmtree(dest)
-        os.replace(os.path.join(tmp, name), dest)
+def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout) -> dict:
+    from ..io.compression import open_read  # noqa: PLC0415
+
+    csvs = [s for s in specs if s.fmt == "csv"]
+    other = [s for s in specs if s.fmt not in ("jsonl", "lines", "csv")]
+    if other or (csvs and len(specs) > 1):
+        what = other[0] if other else csvs[0]
+        raise ConfigError(f"-o - writes the kept rows to standard output, one stream: JSONL or text-line inputs, "
+                          f"or a single CSV; {what.label} is {what.fmt}" + (" among several inputs" if not other else ""))
+    stdout = stdout if stdout is not None else sys.stdout.buffer
+    with tempfile.TemporaryDirectory(prefix="neardup-") as tmp:
+        work, out = os.path.join(tmp, "work"), os.path.join(tmp, "out")
+        os.mkdir(work)
+        os.mkdir(out)
+        report, specs = _staged_run(specs, cfg, work, out, tmp, command, t_start)
+        for spec, o in zip(specs, report["outputs"]):
+            with open_read(os.path.join(out, o["output"]), spec.compression) as fh:
+                shutil.copyfileobj(fh, stdout, 1 << 20)
+        stdout.flush()
+    return report
 
 
-def _run(specs, cfg: DedupConfig, outdir: str, tmp: str, command: str, t_start: float) -> dict:
+def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float) -> dict:
     timings = {}
     corpus = _Corpus()
     t0 = time.perf_counter()
-    values, empty, sizes, features = _read_and_sign(specs, cfg, corpus)
+    arrays = _read_and_sign(specs, cfg, corpus)
+    if cfg.id_field is not None:
+        arrays = _drop_duplicate_ids(specs, cfg, corpus, arrays)
+    values, empty, sizes, features = arrays
     timings["read_sign"] = time.perf_counter() - t0
     n_docs = len(corpus.ids)
 
@@ -474,9 +698,11 @@ def _run(specs, cfg: DedupConfig, outdir: str, tmp: str, command: str, t_start: 
 
     # -- pass 2: kept rows in each input's format --------------------------------------------------
     t0 = time.perf_counter()
+    for spec in specs:
+        check_stamp(spec)
     keep_row = np.zeros(corpus.n_rows, dtype=bool)
     keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
-    kept_dir = os.path.join(tmp, "kept")
+    kept_dir = os.path.join(out, "kept")
     os.makedirs(kept_dir)
     used: set = set()
     outputs = []
@@ -485,12 +711,12 @@ def _run(specs, cfg: DedupConfig, outdir: str, tmp: str, command: str, t_start: 
     for spec, n_rows in zip(specs, corpus.row_source):
         name = output_name(spec, used)
         written = write_kept(spec, keep_row[g:g + n_rows], os.path.join(kept_dir, name))
-        outputs.append({"input": spec.path, "format": spec.fmt, "output": os.path.join("kept", name),
+        outputs.append({"input": spec.label, "format": spec.fmt, "output": os.path.join("kept", name),
                         "rows": n_rows, "kept": written})
         g += n_rows
         bar.update(1)
     bar.close()
-    _write_clusters(os.path.join(tmp, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty)
+    _write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty)
     timings["write"] = time.perf_counter() - t0
 
     # -- report ---------------------------------------------------------------------------------------
@@ -499,17 +725,22 @@ def _run(specs, cfg: DedupConfig, outdir: str, tmp: str, command: str, t_start: 
     timings["total"] = time.perf_counter() - t_start
     removed = int(n_docs - kept_doc.sum())
     report = _report(cfg, specs, corpus, result, removed, empty, timings, samples, texts, outputs, command)
-    with open(os.path.join(tmp, "report.json"), "w", encoding="utf-8") as fh:
+    write_report(report, out, cfg.html)
+    return report
+
+
+def write_report(report: dict, folder: str, html: bool) -> None:
+    """report.json (and report.html) in ``folder``; a lone surrogate in a text, an id or a file name is
+    written as its JSON escape ``\\udXXX`` (valid JSON that reads back to the same string)."""
+    with open(os.path.join(folder, "report.json"), "w", encoding="utf-8", errors="backslashreplace") as fh:
         json.dump(report, fh, indent=2, ensure_ascii=False, default=_json_default)
         fh.write("\n")
-    if cfg.html:
+    if html:
         try:
             from ..report import write_html  # noqa: PLC0415
         except ImportError:
-            write_html = None
-        if write_html is not None:
-            write_html(report, os.path.join(tmp, "report.html"))
-    return report
+            return
+        write_html(report, os.path.join(folder, "report.html"))
 
 
 def _json_default(o):
@@ -579,8 +810,8 @@ def _clusters_jsonl_lines(corpus: _Corpus, clusters, empty):
 
 
 def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empty) -> None:
-    if cfg.clusters_format == "jsonl":
-        with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
+    if cfg.clusters_format == "jsonl":   # lone surrogates in ids → JSON escapes (see write_report)
+        with open(path, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20) as fh:
             fh.writelines(_clusters_jsonl_lines(corpus, clusters, empty))
         return
     records = _cluster_records(corpus, clusters, empty)
@@ -606,8 +837,9 @@ def _records_table(chunk: list, names, schema):
     import pyarrow as pa  # noqa: PLC0415
 
     cols = {k: [rec.get(k) for rec in chunk] for k in names}
-    for k in ("id", "cluster"):
-        cols[k] = [None if v is None else str(v) for v in cols[k]]
+    for k in ("id", "cluster"):   # Parquet strings are UTF-8: a lone surrogate is written as \\udXXX
+        cols[k] = [None if v is None else str(v).encode("utf-8", "backslashreplace").decode("utf-8")
+                   for v in cols[k]]
     return pa.table(cols, schema=schema)
 
 
@@ -625,7 +857,7 @@ def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings
         "neardup_version": __version__,
         "command": command,
         "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "inputs": [s.path for s in specs],
+        "inputs": [s.label for s in specs],
         "outputs": outputs,
         "parameters": params,
         "counts": {

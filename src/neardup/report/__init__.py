@@ -20,7 +20,8 @@ def write_html(report: dict, path) -> None:
     page = render_html(report)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        # a lone surrogate (from a JSON escape or an undecodable file name) is shown as \uXXXX
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as f:
             f.write(page)
             f.flush()
             os.fsync(f.fileno())

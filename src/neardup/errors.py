@@ -1,0 +1,32 @@
+"""The errors neardup raises for what a user can fix: one base class, so that the command line
+prints these as one line and exits non-zero, while any other exception (a bug) keeps its
+traceback.
+
+    NeardupError
+    ├── ConfigError          a parameter or a combination of them (checked before any input is read)
+    ├── InputFormatError     a row, a file or a stream that cannot be read, named by file and line/record
+    │   └── InputChangedError   an input changed between the two passes of a run
+    ├── OutputError          an output folder neardup may not or cannot write
+    └── IndexError_          (in :mod:`neardup.index`) a persistent index that cannot be used
+"""
+from __future__ import annotations
+
+
+class NeardupError(Exception):
+    """Base of every error about the user's input, output or parameters."""
+
+
+class ConfigError(NeardupError, ValueError):
+    """A parameter value, or a combination, that neardup refuses (named in the message)."""
+
+
+class InputFormatError(NeardupError, ValueError):
+    """A row or file that cannot be read, with its location (``file:line`` or ``file: row N``)."""
+
+
+class InputChangedError(InputFormatError):
+    """An input file changed while the run was reading it (pass 1 and pass 2 disagree)."""
+
+
+class OutputError(NeardupError, OSError):
+    """An output folder that neardup refuses to write into, or cannot."""

@@ -1,0 +1,310 @@
+"""Compressed streams (gzip, zstd, bz2) read to their verified end.
+
+A truncated or corrupt stream is an error of the *file*, never a short read or a bad row:
+
+* gzip — every member's CRC-32 and length trailer is checked by :mod:`gzip`; a stream cut
+  anywhere before the last trailer raises ``EOFError`` there;
+* bz2 — each block's CRC and the stream's end-of-stream marker, by :mod:`bz2`;
+* zstd — ``zstandard``'s streaming reader returns a short read when the input stops at a block
+  boundary, so frames are decoded here with a decompression object whose ``eof`` says whether
+  the frame's last block was seen: input ending inside a frame is "truncated" (frames that carry
+  a content checksum are verified by the library).
+
+Every failure of the codec (and every ``OSError`` while reading) becomes an
+:class:`~neardup.errors.InputFormatError` naming the file, so a truncated ``.gz`` never reaches the
+command line as click's bare "Aborted!" (click's answer to an ``EOFError``).
+
+The codec comes from the name (``.gz``, ``.zst``/``.zstd``, ``.bz2``). A file whose name says
+"plain" but whose first bytes are a compression magic number is refused with a hint, and input
+without a name (standard input, a pipe) is recognised by those bytes.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import zlib
+
+from ..errors import InputFormatError
+
+SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2"}
+CODEC_SUFFIX = {"gzip": ".gz", "zstd": ".zst", "bz2": ".bz2"}
+# gzip: ID1 ID2 CM=deflate; zstd: frame magic 0xFD2FB528 (little-endian); bz2: "BZh", a block size
+# digit, then the block magic π = 0x314159265359 ("1AY&SY")
+_MAGIC = (("gzip", b"\x1f\x8b\x08"), ("zstd", b"\x28\xb5\x2f\xfd"))
+_CHUNK = 1 << 17
+
+
+def split_suffix(name: str) -> tuple[str, str | None]:
+    """``("data.jsonl", "gzip")`` for ``"data.jsonl.gz"``; the codec is None for a plain name."""
+    low = name.lower()
+    for ext, codec in SUFFIXES.items():
+        if low.endswith(ext):
+            return name[: -len(ext)], codec
+    return name, None
+
+
+def sniff(head: bytes) -> str | None:
+    """The codec whose magic number starts ``head`` (None: not compressed, as far as we know)."""
+    for codec, magic in _MAGIC:
+        if head.startswith(magic):
+            return codec
+    if len(head) >= 10 and head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
+        return "bz2"
+    return None
+
+
+class _ZstdReader(io.RawIOBase):
+    """zstd frames decoded one decompression object at a time; input that ends inside a frame raises."""
+
+    def __init__(self, fh, label: str):
+        import zstandard  # noqa: PLC0415
+
+        self._fh = fh
+        self._label = label
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._in_frame = False
+        self._buf = memoryview(b"")
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out = []
+        while chunk:
+            self._in_frame = True
+            out.append(self._obj.decompress(chunk))
+            if not self._obj.eof:
+                break
+            chunk = self._obj.unused_data          # a further frame may follow in the same chunk
+            self._obj = self._dctx.decompressobj()
+            self._in_frame = False
+        return b"".join(out)
+
+    def readinto(self, b) -> int:
+        while not self._buf:
+            if self._done:
+                return 0
+            chunk = self._fh.read(_CHUNK)
+            if not chunk:
+                self._done = True
+                if self._in_frame:
+                    raise EOFError("zstd stream ended inside a frame")
+                return 0
+            self._buf = memoryview(self._feed(chunk))
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        finally:
+            super().close()
+
+
+class _Checked(io.RawIOBase):
+    """Reads of a decoder whose failures become :class:`InputFormatError` naming the file."""
+
+    def __init__(self, inner, raw, codec: str | None, label: str):
+        self._inner = inner
+        self._raw = raw           # the file under the decoder (gzip and bz2 do not close it)
+        self._read1 = getattr(inner, "read1", None) if codec in ("gzip", "bz2") else None
+        self._codec = codec
+        self._label = label
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        try:
+            if self._read1 is not None:   # one decoder step: the data before a truncation comes out first
+                data = self._read1(len(b))
+                n = len(data)
+                b[:n] = data
+            else:
+                n = self._inner.readinto(b)
+        except EOFError as exc:
+            raise InputFormatError(f"{self._label}: truncated {self._codec} stream: it ends before its "
+                                   f"end-of-stream marker ({exc}); the file is incomplete") from None
+        except (OSError, zlib.error, ValueError) as exc:
+            what = f"corrupt {self._codec} stream" if self._codec else "read error"
+            msg = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise InputFormatError(f"{self._label}: {what} ({msg})") from None
+        except Exception as exc:  # zstandard.ZstdError and other codec errors
+            raise InputFormatError(f"{self._label}: corrupt {self._codec} stream ({exc})") from None
+        return n
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            self._inner.close()
+        finally:
+            try:
+                self._raw.close()
+            finally:
+                super().close()
+
+
+class _Prefixed(io.RawIOBase):
+    """A raw stream whose first bytes were already taken (to sniff them) and are given back first:
+    pipes cannot seek back."""
+
+    def __init__(self, prefix: bytes, fh):
+        self._prefix = memoryview(prefix)
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self._prefix:
+            n = min(len(b), len(self._prefix))
+            b[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        return self._fh.readinto(b)
+
+    def read(self, size: int = -1) -> bytes:   # gzip and bz2 call read(), not readinto()
+        if self._prefix:
+            n = len(self._prefix) if size is None or size < 0 else min(size, len(self._prefix))
+            out = bytes(self._prefix[:n])
+            self._prefix = self._prefix[n:]
+            return out
+        return self._fh.read(size)
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        finally:
+            super().close()
+
+
+def _read_head(fh, n: int) -> bytes:
+    """Up to ``n`` first bytes (several reads: a pipe may deliver fewer at a time)."""
+    parts, got = [], 0
+    while got < n:
+        chunk = fh.read(n - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+class _Unclosed(io.RawIOBase):
+    """Standard input, read but never closed by us."""
+
+    def __init__(self, fh):
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        return self._fh.readinto(b)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._fh.read(size)
+
+
+def open_source(path: str):
+    """The raw bytes of a path; ``-`` is standard input (left open when the reader is closed)."""
+    if path == "-":
+        import sys  # noqa: PLC0415
+
+        return _Unclosed(sys.stdin.buffer)
+    return open(path, "rb", buffering=0)
+
+
+def open_read(path: str, codec: str | None, label: str | None = None, sniffed: bool = False) -> io.BufferedReader:
+    """A buffered binary reader of the decompressed bytes, integrity-checked to the end.
+
+    ``label`` names the input in messages (default: ``path``). ``sniffed``: the input has no name
+    to tell its codec (standard input, a pipe), so the codec is taken from its first bytes;
+    otherwise a plain name over compressed bytes (or the reverse) is an error."""
+    label = label or path
+    try:
+        raw = open_source(path)
+    except OSError as exc:
+        raise InputFormatError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    try:
+        try:
+            head = _read_head(raw, 16)
+        except OSError as exc:
+            raise InputFormatError(f"{label}: cannot read ({exc.strerror or exc})") from None
+        src = _Prefixed(head, raw)
+        found = sniff(head)
+        if sniffed:
+            codec = found
+        if codec is None:
+            if found is not None:
+                raise InputFormatError(f"{label}: the file is {found}-compressed but its name has no "
+                                       f"{CODEC_SUFFIX[found]} suffix; rename it (or pipe it through "
+                                       f"a decompressor)")
+            inner = src
+        elif not head:                      # an empty file: no rows, whatever its suffix says
+            inner = src
+        else:
+            if found != codec:
+                raise InputFormatError(f"{label}: not a {codec} stream (its name ends in "
+                                       f"{CODEC_SUFFIX[codec]}, but it starts with {head[:4]!r})")
+            if codec == "gzip":
+                inner = gzip.GzipFile(fileobj=src, mode="rb")
+            elif codec == "bz2":
+                inner = bz2.BZ2File(src, mode="rb")
+            else:
+                inner = _ZstdReader(src, label)
+    except BaseException:
+        raw.close()
+        raise
+    return io.BufferedReader(_Checked(inner, src, codec, label), buffer_size=_CHUNK)
+
+
+def open_write(path: str, codec: str | None):
+    """A binary writer compressing with ``codec``. gzip headers carry no file name and time 0, so
+    equal rows give equal bytes on every run."""
+    fh = open(path, "wb")
+    try:
+        if codec is None:
+            return fh
+        if codec == "gzip":
+            return _Closing(gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0), fh)
+        if codec == "bz2":
+            return _Closing(bz2.BZ2File(fh, mode="wb"), fh)
+        import zstandard  # noqa: PLC0415
+
+        return zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=True)
+    except BaseException:
+        fh.close()
+        raise
+
+
+class _Closing:
+    """A compressing writer that also closes the file under it."""
+
+    def __init__(self, writer, fh):
+        self._w = writer
+        self._fh = fh
+
+    def write(self, data) -> int:
+        return self._w.write(data)
+
+    def flush(self) -> None:
+        self._w.flush()
+
+    def close(self) -> None:
+        try:
+            self._w.close()
+        finally:
+            self._fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

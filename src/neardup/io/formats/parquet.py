@@ -1,0 +1,90 @@
+"""Parquet (``.parquet``): streamed by record batch through pyarrow; a null text is an empty
+document, a non-string text column is an error row, a null or NaN id is an error row. Kept rows
+are written with the input's own Arrow schema. Any error pyarrow raises (not a Parquet file, a
+corrupt page) names the file."""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import numpy as np
+
+from ...errors import InputFormatError
+from .base import Fields, Format, InputSpec, Row, check_count, id_problem
+from .delimited import check_columns
+
+
+@contextlib.contextmanager
+def _named(spec: InputSpec):
+    """pyarrow's errors (ArrowInvalid, OSError) as an InputFormatError naming the file."""
+    try:
+        yield
+    except InputFormatError:
+        raise
+    except (OSError, ValueError, TypeError, KeyError, IndexError) as exc:
+        raise InputFormatError(f"{spec.label}: cannot read as Parquet ({exc})") from None
+
+
+def open_parquet(spec: InputSpec):
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    with _named(spec):
+        return pq.ParquetFile(spec.path)
+
+
+class Parquet(Format):
+    name = "parquet"
+    suffix = ".parquet"
+
+    def read(self, spec: InputSpec, fields: Fields) -> Iterator[Row]:
+        pf = open_parquet(spec)
+        with _named(spec):
+            names = pf.schema_arrow.names
+        check_columns(spec.label, names, fields.text, fields.id, fields.key)
+        cols = list(dict.fromkeys([fields.text] + [c for c in (fields.id, fields.key) if c is not None]))
+        row_no = 0
+        batches = pf.iter_batches(columns=cols, batch_size=8192)
+        while True:
+            with _named(spec):
+                batch = next(batches, None)
+                if batch is None:
+                    return
+                data = {c: batch.column(j).to_pylist() for j, c in enumerate(cols)}
+            texts = data[fields.text]
+            ids = data.get(fields.id) if fields.id is not None else None
+            keys = data.get(fields.key) if fields.key is not None else None
+            for k, t in enumerate(texts):
+                row_no += 1
+                if t is not None and not isinstance(t, str):
+                    yield Row(row_no, None, None, error=f"{spec.label}: row {row_no}: column {fields.text!r} is not text")
+                    continue
+                rid = None
+                if ids is not None:
+                    rid = ids[k]
+                    problem = id_problem(rid)
+                    if problem is not None:
+                        yield Row(row_no, None, None, error=f"{spec.label}: row {row_no}: id column {fields.id!r} "
+                                                           f"{problem}")
+                        continue
+                yield Row(row_no, rid, "" if t is None else t, key=keys[k] if keys is not None else None)
+
+    def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
+        import pyarrow as pa  # noqa: PLC0415
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        pf = open_parquet(spec)
+        written = start = 0
+        with pq.ParquetWriter(dest, pf.schema_arrow) as w:
+            batches = pf.iter_batches(batch_size=8192)
+            while True:
+                with _named(spec):
+                    batch = next(batches, None)
+                if batch is None:
+                    break
+                m = keep[start:start + batch.num_rows]
+                start += batch.num_rows
+                if m.shape[0] == batch.num_rows and m.any():
+                    w.write_table(pa.Table.from_batches([batch.filter(pa.array(m))]))
+                    written += int(m.sum())
+        check_count(spec, keep.shape[0], start)
+        return written
