@@ -6,7 +6,6 @@ The command object is :data:`eval_cmd`; the main CLI registers it with
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 import math
@@ -15,13 +14,16 @@ import click
 import numpy as np
 
 from . import evaluate as ev
+from .errors import InputFormatError
 from .features.shingles import Shingler
-from .io.readers import InputError, iter_documents
+from .io.compression import open_read, split_suffix
+from .io.readers import iter_documents
 from .text.tokenize import TOKENIZERS
 
 FORMATS = ("auto", "pairs", "clusters")
-_TRUE = {"1", "1.0", "true", "yes", "dup", "duplicate"}
-_FALSE = {"0", "0.0", "false", "no", "nondup", "not"}
+# the documented labels only: a word such as "yes" or a grade such as "2" is refused, not guessed
+_TRUE = {"1", "1.0", "true"}
+_FALSE = {"0", "0.0", "false"}
 
 
 class _Ids:
@@ -69,19 +71,22 @@ def _label(value, where: str):
         return True
     if text in _FALSE:
         return False
-    raise click.ClickException(f"{where}: label must be 1 or 0 (or null for unjudged), got {value!r}")
+    raise click.ClickException(f"{where}: label must be 1 or 0 (true/false), or null/empty for unjudged; "
+                               f"got {value!r}")
 
 
 def _open(path: str):
+    """Text of a pairs/clusters file through the integrity-checked reader (.gz/.zst/.bz2 by name;
+    standard input by its first bytes)."""
     if path == "-":
-        return click.get_text_stream("stdin")
-    if path.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8", newline="")
+        raw = open_read("-", None, "<stdin>", sniffed=True)
+    else:
+        raw = open_read(path, split_suffix(path)[1], path)
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="")
 
 
 def _is_csv(path: str) -> bool:
-    return path.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz"))
+    return split_suffix(path)[0].lower().endswith((".csv", ".tsv"))
 
 
 def _read(path: str) -> list[tuple[str, dict]]:
@@ -91,7 +96,8 @@ def _read(path: str) -> list[tuple[str, dict]]:
     try:
         with _open(path) as fh:
             if _is_csv(path):
-                reader = csv.reader(fh, delimiter="\t" if ".tsv" in path else ",")
+                reader = csv.reader(fh, delimiter="\t" if split_suffix(path)[0].lower().endswith(".tsv") else ",",
+                                    strict=True)
                 header = None
                 for lineno, row in enumerate(reader, 1):
                     if not row or all(not c.strip() for c in row):
@@ -112,9 +118,15 @@ def _read(path: str) -> list[tuple[str, dict]]:
                         rec = json.loads(raw)
                     except ValueError as exc:
                         raise click.ClickException(f"{path}:{lineno}: malformed JSON ({exc})") from None
+                    except RecursionError:
+                        raise click.ClickException(f"{path}:{lineno}: JSON nested too deeply to parse") from None
                     if not isinstance(rec, dict):
                         raise click.ClickException(f"{path}:{lineno}: expected a JSON object")
                     out.append((f"{path}:{lineno}", rec))
+    except InputFormatError as exc:
+        raise click.ClickException(str(exc)) from None
+    except csv.Error as exc:
+        raise click.ClickException(f"{path}: malformed CSV ({exc}), near line {reader.line_num}") from None
     except OSError as exc:
         raise click.ClickException(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -176,14 +188,11 @@ def _label_array(clusters: dict[int, str], n: int) -> np.ndarray:
 
 def _corpus_truth(corpus, text_field, id_field, threshold, tokenizer, ngram, ids: _Ids):
     texts = []
-    try:
-        for doc in iter_documents([corpus], jsonl=True, text_field=text_field, id_field=id_field):
-            i = ids.add(_key(doc.id, f"{corpus}:{doc.line}"))
-            if i != len(texts):
-                raise click.ClickException(f"{corpus}:{doc.line}: id {doc.id!r} appears twice")
-            texts.append(doc.text)
-    except InputError as exc:
-        raise click.ClickException(str(exc)) from None
+    for doc in iter_documents([corpus], text_field=text_field, id_field=id_field):
+        i = ids.add(_key(doc.id, f"{corpus}:{doc.line}"))
+        if i != len(texts):
+            raise click.ClickException(f"{corpus}:{doc.line}: id {doc.id!r} appears twice")
+        texts.append(doc.text)
     feats = Shingler(tokenizer=tokenizer, ngram=ngram).features(texts)
     lo, hi, _ = ev.exact_jaccard_truth(feats, threshold)
     return len(texts), lo, hi
@@ -206,8 +215,8 @@ def _fmt(x) -> str:
                    "the listed (judged) pairs. auto: 'judged' when the file has a label-0 pair.")
 @click.option("--exact-jaccard", "exact", type=click.FloatRange(0, 1, min_open=True), default=None,
               metavar="THRESH", help="Ground truth = every corpus pair with exact Jaccard >= THRESH.")
-@click.option("--corpus", type=click.Path(dir_okay=False), default=None,
-              help="JSONL corpus for --exact-jaccard.")
+@click.option("--corpus", default=None,
+              help="Corpus for --exact-jaccard (any input dedup reads: JSONL, CSV, Parquet, text lines, a folder).")
 @click.option("--text-field", default="text", show_default=True)
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True,
@@ -227,9 +236,10 @@ def eval_cmd(predicted, labels, fmt, labels_format, scope, exact, corpus, text_f
                 "kept" and "similarity" are ignored). A document absent from the
                 file is a cluster of its own.
       pairs     JSONL {"a": ID, "b": ID, "label": 1|0} or CSV rows a,b[,label]
-                (optional header "a,b,label"). label 1 = duplicate, 0 = not,
-                null/empty = unjudged (skipped); no label means 1. Pairs are
-                unordered; repeats and self-pairs are ignored.
+                (optional header "a,b,label"). label 1 (or true) = duplicate,
+                0 (or false) = not, null/empty = unjudged (skipped); no label
+                means 1; any other label is an error. Pairs are unordered;
+                repeats and self-pairs are ignored.
     Ids are compared as text: JSON 7 and CSV "7" are the same document.
 
     \b

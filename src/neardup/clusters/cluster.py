@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._checks import as_int
 from ..kernels.clusters import bounded_components, components, pick_representatives
 
 KEEP_POLICIES = ("first", "longest", "key")
@@ -114,8 +115,7 @@ def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray, similarity_to: Callab
     if linkage == "bounded":
         if threshold is None or max_drift is None or edge_sim is None or oracle is None:
             raise ValueError("linkage='bounded' needs threshold, max_drift, edge_sim and a similarity oracle")
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
-            raise ValueError(f"sample must be a positive integer, got {sample!r}")
+        sample = as_int(sample, "sample", 1)
         order = np.lexsort((hi, lo, -np.asarray(edge_sim, dtype=np.float64)))
         o = oracle
         labels = bounded_components(n, lo, hi, order, o.kind, o.sig, o.sig.dtype.type(o.empty), o.h, o.off,

@@ -27,6 +27,8 @@ from typing import Sequence
 import numpy as np
 
 from .._arrays import sorted_unique
+from .._checks import as_int
+from ..errors import NeardupError
 from .._version import __version__
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
@@ -51,12 +53,18 @@ PROBE_TEXT = ("neardup probe: The quick brown fox jumps over the lazy dog, 01234
               "Ærøskøbing naïve café — ΑΒΓ δέλτα; 近似重复文档检测 near-duplicate detection.")
 
 
-class IndexConfigError(ValueError):
+class IndexConfigError(NeardupError, ValueError):
     """The index was built with other parameters (or another neardup) than asked for / running."""
 
 
+def _numpy_scalar(o):
+    if isinstance(o, np.generic):   # NumPy integers and floats are parameters like any other
+        return o.item()
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
 def _jsonable(obj):
-    return json.loads(json.dumps(obj, sort_keys=True))
+    return json.loads(json.dumps(obj, sort_keys=True, default=_numpy_scalar))
 
 
 class _BaseDiskIndex:
@@ -87,19 +95,23 @@ class _BaseDiskIndex:
     @classmethod
     def _create(cls, path, config: dict, exist_ok: bool, store, options: dict):
         p = Path(path)
-        if exist_ok and p.is_file() and p.stat().st_size > 0:
-            idx = cls.open(p, store=store, **options)
+        if not (exist_ok and p.is_file() and p.stat().st_size > 0):
+            proto = cls.__new__(cls)
+            proto.config, proto.path = config, p
+            proto._setup(config)
+            meta = {"config": json.dumps(config, sort_keys=True), "probe": proto._probe()}
             try:
-                idx._compare(config, "asked for")
-            except BaseException:
-                idx.close()
-                raise
-            return idx
-        proto = cls.__new__(cls)
-        proto.config, proto.path = config, p
-        proto._setup(config)
-        meta = {"config": json.dumps(config, sort_keys=True), "probe": proto._probe()}
-        return cls(store.create(p, meta, **options), config)
+                return cls(store.create(p, meta, **options), config)
+            except FileExistsError:
+                if not exist_ok:
+                    raise
+        idx = cls.open(p, store=store, **options)    # exist_ok: there is one (perhaps made meanwhile)
+        try:
+            idx._compare(config, "asked for")
+        except BaseException:
+            idx.close()
+            raise
+        return idx
 
     @classmethod
     def open(cls, path, readonly: bool = False, *, store: type[IndexStore] = SQLiteStore,
@@ -409,15 +421,14 @@ class SimHashDiskIndex(_BaseDiskIndex):
                top_n: int | None = None, seed: int = 0, *, expected_n: int | None = None,
                exist_ok: bool = False, store: type[IndexStore] = SQLiteStore,
                synchronous: str = "NORMAL") -> "SimHashDiskIndex":
-        if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= 31:
-            raise ValueError(f"max_distance must be an integer in [0, 31], got {max_distance!r}")
+        max_distance = as_int(max_distance, "max_distance", 0, 31)
         if weighting == "tfidf":
             raise ValueError("weighting='tfidf' needs a fitted IDF table, which the disk index does not store")
         hasher = SimHasher(tokenizer=tokenizer, ngram=ngram, weighting=weighting, top_n=top_n, seed=seed)
         masks, layout = _block_masks(max_distance, expected_n)
         config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
                   "max_distance": max_distance, "tokenizer": hasher.shingler.tokenizer, "ngram": int(ngram),
-                  "weighting": weighting, "top_n": top_n, "seed": int(seed), "masks": masks,
+                  "weighting": weighting, "top_n": hasher.top_n, "seed": int(seed), "masks": masks,
                   "layout": layout, "dtype": "<u8", "hasher": _jsonable(hasher.config())}
         return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
 

@@ -15,7 +15,10 @@ class as ``store=`` to ``DiskIndex.create`` / ``DiskIndex.open``.
 from __future__ import annotations
 
 import abc
+import errno
+import functools
 import os
+import secrets
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,20 +26,40 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import NeardupError
+
 APPLICATION_ID = 0x4E445849   # "NDXI" in the SQLite header: marks the file as a neardup index
 FORMAT_VERSION = 1            # PRAGMA user_version: the layout below
 SYNCHRONOUS = ("NORMAL", "FULL")
 
 
-class NotAnIndexError(ValueError):
+class NotAnIndexError(NeardupError, ValueError):
     """The file exists but is not a neardup index (or is one of an unknown format)."""
 
 
-class DuplicateKeyError(ValueError):
+class IndexStoreError(NeardupError, sqlite3.OperationalError):
+    """SQLite failed on an index file (locked too long, disk full, read-only, corrupt page); the
+    message names the file. Still a ``sqlite3.OperationalError`` for code that catches those."""
+
+
+def _named(method):
+    """SQLite's errors of a store method, raised again naming the index file."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (IndexStoreError, NotAnIndexError):
+            raise
+        except sqlite3.Error as exc:
+            raise IndexStoreError(f"{self.path}: {exc}") from exc
+    return wrapper
+
+
+class DuplicateKeyError(NeardupError, ValueError):
     """A key being added is already in the index (or twice in the batch)."""
 
 
-class ReadOnlyError(PermissionError):
+class ReadOnlyError(NeardupError, PermissionError):
     """A write on an index opened with ``readonly=True``."""
 
 
@@ -127,6 +150,25 @@ _SCHEMA = (
 )
 
 
+def _publish(tmp: str, path: Path) -> None:
+    """Give the finished file ``tmp`` its name ``path``, never replacing an index that appeared
+    meanwhile (an empty placeholder file at ``path`` is replaced)."""
+    try:
+        os.link(tmp, path)
+        return
+    except FileExistsError:
+        if path.is_file() and path.stat().st_size == 0:
+            os.replace(tmp, path)
+            return
+        raise FileExistsError(f"{path} already exists (created meanwhile by another process); open it") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+    if path.exists() and path.stat().st_size > 0:  # no hard links here: check, then rename
+        raise FileExistsError(f"{path} already exists; open it")
+    os.replace(tmp, path)
+
+
 def _not_a_database(path, exc: sqlite3.DatabaseError) -> Exception:
     """SQLITE_NOTADB ("file is not a database") means a foreign file; other errors stay as they are."""
     if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB" or "not a database" in str(exc):
@@ -170,11 +212,12 @@ class SQLiteStore(IndexStore):
 
     # -- opening --------------------------------------------------------------------------------
     @staticmethod
-    def _connect(path, mode: str, synchronous: str, timeout: float) -> sqlite3.Connection:
+    def _connect(path, mode: str, synchronous: str, timeout: float, immutable: bool = False) -> sqlite3.Connection:
         synchronous = str(synchronous).upper()
         if synchronous not in SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, got {synchronous!r}")
-        conn = sqlite3.connect(_uri(path, mode), uri=True, timeout=timeout, isolation_level=None)
+        uri = _uri(path, mode) + ("&immutable=1" if immutable else "")
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         try:
             conn.execute(f"PRAGMA synchronous={synchronous}")
             conn.execute("PRAGMA cache_size=-32768")  # 32 MiB
@@ -186,36 +229,61 @@ class SQLiteStore(IndexStore):
     @classmethod
     def create(cls, path, meta: Mapping[str, object], synchronous: str = "NORMAL",
                timeout: float = 10.0) -> "SQLiteStore":
+        """Built whole in a temporary file beside ``path``, then published with ``os.link``, which
+        fails if ``path`` exists: two processes creating one index at once get one index and one
+        ``FileExistsError`` (never a half-built file or a "table already exists")."""
         p = Path(path)
         if p.exists() and (not p.is_file() or p.stat().st_size > 0):
             raise FileExistsError(f"{p} already exists; open it, or remove it to start over")
-        conn = cls._connect(p, "rwc", synchronous, timeout)
+        tmp = str(p.parent / f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}.building")
+        try:   # mode 0o666 less the umask, as for any new file (mkstemp would make it private)
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+        except OSError as exc:
+            raise IndexStoreError(f"{p}: cannot create the index here ({exc.strerror or exc})") from None
         try:
-            if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
-                raise OSError(f"{p}: SQLite could not switch to WAL mode (network file system?)")
-            conn.execute("BEGIN IMMEDIATE")  # schema, header and meta land together or not at all
-            for stmt in _SCHEMA:
-                conn.execute(stmt)
-            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
-            conn.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
-                             [("count", 0), *((k, v) for k, v in meta.items())])
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.close()
-            raise
-        return cls(conn, p, readonly=False)
+            conn = cls._connect(tmp, "rwc", synchronous, timeout)
+            try:
+                if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
+                    raise IndexStoreError(f"{p}: SQLite could not switch to WAL mode (network file system?)")
+                conn.execute("BEGIN IMMEDIATE")  # schema, header and meta land together or not at all
+                for stmt in _SCHEMA:
+                    conn.execute(stmt)
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
+                conn.executemany("INSERT INTO meta(name, value) VALUES (?, ?)",
+                                 [("count", 0), *((k, v) for k, v in meta.items())])
+                conn.execute("COMMIT")
+            finally:
+                conn.close()     # the last connection checkpoints the WAL into the file and removes it
+            _publish(tmp, p)
+        except sqlite3.Error as exc:
+            raise IndexStoreError(f"{p}: cannot create the index ({exc})") from None
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(tmp + suffix)
+                except FileNotFoundError:
+                    pass
+        return cls.open(p, synchronous=synchronous, timeout=timeout)
 
     @classmethod
     def open(cls, path, readonly: bool = False, synchronous: str = "NORMAL",
              timeout: float = 10.0) -> "SQLiteStore":
+        """``readonly=True`` in a folder this process cannot write (so SQLite cannot make the WAL's
+        shared-memory file): the file is opened *immutable* when it has no pending WAL — a fixed
+        snapshot, as nothing can be writing it without that WAL."""
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"no index at {p}")
+        immutable = False
+        if readonly and not os.access(p.parent if str(p.parent) else ".", os.W_OK):
+            wal = Path(str(p) + "-wal")
+            if wal.exists() and wal.stat().st_size > 0 and not Path(str(p) + "-shm").exists():
+                raise IndexStoreError(f"{p}: cannot open read-only: the folder is not writable and the index has "
+                                      f"writes not yet checkpointed in {wal.name}; open it once with write access")
+            immutable = not wal.exists()
         try:
-            conn = cls._connect(p, "ro" if readonly else "rw", synchronous, timeout)
+            conn = cls._connect(p, "ro" if readonly else "rw", synchronous, timeout, immutable)
         except sqlite3.DatabaseError as exc:
             raise _not_a_database(p, exc) from None
         try:
@@ -223,7 +291,8 @@ class SQLiteStore(IndexStore):
                 app, ver = (conn.execute("PRAGMA application_id").fetchone()[0],
                             conn.execute("PRAGMA user_version").fetchone()[0])
             except sqlite3.DatabaseError as exc:
-                raise _not_a_database(p, exc) from None
+                err = _not_a_database(p, exc)
+                raise (err if isinstance(err, NotAnIndexError) else IndexStoreError(f"{p}: {exc}")) from None
             if app != APPLICATION_ID:
                 raise NotAnIndexError(f"{p} is not a neardup index (SQLite application_id {app:#x})")
             if ver != FORMAT_VERSION:
@@ -263,6 +332,7 @@ class SQLiteStore(IndexStore):
                 self._conn.execute("COMMIT")
 
     # -- writing --------------------------------------------------------------------------------
+    @_named
     def put_batch(self, keys, signatures, band_keys, banded=None, replace=False) -> None:
         keys = [check_key(k) for k in keys]
         n = len(keys)
@@ -330,11 +400,13 @@ class SQLiteStore(IndexStore):
             conn.execute("UPDATE meta SET value = value - ? WHERE name = 'count'", (gone,))
         return gone
 
+    @_named
     def delete(self, keys) -> int:
         keys = [check_key(k) for k in keys]
         with self._write() as conn:
             return self._delete(conn, keys)
 
+    @_named
     def set_meta(self, items) -> None:
         with self._write() as conn:
             conn.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", list(items.items()))
@@ -345,6 +417,7 @@ class SQLiteStore(IndexStore):
         for i in range(0, len(seq), size):
             yield seq[i:i + size]
 
+    @_named
     def candidates(self, band_keys) -> list[np.ndarray]:
         band_keys = np.asarray(band_keys, dtype=np.uint64)
         q, b = band_keys.shape
@@ -376,6 +449,7 @@ class SQLiteStore(IndexStore):
         bounds = np.searchsorted(qi, np.arange(q + 1))
         return [doc[bounds[i]:bounds[i + 1]] for i in range(q)]
 
+    @_named
     def fetch(self, ids) -> tuple[list, list[bytes]]:
         ids = [int(i) for i in ids]
         found = {}
@@ -389,17 +463,21 @@ class SQLiteStore(IndexStore):
             raise KeyError(f"no documents with ids {missing[:5]}")
         return [found[i][0] for i in ids], [found[i][1] for i in ids]
 
+    @_named
     def contains(self, key) -> bool:
         key = check_key(key)
         return self._conn.execute("SELECT 1 FROM docs WHERE key = ?", (key,)).fetchone() is not None
 
+    @_named
     def get_meta(self, name: str):
         row = self._conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         return None if row is None else row[0]
 
+    @_named
     def count(self) -> int:
         return int(self.get_meta("count"))
 
+    @_named
     def check(self) -> dict:
         """Counts and invariants read in one snapshot: ``orphans`` (band rows of no document),
         ``missing`` (documents lacking a band row their band keys name), ``extra`` (band rows of
@@ -427,6 +505,7 @@ class SQLiteStore(IndexStore):
                 pass
         return total
 
+    @_named
     def checkpoint(self) -> None:
         """Copy the WAL into the database file and truncate it (needs no active readers)."""
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

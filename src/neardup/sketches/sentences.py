@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._checks import as_int
 from ..kernels.hashing import combine
 from ..text.normalize import Normalizer, to_utf8
 from .items import hash_items
@@ -27,9 +28,7 @@ class SentenceSigner:
     """``n`` (default 3) longest sentences → one uint64 signature."""
 
     def __init__(self, n: int = 3, min_chars: int = 1, convert: str | None = None):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be a positive integer, got {n!r}")
-        self.n = n
+        self.n = as_int(n, "n", 1)
         self.min_chars = min_chars
         self._norm = Normalizer(whitespace=False, convert=convert)  # line breaks split sentences: keep them
 

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._checks import as_int
 from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, top_n_mask
 from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64, simhash_word_batch
@@ -56,8 +57,8 @@ class SimHasher:
                  top_n: int | None = None, normalizer="default", seed: int = 0):
         if weighting not in WEIGHTINGS:
             raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
-        if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1):
-            raise ValueError(f"top_n must be a positive integer or None, got {top_n!r}")
+        if top_n is not None:
+            top_n = as_int(top_n, "top_n", 1)
         self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=seed)
         self.weighting = weighting
         self.top_n = top_n

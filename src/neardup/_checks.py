@@ -1,0 +1,18 @@
+"""Checks of scalar parameters shared by the public classes: NumPy integers are integers too."""
+from __future__ import annotations
+
+import operator
+
+
+def as_int(value, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as a Python int (``int`` or any NumPy integer; ``bool`` refused), within [lo, hi]."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        bounds = f"in [{lo}, {hi}]" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
+        raise ValueError(f"{name} must be an integer {bounds}, got {value!r}")
+    return v
