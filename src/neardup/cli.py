@@ -121,6 +121,8 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
     """
     if compat and method != "simhash":
         raise click.UsageError("--compat applies to --method simhash")
+    if method == "simhash" and not compat and weighting == "tfidf" and idf is None:
+        raise click.UsageError("--weighting tfidf needs an IDF table: --idf jieba")
     if jsonl is not None:
         if input_format is not None:
             raise click.UsageError("give --input-format or --jsonl/--files, not both")

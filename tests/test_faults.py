@@ -1,0 +1,157 @@
+"""Faults of the process and the machine: a killed run's workers exit within seconds, SIGTERM cleans
+up, a full disk is one line and leaves the previous result, --workers is capped.
+
+The runs here are real processes (what a shell starts); a run is kept busy for seconds by signing a
+small corpus in one-row batches, so the kill always lands while the workers exist."""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hostile import accounted, cli, cli_proc, docs, jsonl_bytes, one_line_error, snapshot, write_jsonl
+from neardup.pipeline.dedup import DedupConfig, cpu_count, run_dedup
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+def _busy_run(tmp_path, out):
+    """A dedup process with 2 signing workers that stays busy for several seconds."""
+    src = tmp_path / "busy.jsonl"
+    src.write_bytes(jsonl_bytes([f"document {i} " + " ".join(f"w{i % 97}x{j}" for j in range(40))
+                                 for i in range(40000)]))
+    proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", str(src), "-o", str(out), "--workers", "2",
+                             "--batch-size", "1", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    workers: list[int] = []
+    while time.time() < deadline and len(workers) < 2:
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before its workers were seen: {proc.stderr.read().decode()}")
+        workers = _children(proc.pid)
+        time.sleep(0.02)
+    assert len(workers) >= 2, "workers did not start"
+    time.sleep(0.3)
+    return proc, workers
+
+
+def _all_gone(pids, seconds: float) -> bool:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(cpu_count() < 2, reason="needs 2 CPUs for 2 workers")
+def test_sigkill_of_the_run_ends_its_workers_and_the_next_run_cleans_up(tmp_path):
+    out = tmp_path / "o"
+    proc, workers = _busy_run(tmp_path, out)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    try:
+        assert _all_gone(workers, 10), "workers outlived the killed run"
+    finally:
+        for p in workers:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+    assert not (out / "report.json").exists()
+    assert [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]     # the dead run's work folder
+    src = write_jsonl(tmp_path / "small.jsonl")
+    run_dedup([str(src)], str(out), DedupConfig(workers=1, quiet=True))
+    accounted(out, 12)
+    assert not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
+
+
+@pytest.mark.skipif(cpu_count() < 2, reason="needs 2 CPUs for 2 workers")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_stops_the_workers_and_removes_the_work_folder(tmp_path, sig):
+    out = tmp_path / "o"
+    proc, workers = _busy_run(tmp_path, out)
+    os.kill(proc.pid, sig)
+    try:
+        proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    try:
+        assert _all_gone(workers, 10), "workers outlived the stopped run"
+    finally:
+        for p in workers:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr.read().decode()
+    assert os.listdir(out) == []          # nothing of the stopped run is left
+
+
+def test_workers_are_capped_at_the_usable_cpus(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl")
+    code, _, err = cli("dedup", src, "-o", tmp_path / "o", "--workers", "1000")
+    assert code == 0
+    assert f"--workers 1000 capped at {cpu_count()}" in err
+    assert DedupConfig(workers=1000).resolved().workers == cpu_count()
+
+
+def _limit_file_size(limit: int):
+    def pre():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)    # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return pre
+
+
+def test_a_write_failure_is_one_line_and_keeps_the_previous_result(tmp_path):
+    """Disk full, as the kernel reports it: every write past RLIMIT_FSIZE fails (EFBIG), so the run's
+    outputs cannot be written while the previous (smaller) result stays in place."""
+    small = write_jsonl(tmp_path / "small.jsonl")
+    out = tmp_path / "o"
+    run_dedup([str(small)], str(out), DedupConfig(workers=1, quiet=True, html=False))
+    before = snapshot(out)
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(jsonl_bytes([f"unique document number {i} " + " ".join(f"t{i}u{j}" for j in range(30))
+                                 for i in range(3000)]))
+    res = cli_proc("dedup", big, "-o", out, "--workers", "1", "--no-html", preexec_fn=_limit_file_size(200_000))
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    line = one_line_error(err)
+    assert "cannot write the outputs" in line and "File too large" in line
+    assert snapshot(out) == before
+    assert not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
+
+
+def test_a_full_disk_while_spooling_stdin_is_named(tmp_path):
+    out = tmp_path / "o"
+    data = jsonl_bytes([f"doc {i} " + "x" * 200 for i in range(2000)])
+    res = cli_proc("dedup", "-", "-o", out, "--workers", "1", input=data, preexec_fn=_limit_file_size(100_000))
+    assert res.returncode == 1
+    line = one_line_error(res.stderr.decode())
+    assert "cannot store a copy of <stdin>" in line and "File too large" in line
+    assert os.listdir(out) == []

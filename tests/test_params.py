@@ -1,0 +1,109 @@
+"""Parameters are checked before any input is read, with one line naming the parameter; flags that
+do not apply to the method are refused; extreme but valid values work (issue 13, "Tracebacks or
+unusable messages" and "Lower")."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from hostile import accounted, cli, docs, one_line_error, write_jsonl
+from neardup.errors import ConfigError
+from neardup.index.lsh import choose_params, datasketch_params, recall_params
+from neardup.pipeline.dedup import DedupConfig, run_dedup
+
+
+@pytest.fixture
+def unreadable_input(tmp_path):
+    """An input that fails as soon as it is read: a parameter error must come first."""
+    p = tmp_path / "broken.jsonl"
+    p.write_text("{broken\n", encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("k", [4096, 8192, 65536])
+def test_large_num_perm_chooses_bands_without_overflow(k):
+    b, r = recall_params(0.8, k)
+    assert b * r <= k and 1 - (1 - 0.8 ** r) ** b >= 0.99
+
+
+def test_datasketch_bands_for_large_k_are_found():
+    b, r = datasketch_params(0.8, 4096)
+    assert b * r <= 4096 and (b, r) == (163, 25)
+
+
+def test_num_perm_4096_end_to_end(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", docs(9))
+    run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(workers=1, quiet=True, num_perm=4096))
+    rep = accounted(tmp_path / "o", 9)
+    assert rep["lsh"]["b"] * rep["lsh"]["r"] <= 4096
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--threshold", "0.01"], "no (b, r) with b*r <= 128 reaches recall"),
+    (["--bands", "40"], "explicit bands need"),
+    (["--bands", "40", "--rows", "40"], "explicit bands need"),
+    (["--keep-field", "n"], "--keep-field is used only with --keep key"),
+    (["--keep", "key"], "--keep key needs --keep-field"),
+    (["--method", "simhash", "--threshold", "0.9"], "threshold (applies to --method minhash)"),
+    (["--method", "exact", "--ngram", "3"], "ngram (applies to --method minhash or simhash)"),
+    (["--method", "sentences", "--bits", "2"], "bits (applies to --method simhash)"),
+    (["--method", "minhash", "--sentences", "4"], "sentences (applies to --method sentences)"),
+    (["--method", "simhash", "--num-perm", "64"], "num_perm (applies to --method minhash)"),
+    (["--method", "exact", "--linkage", "components"], "linkage (applies to --method minhash or simhash)"),
+])
+def test_parameter_errors_come_before_reading(tmp_path, unreadable_input, args, msg):
+    code, _, err = cli("dedup", unreadable_input, "-o", tmp_path / "o", *args)
+    assert code == 2 and msg in err and "malformed JSON" not in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_api_refuses_what_the_cli_refuses():
+    with pytest.raises(ConfigError, match="threshold"):
+        DedupConfig(method="simhash", threshold=0.9).resolved()
+    with pytest.raises(ConfigError, match="scheme"):
+        DedupConfig(scheme="nope", workers=2).resolved()
+    with pytest.raises(ConfigError, match="tokenizer"):
+        DedupConfig(tokenizer="nope", workers=2).resolved()
+    with pytest.raises(ConfigError, match="metric"):
+        DedupConfig(metric="cosine").resolved()
+    with pytest.raises(ConfigError, match="num_perm"):
+        DedupConfig(num_perm=True).resolved()
+    c = DedupConfig(method="sentences").resolved()
+    assert c.resolved() == c and c.threshold is None and c.ngram is None
+
+
+def test_threshold_one_keeps_only_exact_shingle_set_matches(tmp_path):
+    base = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
+    texts = [base, base, base + " lambda", "Alpha  BETA gamma delta epsilon zeta eta theta iota kappa"]
+    src = write_jsonl(tmp_path / "in.jsonl", texts)
+    code, _, err = cli("dedup", src, "-o", tmp_path / "o", "--threshold", "1", "--workers", "1", "-q")
+    assert code == 0, err
+    recs = [json.loads(x) for x in (tmp_path / "o" / "clusters.jsonl").read_text().splitlines()]
+    assert [r["kept"] for r in recs] == [True, False, True, False]
+
+
+def test_convert_without_opencc_is_a_parameter_error(tmp_path, unreadable_input, monkeypatch):
+    from neardup.text import normalize
+
+    normalize._converter.cache_clear()
+    monkeypatch.setitem(sys.modules, "opencc", None)        # import opencc → ImportError
+    try:
+        code, _, err = cli("dedup", unreadable_input, "-o", tmp_path / "o", "--convert", "t2s", "--workers", "2")
+        assert code == 2 and "needs OpenCC" in err and "malformed JSON" not in err
+    finally:
+        normalize._converter.cache_clear()
+
+
+def test_sign_tfidf_without_idf_is_a_usage_error(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", docs(3))
+    code, _, err = cli("sign", src, "--method", "simhash", "--weighting", "tfidf")
+    assert code == 2 and "--idf" in err and "Traceback" not in err
+
+
+def test_choose_params_threshold_one_and_bounds():
+    p = choose_params(1.0, 128)
+    assert (p.b, p.r) == (1, 128)
+    with pytest.raises(ValueError):
+        choose_params(1.5, 128)
