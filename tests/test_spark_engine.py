@@ -264,3 +264,48 @@ def test_byte_order_mark_and_bad_first_line_like_local(spark, tmp_path):
     run_dedup([str(bad)], str(out / "local"), _config(on_error="skip"))
     run_spark_dedup([str(bad)], str(out / "spark"), _config(on_error="skip"), spark=spark)
     _same_outputs(out / "local", out / "spark")
+
+
+def test_io_edge_like_local(spark, tmp_path, monkeypatch):
+    """Issue 13 on Spark: duplicate ids (raise, and counted skips) and lone surrogates in ids give the
+    local engine's messages and outputs; a truncated .gz is an error of the file; a foreign OUTDIR is
+    refused untouched; stdin is spooled into the output folder's work area."""
+    from neardup.engines.spark import run_spark_dedup
+    from neardup.errors import InputFormatError, OutputError
+
+    docs = ["the same licence text about permission to copy and modify the software freely",
+            "a text about gardening and tomatoes and basil in the summer heat of the south",
+            "the same licence text about permission to copy and modify the software freely today"]
+    rows = [{"id": "a", "text": docs[0]}, {"id": "b\ud800", "text": docs[1]}, {"id": "a", "text": docs[2]},
+            {"id": 7, "text": docs[2]}]
+    src = tmp_path / "ids.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="ascii")
+    msgs = []
+    for run in (run_dedup, lambda i, o, c: run_spark_dedup(i, o, c, spark=spark)):
+        with pytest.raises(InputFormatError) as exc:
+            run([str(src)], str(tmp_path / "err"), _config(id_field="id"))
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1] and f"{src}:3: id 'a' is already the id of {src}:1" in msgs[0]
+    rep, _ = _both(spark, [src], tmp_path / "skip", id_field="id", on_error="skip")
+    assert rep["counts"]["skipped_records"] == 1 and rep["counts"]["removed"] == 1
+
+    trunc = tmp_path / "t.jsonl.gz"
+    trunc.write_bytes(gzip.compress(("".join(json.dumps({"text": d}) + "\n" for d in docs) * 50).encode())[:200])
+    with pytest.raises(InputFormatError, match="truncated gzip stream"):
+        run_spark_dedup([str(trunc)], str(tmp_path / "tr"), _config(on_error="skip"), spark=spark)
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.md").write_text("mine", encoding="utf-8")
+    with pytest.raises(OutputError, match="not a neardup run's output"):
+        run_spark_dedup([str(src)], str(mine), _config(id_field="id", on_error="skip"), spark=spark)
+    assert os.listdir(mine) == ["notes.md"]
+
+    import io
+    data = gzip.compress("".join(json.dumps({"text": d}) + "\n" for d in docs).encode())
+    for engine, out in (("local", tmp_path / "in-local"), ("spark", tmp_path / "in-spark")):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        (run_dedup if engine == "local" else lambda i, o, c: run_spark_dedup(i, o, c, spark=spark))(
+            ["-"], str(out), _config())
+    rep = _same_outputs(tmp_path / "in-local", tmp_path / "in-spark")
+    assert rep["inputs"] == ["<stdin>"] and rep["outputs"][0]["output"] == "kept/stdin.jsonl.gz"
