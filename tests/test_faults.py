@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from hostile import accounted, cli, cli_proc, docs, jsonl_bytes, one_line_error, snapshot, write_jsonl
+from hostile import accounted, cli, cli_proc, jsonl_bytes, one_line_error, snapshot, write_jsonl
 from neardup.pipeline.dedup import DedupConfig, cpu_count, run_dedup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -62,13 +62,15 @@ def _busy_run(tmp_path, out):
     return proc, workers
 
 
-def _all_gone(pids, seconds: float) -> bool:
+def _assert_all_gone(pids, seconds: float, what: str) -> None:
+    """Every pid ends within ``seconds`` (those still alive then are killed, and the test fails)."""
     deadline = time.time() + seconds
-    while time.time() < deadline:
-        if not any(_alive(p) for p in pids):
-            return True
+    while time.time() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.05)
-    return False
+    left = [p for p in pids if _alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, what
 
 
 @pytest.mark.skipif(cpu_count() < 2, reason="needs 2 CPUs for 2 workers")
@@ -77,12 +79,7 @@ def test_sigkill_of_the_run_ends_its_workers_and_the_next_run_cleans_up(tmp_path
     proc, workers = _busy_run(tmp_path, out)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
-    try:
-        assert _all_gone(workers, 10), "workers outlived the killed run"
-    finally:
-        for p in workers:
-            if _alive(p):
-                os.kill(p, signal.SIGKILL)
+    _assert_all_gone(workers, 10, "workers outlived the killed run")
     assert not (out / "report.json").exists()
     assert [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]     # the dead run's work folder
     src = write_jsonl(tmp_path / "small.jsonl")
@@ -102,12 +99,7 @@ def test_sigterm_or_ctrl_c_stops_the_workers_and_removes_the_work_folder(tmp_pat
     finally:
         if proc.poll() is None:
             proc.kill()
-    try:
-        assert _all_gone(workers, 10), "workers outlived the stopped run"
-    finally:
-        for p in workers:
-            if _alive(p):
-                os.kill(p, signal.SIGKILL)
+    _assert_all_gone(workers, 10, "workers outlived the stopped run")
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr.read().decode()
     assert os.listdir(out) == []          # nothing of the stopped run is left

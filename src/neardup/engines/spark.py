@@ -94,7 +94,7 @@ except ImportError as _exc:  # pragma: no cover
 from .._version import __version__
 from ..errors import ConfigError, InputFormatError
 from ..io.compression import split_suffix
-from ..io.formats import InputSpec, check_stamp, fmt_for_name, output_name, read_rows
+from ..io.formats import InputSpec, check_stamp, fmt_for_name, output_name, read_rows, row_place
 from ..io.outdir import StagedOutput
 from ..io.sources import expand_inputs, spool
 from ..pipeline.dedup import DedupConfig, _json_default
@@ -1166,10 +1166,8 @@ def _signed_stats(signed: DataFrame):
 
 
 def _row_place(specs, num: _Numbering, row: int) -> str:
-    """A row as the local engine names it: ``file:line`` (or ``file: row N`` for Parquet and folders)."""
-    spec = specs[_input_of(num, row)]
-    line = _line_of(specs, num, row)
-    return f"{spec.label}: row {line}" if spec.fmt in ("parquet", "dir", "file") else f"{spec.label}:{line}"
+    """A row as the local engine names it (:func:`neardup.io.formats.row_place`)."""
+    return row_place(specs[_input_of(num, row)], _line_of(specs, num, row))
 
 
 def _dup_reasons(batches, specs, num):

@@ -34,8 +34,8 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, InputFormatError, OutputError
-from ..io.formats import (InputSpec, check_format, check_stamp, format_of, line_text, output_name, parse_jsonl_line,
-                          raw_lines, read_rows, write_kept)
+from ..io.formats import (InputSpec, check_format, check_stamp, line_text, output_name, parse_jsonl_line, raw_lines,
+                          read_rows, row_place, write_kept)
 from ..io.outdir import StagedOutput, is_write_error
 from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
@@ -513,9 +513,7 @@ def _spec_of_row(specs, corpus: _Corpus, g: int):
 
 
 def _where(specs, corpus: _Corpus, d: int) -> str:
-    spec = _spec_of_row(specs, corpus, corpus.doc_row[d])
-    line = corpus.doc_line[d]
-    return f"{spec.label}: row {line}" if spec.fmt in ("parquet", "dir", "file") else f"{spec.label}:{line}"
+    return row_place(_spec_of_row(specs, corpus, corpus.doc_row[d]), corpus.doc_line[d])
 
 
 def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: _Corpus, arrays: tuple) -> tuple:

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...errors import InputFormatError
 from ..compression import split_suffix
-from .base import DirEntry, Fields, Format, InputSpec, Row, check_stamp, decode, safe_name, unique_name
+from .base import DirEntry, Fields, Format, InputSpec, Row, check_stamp, decode, row_place, safe_name, unique_name
 from .delimited import Delimited
 from .directory import Directory, list_entries
 from .document import Document
@@ -81,5 +81,6 @@ def output_name(spec: InputSpec, used: set) -> str:
 
 __all__ = ["DirEntry", "Fields", "Format", "InputSpec", "Row", "REGISTRY", "FORMATS", "InputFormatError",
            "check_format", "check_stamp", "content", "decode", "fmt_for_name", "format_of",
-           "line_text", "list_entries", "output_name", "parse_jsonl_line", "raw_lines", "read_rows", "safe_name",
+           "line_text", "list_entries", "output_name", "parse_jsonl_line", "raw_lines", "read_rows", "row_place",
+           "safe_name",
            "write_kept", "Delimited", "Directory", "Document", "JSONL", "Lines", "Parquet"]

@@ -70,6 +70,12 @@ def decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", errors="replace"), True
 
 
+def row_place(spec: InputSpec, line: int) -> str:
+    """Where a row is, as messages name it: ``file:line`` for line-based formats (CSV: the record
+    number), ``file: row N`` for Parquet, folders and whole files."""
+    return f"{spec.label}: row {line}" if spec.fmt in ("parquet", "dir", "file") else f"{spec.label}:{line}"
+
+
 def id_problem(value) -> str | None:
     """Why ``value`` cannot be a document id (None if it can): null, NaN and ±Infinity are refused
     — a null would collide with a row number, and NaN/Infinity are not JSON."""
