@@ -110,3 +110,16 @@ def test_lsh_command_shows_curve():
     assert (out["b"], out["r"]) == (16, 6) and out["p_at_threshold"] >= 0.99
     res = run_cli("lsh", "--threshold", "0.8", "--lsh", "datasketch")
     assert "b = 9 bands × r = 13 rows" in res.output
+
+
+def test_public_face_and_python_dash_m():
+    for name in neardup.__all__:
+        assert getattr(neardup, name) is not None, name
+    for err in (neardup.ConfigError, neardup.InputFormatError, neardup.InputChangedError, neardup.OutputError,
+                neardup.IndexConfigError, neardup.IndexStoreError, neardup.NotAnIndexError,
+                neardup.DuplicateKeyError, neardup.ReadOnlyError):
+        assert issubclass(err, neardup.NeardupError)
+    res = subprocess.run([sys.executable, "-m", "neardup", "--version"], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == f"neardup, version {neardup.__version__}"
+    from importlib.metadata import version
+    assert neardup.__version__ == version("neardup")

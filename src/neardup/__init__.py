@@ -19,9 +19,26 @@ from .sketches import (
     is_near,
 )
 from .text import Normalizer
+from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError
+from .index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
+from .index.lsh import LSHParams, choose_params
+from .index.simhash_index import SimHashIndex, all_pairs
+from .index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
+from .io import InputSpec, expand_inputs, iter_documents
+from .pipeline.dedup import DedupConfig, run_dedup
+from .pipeline.find import (DuplicateResult, find_equal_duplicates, find_minhash_duplicates,
+                            find_simhash_duplicates)
 
 __all__ = [
     "__version__", "Features", "IdfTable", "Shingler", "containment_pairs", "exact_jaccard",
     "exact_jaccard_pairs", "set_jaccard", "SCHEMES", "MinHash", "MinHasher", "SentenceSigner",
     "Signatures", "SimHasher", "exact_hash", "hamming", "hamming_array", "is_near", "Normalizer",
+    # running a deduplication
+    "DedupConfig", "run_dedup", "DuplicateResult", "find_minhash_duplicates", "find_simhash_duplicates",
+    "find_equal_duplicates", "LSHParams", "choose_params", "InputSpec", "expand_inputs", "iter_documents",
+    # indexes
+    "DiskIndex", "SimHashDiskIndex", "SimHashIndex", "all_pairs",
+    # errors: every error about the user's input, output or parameters is a NeardupError
+    "NeardupError", "ConfigError", "InputFormatError", "InputChangedError", "OutputError", "IndexConfigError",
+    "IndexStoreError", "NotAnIndexError", "DuplicateKeyError", "ReadOnlyError",
 ]
