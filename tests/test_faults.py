@@ -147,3 +147,53 @@ def test_a_full_disk_while_spooling_stdin_is_named(tmp_path):
     line = one_line_error(res.stderr.decode())
     assert "cannot store a copy of <stdin>" in line and "File too large" in line
     assert os.listdir(out) == []
+
+
+def _stop_run_at(tmp_path, big, sig, delay: float):
+    out = tmp_path / f"o-{sig}-{delay}"
+    proc = subprocess.Popen([sys.executable, "-m", "neardup", "dedup", str(big), "-o", str(out), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not _children(proc.pid) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)                     # signing has started
+    time.sleep(delay)
+    workers = _children(proc.pid)
+    os.kill(proc.pid, sig)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"the run did not end within 30 s of {signal.Signals(sig).name} at {delay} s")
+    _assert_all_gone(workers, 10, "workers outlived the stopped run")
+    return proc.returncode, err.decode(), out
+
+
+@pytest.mark.skipif(cpu_count() < 2, reason="needs 2 CPUs for 2 workers")
+def test_stopping_a_run_at_any_moment_ends_it_promptly(tmp_path):
+    """A run stopped while results (about 1 MB a batch) are in flight: the pool lets running batches
+    finish instead of killing a worker halfway through sending one (which left the process waiting
+    forever at exit), and the process ends with 128 + the signal."""
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(jsonl_bytes([f"document number {i} " + " ".join(f"v{(i * 7 + j) % 5000}" for j in range(60))
+                                 for i in range(150000)]))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        for delay in (0.0, 0.3, 0.7):
+            code, err, out = _stop_run_at(tmp_path, big, sig, delay)
+            if code == 0:
+                continue                         # finished before the signal: nothing to check
+            assert code == 128 + sig, err
+            assert "Traceback" not in err
+            assert not out.exists() or os.listdir(out) == []
+
+
+@pytest.mark.skipif(cpu_count() < 2, reason="needs 2 CPUs for 2 workers")
+def test_a_worker_killed_from_outside_is_one_line(tmp_path):
+    out = tmp_path / "o"
+    proc, workers = _busy_run(tmp_path, out)
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "a signing worker process died" in one_line_error(err.decode())
+    _assert_all_gone(workers, 10, "the other worker outlived the failed run")
+    assert os.listdir(out) == []

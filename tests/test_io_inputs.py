@@ -423,3 +423,70 @@ def test_eval_refuses_undocumented_labels_and_reads_gzip_checked(tmp_path):
     gz.write_bytes(gzip.compress(pred.read_bytes() * 200)[:40])
     code, _, err = cli("eval", gz, "--labels", lab)
     assert code == 1 and f"{gz}: truncated gzip stream" in one_line_error(err)
+
+
+@pytest.mark.parametrize("tail", [b"GARBAGE-NOT-BZ2", "damaged-second-stream"])
+def test_bz2_trailing_bytes_are_never_ignored(tmp_path, tail):
+    first = bz2.compress(jsonl_bytes(docs(40)))
+    if tail == "damaged-second-stream":
+        second = bytearray(bz2.compress(jsonl_bytes(docs(5))))
+        second[0] = ord("X")
+        tail = bytes(second)
+    p = tmp_path / "a.jsonl.bz2"
+    p.write_bytes(first + tail)
+    code, _, err = cli("dedup", p, "-o", tmp_path / "o", "--on-error", "skip")
+    assert code == 1 and f"{p}: corrupt bz2 stream" in one_line_error(err)
+    assert not (tmp_path / "o" / "report.json").exists()
+    p.write_bytes(first + bz2.compress(jsonl_bytes(docs(5))))     # two whole streams are one input
+    run_dedup([str(p)], str(tmp_path / "ok"), cfg())
+    accounted(tmp_path / "ok", 45)
+
+
+def test_closed_stdout_is_one_line(tmp_path):
+    p = write_jsonl(tmp_path / "in.jsonl")
+    for args in (["dedup", p, "-o", "-"], ["sign", p]):
+        res = subprocess.run([sys.executable, "-m", "neardup", *map(str, args)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, timeout=120, preexec_fn=lambda: os.close(1))
+        assert res.returncode == 1 and "standard output is closed" in one_line_error(res.stderr.decode())
+
+
+def test_keep_key_values_must_be_numbers_named_by_row(tmp_path):
+    p = tmp_path / "k.jsonl"
+    same = docs(3)[0]
+    p.write_text("".join(json.dumps({"text": same, "n": v}) + "\n" for v in [3, "abc", 5, "NaN", True, None, "7.5"]),
+                 encoding="utf-8")
+    code, _, err = cli("dedup", p, "--keep", "key", "--keep-field", "n", "-o", tmp_path / "o")
+    assert code == 1 and f"{p}:2: keep field 'n' is 'abc', not a number" in one_line_error(err)
+    run_dedup([str(p)], str(tmp_path / "s"), cfg(keep="key", keep_field="n", on_error="skip"))
+    rep = accounted(tmp_path / "s", 7)
+    assert [s["line"] for s in rep["skipped"]] == [2, 4, 5]
+    assert "is NaN" in rep["skipped"][1]["reason"] and "is true" in rep["skipped"][2]["reason"]
+    kept = [r for r in clusters(tmp_path / "s") if r["kept"]]
+    assert [r["row"] for r in kept] == [6]                  # "7.5" is the largest number; null is −∞
+    c = tmp_path / "k.csv"
+    c.write_text(f"text,n\n{same},3\n{same},\n", encoding="utf-8")
+    code, _, err = cli("dedup", c, "--keep", "key", "--keep-field", "n", "-o", tmp_path / "c")
+    assert code == 1 and f"{c}:3: keep field 'n' is empty, not a number" in one_line_error(err)
+    pq.write_table(pa.table({"text": [same, same], "n": ["1", "x"]}), tmp_path / "k.parquet")
+    code, _, err = cli("dedup", tmp_path / "k.parquet", "--keep", "key", "--keep-field", "n", "-o", tmp_path / "q")
+    assert code == 1 and "k.parquet: row 2: keep field 'n' is 'x', not a number" in one_line_error(err)
+
+
+def test_ids_that_read_alike_in_clusters_parquet_are_refused(tmp_path):
+    p = tmp_path / "a.jsonl"
+    t = docs(4)
+    p.write_text("".join(json.dumps({"id": i, "text": t[k]}) + "\n" for k, i in enumerate([1, "2", 2, 3])))
+    code, _, err = cli("dedup", p, "--id-field", "id", "--format", "parquet", "-o", tmp_path / "o")
+    line = one_line_error(err)
+    assert code == 1 and f"{p}:3: id 2 and the id '2' of {p}:2" in line and "--format jsonl" in line
+    run_dedup([str(p)], str(tmp_path / "j"), cfg(id_field="id"))      # JSONL keeps them apart
+    accounted(tmp_path / "j", 4)
+
+
+def test_eval_refuses_nan_ids(tmp_path):
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text('{"id": NaN, "cluster": 1}\n{"id": 2, "cluster": 1}\n', encoding="utf-8")
+    lab = tmp_path / "lab.jsonl"
+    lab.write_text('{"a": 1, "b": 2, "label": 1}\n', encoding="utf-8")
+    code, _, err = cli("eval", pred, "--labels", lab)
+    assert code == 1 and f"{pred}:1: id is nan" in one_line_error(err)

@@ -150,10 +150,11 @@ def test_stale_work_folders_of_a_dead_run_are_removed(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl")
     o = tmp_path / "o"
     run_dedup([str(src)], str(o), cfg())
-    stale = o / ".neardup-tmp-dead1234"
+    stale = o / ".neardup-tmp-dead1234"          # as a killed run leaves it: marked as a work folder
     (stale / "out").mkdir(parents=True)
+    (stale / ".neardup-work").write_text("work folder")
     (stale / "out" / "report.json").write_text("{}")
-    (o / ".neardup-old-dead5678").mkdir()
+    (o / ".neardup-old-dead5678").mkdir()        # empty: killed between making and marking it
     run_dedup([str(src)], str(o), cfg())
     assert not [p for p in os.listdir(o) if p.startswith((".neardup-tmp", ".neardup-old"))]
 
@@ -241,3 +242,33 @@ def test_outputs_appear_only_after_success(tmp_path, monkeypatch):
     run_dedup([str(src)], str(o), cfg())
     assert [n for n in seen["listing"] if not n.startswith(".neardup-tmp")] == []
     assert (o / "report.json").exists()
+
+
+@pytest.mark.parametrize("name", [".neardup-tmp-mybackup", ".neardup-old-photos"])
+def test_user_folders_named_like_work_folders_are_never_deleted(tmp_path, name):
+    src = write_jsonl(tmp_path / "in.jsonl")
+    o = tmp_path / "o"
+    (o / name).mkdir(parents=True)
+    (o / name / "precious.txt").write_text("keep", encoding="utf-8")
+    before = snapshot(o)
+    code, _, err = cli("dedup", src, "-o", o)
+    assert code == 1 and name in one_line_error(err)
+    assert snapshot(o) == before
+
+
+def test_an_input_folder_reaching_outdir_through_a_link_is_refused(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    for i, t in enumerate(docs(4)):
+        (data / f"f{i}.txt").write_text(t, encoding="utf-8")
+    o = tmp_path / "out"
+    run_dedup([str(data)], str(o), cfg())
+    before = snapshot(o)
+    os.symlink("../out", data / "outlink")
+    code, _, err = cli("dedup", data, "-o", o)
+    assert code == 1 and "through a symbolic link" in one_line_error(err)
+    assert snapshot(o) == before
+    os.remove(data / "outlink")
+    os.symlink(tmp_path, data / "up")            # a link to a folder above OUTDIR reaches it too
+    code, _, err = cli("dedup", data, "-o", o)
+    assert code == 1 and "through a symbolic link" in one_line_error(err)

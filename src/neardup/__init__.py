@@ -19,7 +19,7 @@ from .sketches import (
     is_near,
 )
 from .text import Normalizer
-from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError
+from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError, WorkerError
 from .index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
 from .index.lsh import LSHParams, choose_params
 from .index.simhash_index import SimHashIndex, all_pairs
@@ -39,6 +39,7 @@ __all__ = [
     # indexes
     "DiskIndex", "SimHashDiskIndex", "SimHashIndex", "all_pairs",
     # errors: every error about the user's input, output or parameters is a NeardupError
-    "NeardupError", "ConfigError", "InputFormatError", "InputChangedError", "OutputError", "IndexConfigError",
+    "NeardupError", "ConfigError", "InputFormatError", "InputChangedError", "OutputError", "WorkerError",
+    "IndexConfigError",
     "IndexStoreError", "NotAnIndexError", "DuplicateKeyError", "ReadOnlyError",
 ]

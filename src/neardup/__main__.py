@@ -1,5 +1,5 @@
 """``python -m neardup``: the command line."""
-from neardup.cli import main
+from neardup.cli import entry
 
 if __name__ == "__main__":  # pragma: no cover
-    main(prog_name="neardup")
+    entry()

@@ -1,10 +1,12 @@
 """Command line: ``neardup sign`` (documents → signatures as JSON lines)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sys
+import tempfile
 import time
 
 import click
@@ -29,11 +31,17 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         def on_term(signum, frame):
+            global _INTERRUPTED
+            _INTERRUPTED = signum
             raise SystemExit(128 + signum)
 
+        global _INTERRUPTED
         with _signal(signal.SIGTERM, on_term):
             try:
                 return super().invoke(ctx)
+            except KeyboardInterrupt:
+                _INTERRUPTED = signal.SIGINT
+                raise
             except NeardupError as exc:
                 raise click.ClickException(str(exc)) from None
             except BrokenPipeError:        # `neardup … | head`: the reader left, not an error of ours
@@ -42,6 +50,24 @@ class _Group(click.Group):
             except OSError as exc:
                 where = f"{exc.filename}: " if exc.filename else ""
                 raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+
+
+_INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+def entry() -> None:
+    """The console script (and ``python -m neardup``): :func:`main`; after Ctrl-C or SIGTERM, once
+    the run has cleaned up (work folder removed, workers stopped), the process ends at once with
+    128 + the signal's number, never waiting on a thread of an abandoned worker pool."""
+    try:
+        main(prog_name="neardup")
+    except SystemExit:
+        if not _INTERRUPTED:
+            raise
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(128 + int(_INTERRUPTED))
 
 
 def _silence_stdout() -> None:
@@ -67,6 +93,40 @@ class _signal:
     def __exit__(self, *exc):
         if self.old is not None:
             signal.signal(self.sig, self.old)
+
+
+@contextlib.contextmanager
+def _output_file(path: str):
+    """Standard output for ``-``; otherwise a temporary file beside ``path`` that replaces it only
+    when the block ends without an error (a failed run leaves the previous file as it was)."""
+    if path == "-":
+        if sys.stdout is None or getattr(sys.stdout, "closed", False):
+            raise click.ClickException("standard output is closed; give -o FILE")
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    if os.path.isdir(path):
+        raise click.ClickException(f"{path}: is a folder; -o needs a file")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot write here ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @click.group(cls=_Group)
@@ -109,7 +169,7 @@ def _simhash_compat_signer(compat: str, top_n: int | None):
 @click.option("--id-field", default=None, help="Field holding the document id (default: file:line).")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
-@click.option("-o", "--output", type=click.File("wb", atomic=True), default="-",
+@click.option("-o", "--output", default="-", metavar="FILE",
               help="Output file (default: stdout; a file is replaced only when the command succeeds).")
 @click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
 def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, idf, top_n, compat, n_sentences,
@@ -152,18 +212,18 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
     start = time.perf_counter()
     docs = iter_documents(inputs, fmt=input_format, text_field=text_field, id_field=id_field, on_error=on_error,
                           skipped=skipped)
-    for batch in batched(docs, batch_size):
-        texts = [d.text for d in batch]
-        sigs = sign_batch(texts)
-        # a lone surrogate in an id becomes its JSON escape (valid JSON that reads back the same)
-        output.write(b"".join((json.dumps({"id": d.id, key: s}, ensure_ascii=False) + "\n")
-                              .encode("utf-8", "backslashreplace") for d, s in zip(batch, sigs)))
-        if summary:
-            distinct.update(tuple(s) if isinstance(s, list) else s for s in sigs)
-        count += len(batch)
-        if summary:
-            n_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
-    output.flush()
+    with _output_file(output) as out:
+        for batch in batched(docs, batch_size):
+            texts = [d.text for d in batch]
+            sigs = sign_batch(texts)
+            # a lone surrogate in an id becomes its JSON escape (valid JSON that reads back the same)
+            out.write(b"".join((json.dumps({"id": d.id, key: s}, ensure_ascii=False) + "\n")
+                               .encode("utf-8", "backslashreplace") for d, s in zip(batch, sigs)))
+            if summary:
+                distinct.update(tuple(s) if isinstance(s, list) else s for s in sigs)
+            count += len(batch)
+            if summary:
+                n_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
     if summary:
         secs = time.perf_counter() - start
         click.echo(f"neardup sign --method {method}: {count} documents, {n_bytes / 1e6:.2f} MB in {secs:.2f} s "
@@ -399,4 +459,4 @@ main.add_command(eval_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

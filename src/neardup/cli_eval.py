@@ -17,6 +17,7 @@ from . import evaluate as ev
 from .errors import InputFormatError
 from .features.shingles import Shingler
 from .io.compression import open_read, split_suffix
+from .io.formats.base import id_problem
 from .io.readers import iter_documents
 from .text.tokenize import TOKENIZERS
 
@@ -43,8 +44,9 @@ class _Ids:
 
 
 def _key(value, where: str) -> str:
-    if value is None:
-        raise click.ClickException(f"{where}: id is null")
+    problem = id_problem(value)
+    if problem is not None:
+        raise click.ClickException(f"{where}: id {problem}")
     if isinstance(value, str):
         return value
     if isinstance(value, bool):

@@ -7,6 +7,7 @@ traceback.
     ├── InputFormatError     a row, a file or a stream that cannot be read, named by file and line/record
     │   └── InputChangedError   an input changed between the two passes of a run
     ├── OutputError          an output folder neardup may not or cannot write
+    ├── WorkerError          a worker process died (a signal, the system out of memory)
     └── IndexError_          (in :mod:`neardup.index`) a persistent index that cannot be used
 """
 from __future__ import annotations
@@ -30,3 +31,8 @@ class InputChangedError(InputFormatError):
 
 class OutputError(NeardupError, OSError):
     """An output folder that neardup refuses to write into, or cannot."""
+
+
+class WorkerError(NeardupError, RuntimeError):
+    """A worker process died before finishing its batch (killed by a signal or by the system for
+    lack of memory); the run stops and writes nothing."""

@@ -68,7 +68,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 import re
 import shutil
@@ -188,11 +187,10 @@ def _utf8(texts: list) -> list:
 
 
 def _key_value(k):
-    """(value, error) of a keep-policy key as the local engine converts it."""
-    try:
-        return (float(k) if k is not None else -math.inf), None
-    except (TypeError, ValueError) as exc:
-        return None, str(exc)
+    """(value, problem) of a keep-policy key, by the readers' rule (:func:`neardup.io.formats.base.keep_value`)."""
+    from ..io.formats.base import keep_value  # noqa: PLC0415
+
+    return keep_value(k)
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -238,14 +236,25 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
     tcol = _column(batch, "t").to_pylist()
     icol = _column(batch, "i").to_pylist() if id_field is not None else None
     kcol = _column(batch, "k").to_pylist() if keyed else None
-    for j, t in enumerate(tcol):
+    from ..io.formats.base import id_problem, key_problem  # noqa: PLC0415
+
+    for j, t in enumerate(tcol):   # the local Parquet reader's rules, in its order
+        where = f"{spec.label}: row {int(rows[j]) - start + 1}"
         if t is not None and not isinstance(t, str):
-            errs[j] = f"{spec.label}: row {int(rows[j]) - start + 1}: column {text_field!r} is not text"
+            errs[j] = f"{where}: column {text_field!r} is not text"
             continue
+        if icol is not None:
+            problem = id_problem(icol[j])
+            if problem is not None:
+                errs[j] = f"{where}: id column {id_field!r} {problem}"
+                continue
+        if keyed:
+            keyv[j], problem = _key_value(kcol[j])
+            if problem is not None:
+                errs[j] = key_problem(where, key_field, problem)
+                continue
         texts[j] = "" if t is None else t
         ids[j] = _dump_id(icol[j]) if icol is not None else None
-        if keyed:
-            keyv[j], kerr[j] = _key_value(kcol[j])
     return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
 
 
@@ -1182,6 +1191,32 @@ def _dup_reasons(batches, specs, num):
                                          names=["row", "dup_err"])
 
 
+def _id_texts(batches):
+    """mapInArrow: (row, id JSON) → (row, id JSON, the id's text in clusters.parquet)."""
+    from ..pipeline.dedup import parquet_id_text  # noqa: PLC0415
+
+    for batch in batches:
+        ids = _column(batch, "id").to_pylist()
+        yield pa.RecordBatch.from_arrays([_column(batch, "row"), pa.array(ids, pa.string()),
+                                          pa.array([parquet_id_text(json.loads(i)) for i in ids], pa.string())],
+                                         names=["row", "id", "text"])
+
+
+def _check_parquet_ids(signed: DataFrame, specs, num: _Numbering) -> None:
+    """The local engine's :func:`~neardup.pipeline.dedup.check_parquet_ids`: the first row whose id
+    has the text of an earlier row's different id is refused, naming both rows."""
+    texts = signed.filter(F.col("err").isNull()).select("row", "id").mapInArrow(_id_texts,
+                                                                                 "row long, id string, text string")
+    w = Window.partitionBy("text").orderBy("row").rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    clash = (texts.select("row", "id", "text", F.first("id").over(w).alias("id0"), F.min("row").over(w).alias("r0"))
+             .filter(F.col("id") != F.col("id0")).orderBy("row").first())
+    if clash is not None:
+        from ..pipeline.dedup import check_parquet_ids  # noqa: PLC0415
+
+        check_parquet_ids([json.loads(clash["id0"]), json.loads(clash["id"])],
+                          lambda k: _row_place(specs, num, (clash["r0"], clash["row"])[k]))
+
+
 def _mark_duplicate_ids(signed: DataFrame, specs, num: _Numbering, cfg: DedupConfig):
     """Ids must name one row each (the local rule): a repeated id raises naming both rows, or with
     ``--on-error skip`` the later rows become skipped rows. Returns the marked, persisted table (or
@@ -1227,6 +1262,8 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         removed = found.assign.filter(F.col("row") != F.col("rep")).persist(StorageLevel.MEMORY_AND_DISK)
         n_removed = removed.count()
         parts = _join(out, "_spark") if local is not None else out
+        if cfg.clusters_format == "parquet":
+            _check_parquet_ids(signed, specs, num)
         kept_dir = _join(out, "kept")
         if local is not None:
             for spec in specs:           # pass 2 re-reads the inputs: they must be as pass 1 saw them

@@ -4,11 +4,12 @@ A truncated or corrupt stream is an error of the *file*, never a short read or a
 
 * gzip — every member's CRC-32 and length trailer is checked by :mod:`gzip`; a stream cut
   anywhere before the last trailer raises ``EOFError`` there;
-* bz2 — each block's CRC and the stream's end-of-stream marker, by :mod:`bz2`;
-* zstd — ``zstandard``'s streaming reader returns a short read when the input stops at a block
-  boundary, so frames are decoded here with a decompression object whose ``eof`` says whether
-  the frame's last block was seen: input ending inside a frame is "truncated" (frames that carry
-  a content checksum are verified by the library).
+* bz2 and zstd — decoded here one stream (frame) at a time with a decompression object whose
+  ``eof`` says whether the stream's end marker was seen: input ending inside a stream is
+  "truncated", and bytes after a stream that do not start a valid next one are "corrupt" (the
+  :mod:`bz2` module would ignore such trailing bytes, and ``zstandard``'s streaming reader
+  returns a short read when the input stops at a block boundary). bz2 checks each block's CRC;
+  zstd frames that carry a content checksum are verified by the library.
 
 Every failure of the codec (and every ``OSError`` while reading) becomes an
 :class:`~neardup.errors.InputFormatError` naming the file, so a truncated ``.gz`` never reaches the
@@ -54,16 +55,15 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
-class _ZstdReader(io.RawIOBase):
-    """zstd frames decoded one decompression object at a time; input that ends inside a frame raises."""
+class _StreamReader(io.RawIOBase):
+    """Concatenated compressed streams (zstd frames, bz2 streams) decoded one decompression object
+    at a time: input that ends inside a stream raises ``EOFError``; the decoder raises on bytes
+    that do not start a valid stream."""
 
-    def __init__(self, fh, label: str):
-        import zstandard  # noqa: PLC0415
-
+    def __init__(self, fh, new_decoder):
         self._fh = fh
-        self._label = label
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
+        self._new = new_decoder
+        self._obj = new_decoder()
         self._in_frame = False
         self._buf = memoryview(b"")
         self._done = False
@@ -79,7 +79,7 @@ class _ZstdReader(io.RawIOBase):
             if not self._obj.eof:
                 break
             chunk = self._obj.unused_data          # a further frame may follow in the same chunk
-            self._obj = self._dctx.decompressobj()
+            self._obj = self._new()
             self._in_frame = False
         return b"".join(out)
 
@@ -91,7 +91,7 @@ class _ZstdReader(io.RawIOBase):
             if not chunk:
                 self._done = True
                 if self._in_frame:
-                    raise EOFError("zstd stream ended inside a frame")
+                    raise EOFError("the input ended inside a compressed stream")
                 return 0
             self._buf = memoryview(self._feed(chunk))
         n = min(len(b), len(self._buf))
@@ -112,7 +112,7 @@ class _Checked(io.RawIOBase):
     def __init__(self, inner, raw, codec: str | None, label: str):
         self._inner = inner
         self._raw = raw           # the file under the decoder (gzip and bz2 do not close it)
-        self._read1 = getattr(inner, "read1", None) if codec in ("gzip", "bz2") else None
+        self._read1 = getattr(inner, "read1", None) if codec == "gzip" else None
         self._codec = codec
         self._label = label
 
@@ -256,9 +256,11 @@ def open_read(path: str, codec: str | None, label: str | None = None, sniffed: b
             if codec == "gzip":
                 inner = gzip.GzipFile(fileobj=src, mode="rb")
             elif codec == "bz2":
-                inner = bz2.BZ2File(src, mode="rb")
+                inner = _StreamReader(src, bz2.BZ2Decompressor)
             else:
-                inner = _ZstdReader(src, label)
+                import zstandard  # noqa: PLC0415
+
+                inner = _StreamReader(src, zstandard.ZstdDecompressor().decompressobj)
     except BaseException:
         raw.close()
         raise

@@ -13,8 +13,10 @@ puts it in place. The rules:
   any file not listed, makes the folder foreign: the user's file is named and nothing is touched.
 * **One writer at a time**: the run holds an exclusive ``flock`` on OUTDIR itself while it works;
   a second run into the same folder is refused. Work folders (``.neardup-tmp-*``) and the
-  previous outputs set aside during a commit (``.neardup-old-*``) that are present while the
-  lock is free belong to a run that died: they are removed.
+  previous outputs set aside during a commit (``.neardup-old-*``) carry a marker file
+  (``.neardup-work``) from the moment they are made; present while the lock is free, they
+  belong to a run that died and are removed. A folder with such a name but no marker (and not
+  empty) is the user's, and makes OUTDIR foreign like any other file.
 * **Replaced as one unit, only on success**: until :meth:`commit`, the previous run's outputs are
   untouched, so a failed or interrupted run leaves them whole. The commit (renames on one file
   system, milliseconds) writes a manifest covering old and new files, sets the old outputs
@@ -39,7 +41,21 @@ from ..errors import OutputError
 MANIFEST = ".neardup-manifest.json"
 TMP_PREFIX = ".neardup-tmp-"
 OLD_PREFIX = ".neardup-old-"
+MARK = ".neardup-work"       # inside each work folder: what makes a folder with our prefix ours
 FINAL = "report.json"        # its presence marks a finished run: moved in last, set aside first
+# descriptors holding an OUTDIR lock in this process: a forked worker closes them (flock belongs to
+# the open file, which a fork shares), so the lock lives exactly as long as the run's own process
+HELD_LOCKS: set[int] = set()
+
+
+def release_inherited_locks() -> None:
+    """In a process forked from a run (a signing worker): close its copies of the lock descriptors."""
+    for fd in list(HELD_LOCKS):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    HELD_LOCKS.clear()
 
 
 def _msg(exc: OSError) -> str:
@@ -77,6 +93,10 @@ def check_outdir_path(outdir: str, inputs=()) -> str:
         if _is_within(src, real):
             raise OutputError(f"{outdir}: contains the input {spec.label}, which the run's outputs could "
                               "replace; choose another output folder")
+        for link in getattr(spec, "links", ()):
+            if _is_within(link, real) or _is_within(real, link):
+                raise OutputError(f"{outdir}: the input folder {spec.label} reaches it through a symbolic link "
+                                  f"(to {link}); the outputs would become input rows; choose another folder")
     return os.path.abspath(outdir)
 
 
@@ -126,6 +146,25 @@ def manifest_of(folder: str) -> dict:
     return {"files": files, "dirs": dirs}
 
 
+def _ours(path: str) -> bool:
+    """A work or set-aside folder this tool made: it has the marker, or is empty (a run killed
+    between making the folder and marking it)."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return False
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return not names or MARK in names
+
+
+def _make_work_folder(outdir: str, prefix: str) -> str:
+    path = tempfile.mkdtemp(prefix=prefix, dir=outdir)
+    with open(os.path.join(path, MARK), "w", encoding="utf-8") as fh:
+        fh.write(f"neardup {__version__} work folder of process {os.getpid()}\n")
+    return path
+
+
 def foreign_entries(outdir: str, manifest: dict | None) -> list[str]:
     """What in ``outdir`` neardup did not write (or that changed since): relative paths."""
     files = (manifest or {}).get("files", {})
@@ -134,9 +173,9 @@ def foreign_entries(outdir: str, manifest: dict | None) -> list[str]:
     with os.scandir(outdir) as it:
         top = sorted(e.name for e in it)
     for name in top:
-        if name == MANIFEST or name.startswith((TMP_PREFIX, OLD_PREFIX)):
-            continue
         path = os.path.join(outdir, name)
+        if name == MANIFEST or (name.startswith((TMP_PREFIX, OLD_PREFIX)) and _ours(path)):
+            continue
         if os.path.isdir(path) and not os.path.islink(path):
             if name not in dirs:
                 out.append(name + "/")
@@ -177,7 +216,7 @@ class StagedOutput:
                 raise OutputError(f"{self.label}: holds {what} ({shown}); nothing was touched — choose a new or "
                                   "empty folder, or move them away")
             try:
-                self.tmp = tempfile.mkdtemp(prefix=TMP_PREFIX, dir=self.outdir)
+                self.tmp = _make_work_folder(self.outdir, TMP_PREFIX)
             except OSError as exc:
                 raise OutputError(f"{self.label}: cannot write in the output folder ({_msg(exc)})") from None
             self.out = os.path.join(self.tmp, "out")
@@ -200,6 +239,7 @@ class StagedOutput:
             raise OutputError(f"{self.label}: cannot open the output folder ({_msg(exc)})") from None
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            HELD_LOCKS.add(self._fd)
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise OutputError(f"{self.label}: another neardup run is writing to this folder; wait for it "
@@ -211,10 +251,9 @@ class StagedOutput:
         if self._fd is None:
             return
         for name in os.listdir(self.outdir):
-            if name.startswith((TMP_PREFIX, OLD_PREFIX)):
-                path = os.path.join(self.outdir, name)
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
+            path = os.path.join(self.outdir, name)
+            if name.startswith((TMP_PREFIX, OLD_PREFIX)) and _ours(path):
+                shutil.rmtree(path, ignore_errors=True)
 
     # -- committing ---------------------------------------------------------------------------
     def commit(self) -> None:
@@ -227,7 +266,7 @@ class StagedOutput:
         try:
             both = {k: old["files"].get(k, []) + new["files"].get(k, []) for k in {*old["files"], *new["files"]}}
             self._write_manifest({"files": both, "dirs": sorted(set(old["dirs"]) | set(new["dirs"]))})
-            aside = tempfile.mkdtemp(prefix=OLD_PREFIX, dir=self.outdir)
+            aside = _make_work_folder(self.outdir, OLD_PREFIX)
             for name in old_top:
                 path = os.path.join(self.outdir, name)
                 if os.path.lexists(path):
@@ -256,6 +295,7 @@ class StagedOutput:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
         if self._fd is not None:
+            HELD_LOCKS.discard(self._fd)
             os.close(self._fd)     # releases the lock
             self._fd = None
 

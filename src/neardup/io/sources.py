@@ -74,7 +74,8 @@ def _spec(path: str, fmt: str | None) -> InputSpec:
             raise InputFormatError(f"{path}: is a folder; --input-format {fmt} reads files")
         if not os.access(path, os.R_OK | os.X_OK):
             raise InputFormatError(f"{path}: cannot read this folder (permission denied)")
-        return InputSpec(path, "dir", None, path, entries=list_entries(path))
+        entries, links = list_entries(path)
+        return InputSpec(path, "dir", None, path, entries=entries, links=links)
     if fmt == "dir":
         raise InputFormatError(f"{path}: --input-format dir needs a folder")
     codec = split_suffix(path)[1]

@@ -27,16 +27,17 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 
 import numpy as np
 
 from .._version import __version__
-from ..errors import ConfigError, InputFormatError, OutputError
+from ..errors import ConfigError, InputFormatError, OutputError, WorkerError
 from ..io.formats import (InputSpec, check_format, check_stamp, line_text, output_name, parse_jsonl_line, raw_lines,
                           read_rows, row_place, write_kept)
-from ..io.outdir import StagedOutput, is_write_error
+from ..io.outdir import StagedOutput, is_write_error, release_inherited_locks
 from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
 
@@ -267,7 +268,11 @@ def _die_with_parent(parent: int) -> None:
 def _worker_init(cfg_dict: dict, parent: int) -> None:
     global _SIGNER, _CFG
     _die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the parent's to handle
+    release_inherited_locks()
+    # Ctrl-C and SIGTERM are the parent's to handle: it lets running batches finish (a worker
+    # stopped halfway through sending a result would leave the pool's reader waiting forever)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _CFG = DedupConfig(**cfg_dict)
     _SIGNER = _make_signer(_CFG)
 
@@ -455,15 +460,24 @@ def _worker_pool(cfg: DedupConfig):
                                initargs=(asdict(cfg), os.getpid()))
     try:
         yield pool
-    except BaseException:
+    except BaseException as exc:
+        # queued batches are dropped; running ones finish and are sent whole, then the workers exit.
+        # Only a worker still busy after 10 s is killed (a kill halfway through sending a result
+        # would leave the pool's reader thread waiting forever)
         procs = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + 10.0
         for p in procs:
             with contextlib.suppress(Exception):
-                p.kill()
+                p.join(max(0.0, deadline - time.monotonic()))
         for p in procs:
             with contextlib.suppress(Exception):
-                p.join(5)
+                if p.is_alive():
+                    p.kill()
+                    p.join(1)
+        if isinstance(exc, BrokenProcessPool):
+            raise WorkerError("a signing worker process died (killed by a signal, or by the system for lack of "
+                              "memory: try fewer --workers or a smaller --batch-size); nothing was written") from None
         raise
     pool.shutdown(wait=True)
 
@@ -549,11 +563,8 @@ def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: _Corpus, arrays: tuple)
 def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus) -> DuplicateResult:
     lengths = np.asarray(corpus.lengths, dtype=np.int64)
     keys = None
-    if cfg.keep == "key":
-        try:
-            keys = np.asarray([float(k) if k is not None else -np.inf for k in corpus.keys], dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InputFormatError(f"--keep-field {cfg.keep_field!r} must hold numbers: {exc}") from None
+    if cfg.keep == "key":   # numbers already (the readers refuse a row whose key is not one)
+        keys = np.asarray(corpus.keys, dtype=np.float64)
     if cfg.method == "minhash":
         from ..index.lsh import choose_params  # noqa: PLC0415
         from ..sketches.minhash import Signatures  # noqa: PLC0415
@@ -665,7 +676,10 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
         what = other[0] if other else csvs[0]
         raise ConfigError(f"-o - writes the kept rows to standard output, one stream: JSONL or text-line inputs, "
                           f"or a single CSV; {what.label} is {what.fmt}" + (" among several inputs" if not other else ""))
-    stdout = stdout if stdout is not None else sys.stdout.buffer
+    if stdout is None:
+        if sys.stdout is None or getattr(sys.stdout, "closed", False):
+            raise OutputError("-o -: standard output is closed, so the kept rows have nowhere to go")
+        stdout = sys.stdout.buffer
     with tempfile.TemporaryDirectory(prefix="neardup-") as tmp:
         work, out = os.path.join(tmp, "work"), os.path.join(tmp, "out")
         os.mkdir(work)
@@ -698,6 +712,8 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float) -> dic
     t0 = time.perf_counter()
     for spec in specs:
         check_stamp(spec)
+    if cfg.clusters_format == "parquet":
+        check_parquet_ids(corpus.ids, lambda d: _where(specs, corpus, d))
     keep_row = np.zeros(corpus.n_rows, dtype=bool)
     keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
     kept_dir = os.path.join(out, "kept")
@@ -807,6 +823,24 @@ def _clusters_jsonl_lines(corpus: _Corpus, clusters, empty):
                f'"empty": {"true" if empty_l[d] else "false"}}}\n')
 
 
+def parquet_id_text(v) -> str:
+    """An id as clusters.parquet writes it: its text (``str``), a lone surrogate as ``\\udXXX``."""
+    return str(v).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_parquet_ids(ids, place) -> None:
+    """clusters.parquet holds ids as text, so two different ids with one text (``1`` and ``"1"``)
+    would read the same there: refused, naming both rows (``place(d)``), before anything is written."""
+    seen: dict = {}
+    for d, v in enumerate(ids):
+        text = parquet_id_text(v)
+        first = seen.setdefault(text, (d, _id_key(v)))
+        if first[1] != _id_key(v):
+            raise InputFormatError(f"{place(d)}: id {v!r} and the id {ids[first[0]]!r} of {place(first[0])} are "
+                                   f"different ids with the same text {text!r} in clusters.parquet; use --format "
+                                   "jsonl (which keeps their types) or give the ids one type")
+
+
 def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empty) -> None:
     if cfg.clusters_format == "jsonl":   # lone surrogates in ids → JSON escapes (see write_report)
         with open(path, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20) as fh:
@@ -835,9 +869,8 @@ def _records_table(chunk: list, names, schema):
     import pyarrow as pa  # noqa: PLC0415
 
     cols = {k: [rec.get(k) for rec in chunk] for k in names}
-    for k in ("id", "cluster"):   # Parquet strings are UTF-8: a lone surrogate is written as \\udXXX
-        cols[k] = [None if v is None else str(v).encode("utf-8", "backslashreplace").decode("utf-8")
-                   for v in cols[k]]
+    for k in ("id", "cluster"):
+        cols[k] = [None if v is None else parquet_id_text(v) for v in cols[k]]
     return pa.table(cols, schema=schema)
 
 

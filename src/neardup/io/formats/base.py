@@ -3,6 +3,7 @@ interface a format implements (read rows; copy kept rows; name its output)."""
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import re
 import unicodedata
@@ -34,6 +35,7 @@ class InputSpec:
     compression: str | None = None
     label: str = ""
     entries: tuple = ()             # dir: DirEntry per file, in reading order
+    links: tuple = ()               # dir: where the symbolic links followed lead (real paths)
     stamp: tuple | None = None      # (size, mtime_ns) of a file when it was listed
     pipe: bool = False              # not seekable: read once (``sign``) or spooled (``dedup``)
     sniff: bool = False             # no name of its own: codec from the first bytes
@@ -84,6 +86,37 @@ def id_problem(value) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"is {value!r} (not a valid JSON id)"
     return None
+
+
+def keep_value(value) -> tuple[float | None, str | None]:
+    """A ``--keep key`` value as a number, or why it is not one: null is −∞ (such a row is kept
+    only when no member of its cluster has a value); numbers and numeric text are floats; NaN,
+    true/false and other text are refused (an ordering needs numbers)."""
+    if value is None:
+        return -math.inf, None
+    if isinstance(value, bool):
+        return None, f"is {str(value).lower()}, not a number"
+    if isinstance(value, str):
+        if not value.strip():
+            return None, "is empty, not a number"
+        try:
+            x = float(value)
+        except ValueError:
+            return None, f"is {value!r}, not a number"
+    elif isinstance(value, numbers.Real):
+        try:
+            x = float(value)
+        except OverflowError:
+            x = math.copysign(math.inf, value)
+    else:
+        return None, f"is a {type(value).__name__}, not a number"
+    if math.isnan(x):
+        return None, "is NaN, which has no order"
+    return x, None
+
+
+def key_problem(where: str, field: str, problem: str) -> str:
+    return f"{where}: keep field {field!r} {problem}"
 
 
 def fields_present(rec) -> str:

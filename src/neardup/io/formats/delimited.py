@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import InputFormatError
 from ..compression import open_write, split_suffix
-from .base import Fields, Format, InputSpec, Row, check_count, id_problem, open_input
+from .base import Fields, Format, InputSpec, Row, check_count, id_problem, keep_value, key_problem, open_input
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
@@ -92,7 +92,13 @@ class Delimited(Format):
                 if problem is not None:
                     yield Row(rec_no, None, None, error=f"{spec.label}:{line}: id column {fields.id!r} {problem}")
                     continue
-            yield Row(rec_no, rid, rec[ti], replaced="\ufffd" in rec[ti], key=rec[ki] if ki is not None else None)
+            key = None
+            if ki is not None:
+                key, problem = keep_value(rec[ki])
+                if problem is not None:
+                    yield Row(rec_no, None, None, error=key_problem(f"{spec.label}:{line}", fields.key, problem))
+                    continue
+            yield Row(rec_no, rid, rec[ti], replaced="\ufffd" in rec[ti], key=key)
 
     def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
         written = n = 0

@@ -22,9 +22,12 @@ import numpy as np
 from .base import DirEntry, Fields, Format, InputSpec, Row, check_count, decode
 
 
-def list_entries(root: str) -> tuple[DirEntry, ...]:
-    """Every file below ``root`` (links followed, loops refused), and every entry that cannot be read."""
+def list_entries(root: str) -> tuple[tuple[DirEntry, ...], tuple[str, ...]]:
+    """Every file below ``root`` (links followed, loops refused) and every entry that cannot be read;
+    and the real paths the symbolic links followed lead to (an output folder must not be among
+    them, nor below them)."""
     out: list[DirEntry] = []
+    links: list[str] = []
     st0 = os.stat(root)
     stack = [(root, "", frozenset({(st0.st_dev, st0.st_ino)}))]
     while stack:
@@ -49,6 +52,8 @@ def list_entries(root: str) -> tuple[DirEntry, ...]:
                     why = f"cannot access ({exc.strerror or exc})"
                 out.append(DirEntry(r, e.path, error=why))
                 continue
+            if e.is_symlink():
+                links.append(os.path.realpath(e.path))
             if stat.S_ISDIR(st.st_mode):
                 key = (st.st_dev, st.st_ino)
                 if key in ancestors:
@@ -60,7 +65,7 @@ def list_entries(root: str) -> tuple[DirEntry, ...]:
             else:
                 out.append(DirEntry(r, e.path, error="not a regular file (a pipe, socket or device)"))
         stack.extend(reversed(subdirs))
-    return tuple(out)
+    return tuple(out), tuple(links)
 
 
 def entry_id(spec: InputSpec, e: DirEntry) -> str:

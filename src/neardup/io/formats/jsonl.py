@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Iterator
 
-from .base import Fields, InputSpec, Row, decode, fields_present, id_problem
+from .base import Fields, InputSpec, Row, decode, fields_present, id_problem, keep_value, key_problem
 from .lines import LineFormat, content, raw_lines
 
 
@@ -53,7 +53,9 @@ def _record_row(spec: InputSpec, i: int, rec, text_field: str, id_field: str | N
         if key_field not in rec:
             return Row(i, None, None, error=f"{where}: no keep field {key_field!r}; fields present: "
                                             f"{fields_present(rec)}")
-        key = rec[key_field]
+        key, problem = keep_value(rec[key_field])
+        if problem is not None:
+            return Row(i, None, None, error=key_problem(where, key_field, problem))
     if id_field is None:
         return Row(i, None, text, key=key)
     if id_field not in rec:

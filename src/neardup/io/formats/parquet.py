@@ -10,7 +10,7 @@ from typing import Iterator
 import numpy as np
 
 from ...errors import InputFormatError
-from .base import Fields, Format, InputSpec, Row, check_count, id_problem
+from .base import Fields, Format, InputSpec, Row, check_count, id_problem, keep_value, key_problem
 from .delimited import check_columns
 
 
@@ -66,7 +66,14 @@ class Parquet(Format):
                         yield Row(row_no, None, None, error=f"{spec.label}: row {row_no}: id column {fields.id!r} "
                                                            f"{problem}")
                         continue
-                yield Row(row_no, rid, "" if t is None else t, key=keys[k] if keys is not None else None)
+                key = None
+                if keys is not None:
+                    key, problem = keep_value(keys[k])
+                    if problem is not None:
+                        yield Row(row_no, None, None, error=key_problem(f"{spec.label}: row {row_no}", fields.key,
+                                                                          problem))
+                        continue
+                yield Row(row_no, rid, "" if t is None else t, key=key)
 
     def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
         import pyarrow as pa  # noqa: PLC0415
