@@ -1,6 +1,8 @@
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from click.testing import CliRunner
@@ -123,3 +125,16 @@ def test_public_face_and_python_dash_m():
     assert res.stdout.strip() == f"neardup, version {neardup.__version__}"
     from importlib.metadata import version
     assert neardup.__version__ == version("neardup")
+
+
+def test_read_only_install_caches_kernels_elsewhere(tmp_path, monkeypatch):
+    from neardup._cache import cache_dir_for
+
+    kernels = tmp_path / "kernels"
+    (kernels / "__pycache__").mkdir(parents=True)
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    assert cache_dir_for(str(kernels)) is None
+    monkeypatch.setattr(os, "access", lambda path, mode: False)       # a read-only installation
+    assert cache_dir_for(str(kernels)).startswith(os.path.join(tempfile.gettempdir(), "neardup-numba-"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_dir_for(str(kernels)) is None

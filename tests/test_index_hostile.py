@@ -110,3 +110,4 @@ def test_sqlite_errors_name_the_index_file(tmp_path):
     finally:
         other.rollback()
         other.close()
+

@@ -490,3 +490,52 @@ def test_eval_refuses_nan_ids(tmp_path):
     lab.write_text('{"a": 1, "b": 2, "label": 1}\n', encoding="utf-8")
     code, _, err = cli("eval", pred, "--labels", lab)
     assert code == 1 and f"{pred}:1: id is nan" in one_line_error(err)
+
+
+def test_csv_blank_lines_are_counted_skips(tmp_path):
+    p = tmp_path / "trailing.csv"
+    p.write_text("text\nfirst document words\n\nsecond document words\n\n", encoding="utf-8")
+    run_dedup([str(p)], str(tmp_path / "o"), cfg())
+    rep = accounted(tmp_path / "o", 4)
+    assert rep["counts"]["skipped_records"] == 2 and rep["counts"]["kept"] == 2
+    assert (tmp_path / "o" / "kept" / "trailing.csv").read_text().splitlines() == [
+        "text", "first document words", "second document words"]
+
+
+def test_compressed_files_in_a_folder_are_decompressed_and_checked(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    t = docs(3)
+    (d / "a.txt.gz").write_bytes(gzip.compress(t[0].encode()))
+    (d / "b.txt").write_text(t[0], encoding="utf-8")
+    (d / "c.txt.zst").write_bytes(zstandard.ZstdCompressor().compress(t[1].encode()))
+    run_dedup([str(d)], str(tmp_path / "o"), cfg())
+    recs = [r for r in clusters(tmp_path / "o")]
+    assert [r["kept"] for r in recs] == [True, False, True]      # a.txt.gz and b.txt are the same text
+    assert (tmp_path / "o" / "kept" / "d" / "a.txt.gz").read_bytes() == (d / "a.txt.gz").read_bytes()
+    (d / "e.txt.gz").write_bytes(gzip.compress(t[2].encode() * 50)[:30])
+    code, _, err = cli("dedup", d, "-o", tmp_path / "o2")
+    assert code == 1 and "e.txt.gz: truncated gzip stream" in one_line_error(err)
+
+
+def test_a_folder_named_like_a_dataset_file_is_refused(tmp_path):
+    d = tmp_path / "data.parquet"
+    d.mkdir()
+    pq.write_table(pa.table({"text": docs(4)}), d / "part-0000.parquet")
+    code, _, err = cli("dedup", d, "-o", tmp_path / "o")
+    assert code == 1 and "named like a parquet file" in one_line_error(err)
+    run_dedup([str(d / "part-0000.parquet")], str(tmp_path / "o"), cfg())
+    accounted(tmp_path / "o", 4)
+
+
+def test_field_flags_without_records_are_refused(tmp_path):
+    p = tmp_path / "lines.txt"
+    p.write_text("one line of text\nanother line\n", encoding="utf-8")
+    for flags in (["--id-field", "id"], ["--text-field", "body"]):
+        code, _, err = cli("dedup", p, "-o", tmp_path / "o", *flags)
+        assert code == 1 and f"{flags[0]} name" in one_line_error(err) and "lines" in err
+        code, _, err = cli("sign", p, *flags)
+        assert code == 1 and f"{flags[0]} name" in one_line_error(err)
+    j = write_jsonl(tmp_path / "a.jsonl", docs(3), ids=["x", "y", "z"])
+    run_dedup([str(p), str(j)], str(tmp_path / "mixed"), cfg(id_field="id"))   # applies to the JSONL input
+    accounted(tmp_path / "mixed", 5)

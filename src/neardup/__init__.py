@@ -3,7 +3,11 @@
 Data flow: text (normalise, tokenise) → features (hashed shingles) → sketches (MinHash,
 SimHash, sentence signatures) → similarity (exact Jaccard / containment for verification).
 """
-from ._version import __version__
+from ._cache import use_writable_numba_cache
+
+use_writable_numba_cache()   # before any kernel compiles: a read-only install must still import
+
+from ._version import __version__  # noqa: E402
 from .features import Features, IdfTable, Shingler
 from .similarity import containment_pairs, exact_jaccard, exact_jaccard_pairs, set_jaccard
 from .sketches import (

@@ -93,7 +93,7 @@ except ImportError as _exc:  # pragma: no cover
 from .._version import __version__
 from ..errors import ConfigError, InputFormatError
 from ..io.compression import split_suffix
-from ..io.formats import InputSpec, check_stamp, fmt_for_name, output_name, read_rows, row_place
+from ..io.formats import InputSpec, check_fields_apply, check_stamp, fmt_for_name, output_name, read_rows, row_place
 from ..io.outdir import StagedOutput
 from ..io.sources import expand_inputs, spool
 from ..pipeline.dedup import DedupConfig, _json_default
@@ -1109,6 +1109,7 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
         spark = builder.getOrCreate()
     try:
         specs = _expand(list(inputs), cfg.input_format)
+        check_fields_apply(specs, cfg.text_field, cfg.id_field)
         if _is_uri(outdir):
             if any(s.pipe for s in specs):
                 raise ConfigError("standard input or a pipe can be read by --engine spark only into a local OUTDIR "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from ..errors import InputFormatError
-from .formats import read_rows
+from .formats import check_fields_apply, read_rows
 from .sources import expand_inputs
 
 InputError = InputFormatError
@@ -36,7 +36,9 @@ def iter_documents(paths: Iterable[str], jsonl: bool | None = None, text_field: 
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     if fmt is None and jsonl is not None:
         fmt = "jsonl" if jsonl else "file"
-    for spec in expand_inputs(list(paths), fmt):
+    specs = expand_inputs(list(paths), fmt)
+    check_fields_apply(specs, text_field, id_field)
+    for spec in specs:
         for row in read_rows(spec, text_field, id_field):
             if row.error is not None:
                 if row.blank or on_error == "skip":

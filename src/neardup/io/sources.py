@@ -72,6 +72,11 @@ def _spec(path: str, fmt: str | None) -> InputSpec:
     if stat.S_ISDIR(mode):
         if fmt not in (None, "dir"):
             raise InputFormatError(f"{path}: is a folder; --input-format {fmt} reads files")
+        claimed = fmt_for_name(path.rstrip(os.sep), default="")
+        if fmt is None and claimed:
+            raise InputFormatError(f"{path}: a folder named like a {claimed} file (a dataset written by Spark or "
+                                   f"Hive?): name its part files ({os.path.join(path, '*')}), or pass "
+                                   "--input-format dir to read each file below it as one document")
         if not os.access(path, os.R_OK | os.X_OK):
             raise InputFormatError(f"{path}: cannot read this folder (permission denied)")
         entries, links = list_entries(path)

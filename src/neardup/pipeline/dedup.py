@@ -35,8 +35,8 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, InputFormatError, OutputError, WorkerError
-from ..io.formats import (InputSpec, check_format, check_stamp, line_text, output_name, parse_jsonl_line, raw_lines,
-                          read_rows, row_place, write_kept)
+from ..io.formats import (InputSpec, check_fields_apply, check_format, check_stamp, line_text, output_name,
+                          parse_jsonl_line, raw_lines, read_rows, row_place, write_kept)
 from ..io.outdir import StagedOutput, is_write_error, release_inherited_locks
 from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
@@ -648,6 +648,7 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     cfg = (config or DedupConfig()).resolved()
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)
+    check_fields_apply(specs, cfg.text_field, cfg.id_field)
     if outdir == STDOUT:
         return _run_to_stdout(specs, cfg, command, t_start, stdout)
     with StagedOutput(outdir, specs) as stage:

@@ -64,6 +64,18 @@ def check_format(fmt: str | None) -> None:
         raise InputFormatError(f"unknown input format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
+def check_fields_apply(specs, text_field: str = "text", id_field: str | None = None) -> None:
+    """``--text-field`` and ``--id-field`` name fields of records: given when no input has records
+    (text lines, folders, whole files), they would be ignored without a word, so they are refused."""
+    if any(format_of(s).records for s in specs):
+        return
+    given = [flag for flag, on in (("--text-field", text_field != "text"), ("--id-field", id_field is not None)) if on]
+    if given and specs:
+        kinds = sorted({s.fmt for s in specs})
+        raise InputFormatError(f"{' and '.join(given)} name fields of records (JSONL, CSV, Parquet); the inputs here "
+                               f"are {', '.join(kinds)}, whose rows have no fields")
+
+
 def read_rows(spec: InputSpec, text_field: str = "text", id_field: str | None = None,
               key_field: str | None = None) -> Iterator[Row]:
     """Every row of one input, in order (ids default to None: the caller numbers them).
@@ -80,7 +92,7 @@ def output_name(spec: InputSpec, used: set) -> str:
     return unique_name(format_of(spec).kept_name(spec), used)
 
 __all__ = ["DirEntry", "Fields", "Format", "InputSpec", "Row", "REGISTRY", "FORMATS", "InputFormatError",
-           "check_format", "check_stamp", "content", "decode", "fmt_for_name", "format_of",
+           "check_fields_apply", "check_format", "check_stamp", "content", "decode", "fmt_for_name", "format_of",
            "line_text", "list_entries", "output_name", "parse_jsonl_line", "raw_lines", "read_rows", "row_place",
            "safe_name",
            "write_kept", "Delimited", "Directory", "Document", "JSONL", "Lines", "Parquet"]

@@ -5,7 +5,8 @@ Parsing is strict (:mod:`csv` with ``strict=True``): an unterminated quote, or t
 closing quote, stops the run naming the line where the record began — a quote left open would
 otherwise swallow every following row into one field without a word. Fields may be as long as
 memory allows (the module's default cap of 128 KiB is lifted). A record with the wrong number of
-fields is an error row (raise, or skip and count). Kept records are written back through the
+fields is an error row (raise, or skip and count); a blank line is skipped and counted, as in
+JSONL. Kept records are written back through the
 same dialect, so quoting may be normalised but every field's value is preserved.
 """
 from __future__ import annotations
@@ -79,6 +80,9 @@ class Delimited(Format):
         ii = header.index(fields.id) if fields.id is not None else None
         ki = header.index(fields.key) if fields.key is not None else None
         for rec_no, (line, rec) in enumerate(it, 2):
+            if not rec:       # a blank line (a trailing one is common in exports): skipped and counted
+                yield Row(rec_no, None, None, error=f"{spec.label}:{line}: blank line", blank=True)
+                continue
             if len(rec) != len(header):
                 yield Row(rec_no, None, None, error=f"{spec.label}:{line}: {len(rec)} fields, header has {len(header)}")
                 continue

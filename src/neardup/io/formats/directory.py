@@ -1,4 +1,5 @@
-"""A directory: each file below it is one document (its bytes as UTF-8, invalid bytes replaced).
+"""A directory: each file below it is one document (its bytes as UTF-8, invalid bytes replaced; a
+``.gz``, ``.zst`` or ``.bz2`` file decompressed, checked to its end like any compressed input).
 
 The folder is listed once, when the run starts (:func:`list_entries`); pass 1 reads and pass 2
 copies exactly that list, so files appearing meanwhile (an output folder, another process) never
@@ -19,6 +20,8 @@ from typing import Iterator
 
 import numpy as np
 
+from ...errors import InputFormatError
+from ..compression import open_read, split_suffix
 from .base import DirEntry, Fields, Format, InputSpec, Row, check_count, decode
 
 
@@ -84,10 +87,10 @@ class Directory(Format):
                 yield Row(i, None, None, error=f"{where}: {e.error}")
                 continue
             try:
-                with open(e.path, "rb") as fh:
+                with open_read(e.path, split_suffix(e.rel)[1], where) as fh:
                     text, bad = decode(fh.read())
-            except OSError as exc:
-                yield Row(i, None, None, error=f"{where}: cannot read ({exc.strerror or exc})")
+            except InputFormatError as exc:    # unreadable, or a compressed file that is cut or corrupt
+                yield Row(i, None, None, error=str(exc))
                 continue
             yield Row(i, entry_id(spec, e), text, replaced=bad)
 
