@@ -309,3 +309,36 @@ def test_io_edge_like_local(spark, tmp_path, monkeypatch):
             ["-"], str(out), _config())
     rep = _same_outputs(tmp_path / "in-local", tmp_path / "in-spark")
     assert rep["inputs"] == ["<stdin>"] and rep["outputs"][0]["output"] == "kept/stdin.jsonl.gz"
+
+
+def test_console_script_runs_spark_without_an_activated_venv(tmp_path):
+    """`.venv/bin/neardup dedup --engine spark` with the venv not on PATH and no PYSPARK_PYTHON: the
+    local session's Python workers use the driver's interpreter; with a worker interpreter that
+    lacks neardup, the failure is one line naming the worker's error (no Java trace)."""
+    import shutil
+    import subprocess
+
+    script = Path(sys.executable).with_name("neardup")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not p.startswith(str(Path(sys.executable).parent)))
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env["PYSPARK_SUBMIT_ARGS"] = "--conf spark.sql.shuffle.partitions=4 --conf spark.ui.enabled=false pyspark-shell"
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": f"words of document {i % 7} here and there"}) + "\n"
+                           for i in range(40)), encoding="utf-8")
+    res = subprocess.run([str(script), "dedup", str(src), "-o", str(tmp_path / "o"), "--engine", "spark", "-q"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads((tmp_path / "o" / "report.json").read_text())["counts"]["kept"] == 7
+    other = shutil.which("python3", path="/usr/bin")
+    if other is None or subprocess.run([other, "-c", "import neardup"], capture_output=True).returncode == 0:
+        pytest.skip("no interpreter without neardup to play a broken worker")
+    env["PYSPARK_PYTHON"] = other
+    res = subprocess.run([str(script), "dedup", str(src), "-o", str(tmp_path / "o2"), "--engine", "spark", "-q"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("Error: ")]
+    assert errors == ["Error: a Spark Python worker failed: ModuleNotFoundError: No module named 'neardup'"], \
+        res.stderr[-3000:]
+    assert "Traceback" not in res.stderr and not (tmp_path / "o2" / "report.json").exists()

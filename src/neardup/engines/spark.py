@@ -65,6 +65,7 @@ later (the driver cannot see whether such a file ends with a newline without dec
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -91,7 +92,7 @@ except ImportError as _exc:  # pragma: no cover
     raise ImportError(f"PySpark's Arrow functions (mapInArrow) need pandas >= 2.2 ({_exc})") from _exc
 
 from .._version import __version__
-from ..errors import ConfigError, InputFormatError
+from ..errors import ConfigError, InputFormatError, WorkerError
 from ..io.compression import split_suffix
 from ..io.formats import InputSpec, check_fields_apply, check_stamp, fmt_for_name, output_name, read_rows, row_place
 from ..io.outdir import StagedOutput
@@ -1101,29 +1102,63 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
     cfg = (config or DedupConfig()).resolved()
     _check_supported(cfg)
     t_start = time.perf_counter()
+    specs = _expand(list(inputs), cfg.input_format)        # inputs and OUTDIR before the JVM starts
+    check_fields_apply(specs, cfg.text_field, cfg.id_field)
+    if _is_uri(outdir):
+        if any(s.pipe for s in specs):
+            raise ConfigError("standard input or a pipe can be read by --engine spark only into a local OUTDIR "
+                              "(it is copied there first)")
+        with _session(spark, cfg) as session:
+            return _run(session, specs, cfg, outdir, None, command, t_start)
+    with StagedOutput(outdir, specs) as stage:
+        specs = spool(specs, stage.work)
+        with _session(spark, cfg) as session:
+            report = _run(session, specs, cfg, stage.out, stage.out, command, t_start)
+        shutil.rmtree(os.path.join(stage.out, "_spark"), ignore_errors=True)
+        stage.commit()
+    return report
+
+
+def _local_master() -> bool:
+    """Whether a session made here runs in local mode (no master given by spark-submit or MASTER)."""
+    master = os.environ.get("MASTER", "")
+    return (not master or master.startswith("local")) and "--master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+
+
+@contextlib.contextmanager
+def _session(spark, cfg: DedupConfig):
+    """The session to run on: the one given, the active one, or a new one stopped at the end. A new
+    local one runs its Python workers with this very interpreter (``PYSPARK_PYTHON``), so
+    ``.venv/bin/neardup dedup --engine spark`` works without activating the environment, and logs only
+    fatal messages (``NEARDUP_SPARK_LOG_LEVEL`` to see more). A failure inside a Python worker
+    reaches the caller as one :class:`~neardup.errors.WorkerError` line (the worker's own error,
+    the JVM's trace chained)."""
+    from pyspark.errors import PythonException  # noqa: PLC0415
+
     own = spark is None and SparkSession.getActiveSession() is None
     if spark is None:
         builder = SparkSession.builder.appName("neardup dedup")
         if cfg.quiet or not sys.stderr.isatty():
             builder = builder.config("spark.ui.showConsoleProgress", "false")
+        if own and _local_master() and not os.environ.get("PYSPARK_PYTHON"):
+            os.environ["PYSPARK_PYTHON"] = sys.executable     # read by the SparkContext for its workers
         spark = builder.getOrCreate()
+        if own:   # a failing task is neardup's one line, not pages of executor log (NEARDUP_SPARK_LOG_LEVEL)
+            spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", "FATAL"))
     try:
-        specs = _expand(list(inputs), cfg.input_format)
-        check_fields_apply(specs, cfg.text_field, cfg.id_field)
-        if _is_uri(outdir):
-            if any(s.pipe for s in specs):
-                raise ConfigError("standard input or a pipe can be read by --engine spark only into a local OUTDIR "
-                                  "(it is copied there first)")
-            return _run(spark, specs, cfg, outdir, None, command, t_start)
-        with StagedOutput(outdir, specs) as stage:
-            specs = spool(specs, stage.work)
-            report = _run(spark, specs, cfg, stage.out, stage.out, command, t_start)
-            shutil.rmtree(os.path.join(stage.out, "_spark"), ignore_errors=True)
-            stage.commit()
-        return report
+        yield spark
+    except PythonException as exc:
+        raise WorkerError(f"a Spark Python worker failed: {_worker_error(str(exc))}") from exc
     finally:
         if own:
             spark.stop()
+
+
+def _worker_error(message: str) -> str:
+    """The last Python error line of a worker's traceback (``ModuleNotFoundError: No module …``)."""
+    lines = [ln.strip() for ln in message.splitlines()]
+    errs = [ln for ln in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", ln)]
+    return errs[-1] if errs else (next((ln for ln in lines if ln), "") or "unknown error")
 
 
 def _join(base: str, *parts: str) -> str:
