@@ -353,7 +353,7 @@ def main() -> None:
     lo, hi, jj, t_truth = truth(args, texts)
     print(f"ground truth: {len(lo)} pairs with J >= 0.75 ({int((jj >= 0.8).sum())} with J >= 0.8), "
           f"{t_truth:.1f} s", flush=True)
-    for tool, r in results.items():
+    for r in results.values():
         if "error" not in r:
             r.update(score(n, r.pop("_kept"), r.pop("_label"), lo, hi, jj))
             r["MB/s"] = round(text_mb / r["seconds"], 2)

@@ -32,20 +32,20 @@ try:
 except (AttributeError, OSError):
     pass
 
-import argparse  # noqa: E402
-import glob  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import sqlite3  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import argparse
+import glob
+import json
+import platform
+import sqlite3
+import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from neardup import __version__  # noqa: E402
-from neardup.index.disk import DiskIndex  # noqa: E402
+from neardup import __version__
+from neardup.index.disk import DiskIndex
 
 DEFAULT_CORPUS = os.path.join(HERE, "data", "corpus.jsonl")
 DEFAULT_OUT = os.path.join(HERE, "out", "disk_index.json")

@@ -44,16 +44,16 @@ try:
 except (AttributeError, OSError):  # not Linux, or CPU 0 not allowed
     pass
 
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import re  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from importlib.metadata import PackageNotFoundError, version  # noqa: E402
+import argparse
+import gc
+import json
+import platform
+import re
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CORPUS = os.path.join(HERE, "data", "corpus.jsonl")

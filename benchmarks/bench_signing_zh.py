@@ -23,11 +23,11 @@ try:
 except (AttributeError, OSError):
     pass
 
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import glob  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
+import argparse
+import gc
+import glob
+import json
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

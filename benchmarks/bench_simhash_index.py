@@ -48,19 +48,19 @@ try:
 except (AttributeError, OSError):
     pass
 
-import argparse  # noqa: E402
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import argparse
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
 
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
+import numba
+import numpy as np
 
-from neardup.index.simhash_index import SimHashIndex, all_pairs, layout, plan_tables  # noqa: E402
+from neardup.index.simhash_index import SimHashIndex, all_pairs, layout, plan_tables
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "out", "simhash_index.json")

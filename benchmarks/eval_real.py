@@ -52,12 +52,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from build_corpus import strip_roff  # noqa: E402
+from build_corpus import strip_roff
 
-import neardup  # noqa: E402
-from neardup import MinHasher, SentenceSigner, Shingler, SimHasher  # noqa: E402
-from neardup import evaluate as ev  # noqa: E402
-from neardup.pipeline import containment_from_jaccard  # noqa: E402
+import neardup
+from neardup import MinHasher, SentenceSigner, Shingler, SimHasher
+from neardup import evaluate as ev
+from neardup.pipeline import containment_from_jaccard
 
 FIXED_T = 0.8
 FIXED_K = 3

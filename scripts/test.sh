@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create/refresh .venv with the test and Spark extras and run the whole test suite
-# (Spark runs in local mode: Java 17 must be on the machine).
+# Create/refresh .venv with the test and Spark extras, check the code with ruff (configured in
+# pyproject.toml), and run the whole test suite (Spark runs in local mode: Java 17 must be there).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" "[test,spark]"
 cd "$ROOT"
+python -m ruff check src tests benchmarks scripts
 exec python -m pytest -q "$@"

@@ -97,7 +97,7 @@ def without_root(fn, *args):
     if os.geteuid() != 0:
         try:
             return "ok", fn(*args)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return "err", f"{type(exc).__name__}: {exc}"
     r, w = os.pipe()
     pid = os.fork()
@@ -107,11 +107,11 @@ def without_root(fn, *args):
             os.setgid(65534)
             os.setuid(65534)
             res = ("ok", fn(*args))
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             res = ("err", f"{type(exc).__name__}: {exc}")
         try:
             data = pickle.dumps(res)
-        except Exception:  # noqa: BLE001
+        except Exception:
             data = pickle.dumps(("ok", repr(res[1])))
         os.write(w, data)
         os._exit(0)

@@ -186,7 +186,7 @@ def _fmix32(x: int) -> int:
 def test_affine32_formula_in_python_ints():
     """Signature slot k = min_t (a_k * fmix32(sha1_hash32(t)) + b_k) mod 2^32."""
     a, b = ds.permutations(32, 42, "affine32")
-    toks = ["w%d" % i for i in range(40)]
+    toks = [f"w{i}" for i in range(40)]
     hs = [_fmix32(ds.sha1_hash32(t.encode())) for t in toks]
     want = [min((int(a[k]) * x + int(b[k])) % (1 << 32) for x in hs) for k in range(32)]
     assert ds.hashvalues(toks, 32, 42, "affine32").tolist() == want

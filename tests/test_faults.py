@@ -13,8 +13,8 @@ import sys
 import time
 
 import pytest
-
 from hostile import accounted, cli, cli_proc, jsonl_bytes, one_line_error, snapshot, write_jsonl
+
 from neardup.pipeline.dedup import DedupConfig, cpu_count, run_dedup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

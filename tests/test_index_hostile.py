@@ -8,8 +8,8 @@ import sqlite3
 
 import numpy as np
 import pytest
-
 from hostile import without_root
+
 from neardup.errors import NeardupError
 from neardup.index.disk import DiskIndex, SimHashDiskIndex
 from neardup.index.store import IndexStoreError
@@ -25,7 +25,7 @@ def _create(path, barrier, q):
         idx.add(f"k{os.getpid()}", TEXTS[0])
         idx.close()
         q.put("ok")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         q.put(f"{type(exc).__name__}: {exc}")
 
 

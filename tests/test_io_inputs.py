@@ -14,9 +14,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from hostile import (
+    accounted,
+    cli,
+    cli_proc,
+    clusters,
+    docs,
+    jsonl_bytes,
+    one_line_error,
+    report,
+    without_root,
+    write_jsonl,
+)
 
-from hostile import (accounted, cli, cli_proc, clusters, docs, jsonl_bytes, one_line_error, report, without_root,
-                     write_jsonl)
 from neardup.errors import InputFormatError
 from neardup.io import iter_documents
 from neardup.pipeline.dedup import DedupConfig, run_dedup
@@ -386,10 +396,11 @@ def test_an_input_changed_between_the_passes_is_an_error(tmp_path, monkeypatch):
 
 
 def test_pass_two_checks_the_row_count_itself(tmp_path):
+    import numpy as np
+
     from neardup.errors import InputChangedError
     from neardup.io.formats import write_kept
     from neardup.io.sources import expand_inputs
-    import numpy as np
 
     p = write_jsonl(tmp_path / "in.jsonl", docs(5))
     spec = expand_inputs([str(p)])[0]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from neardup import MinHash, MinHasher, SCHEMES, Signatures, Shingler, exact_jaccard_pairs
+from neardup import SCHEMES, MinHash, MinHasher, Shingler, Signatures, exact_jaccard_pairs
 
 DOCS = [
     "MinHash is a probabilistic data structure for estimating the similarity between datasets quickly",

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 import pytest
-
-from neardup import MinHash, SCHEMES
 from conftest import chi2_quantile
+
+from neardup import SCHEMES, MinHash
 
 K = 128
 N_UNION = 2000

@@ -10,8 +10,8 @@ import os
 import threading
 
 import pytest
-
 from hostile import accounted, cli, docs, one_line_error, report, snapshot, without_root, write_jsonl
+
 from neardup.errors import OutputError
 from neardup.io.outdir import MANIFEST, StagedOutput
 from neardup.pipeline.dedup import DedupConfig, run_dedup
@@ -202,7 +202,7 @@ def test_a_kill_inside_the_commit_never_leaves_a_finished_looking_mix(tmp_path, 
         old = snapshot(o)
         calls = {"n": 0}
 
-        def dying_replace(a, b, k=k):
+        def dying_replace(a, b, k=k, calls=calls):
             calls["n"] += 1
             if calls["n"] > k + 1:          # the first replace writes the union manifest
                 raise KeyboardInterrupt

@@ -7,8 +7,8 @@ import json
 import sys
 
 import pytest
-
 from hostile import accounted, cli, docs, write_jsonl
+
 from neardup.errors import ConfigError
 from neardup.index.lsh import choose_params, datasketch_params, recall_params
 from neardup.pipeline.dedup import DedupConfig, run_dedup

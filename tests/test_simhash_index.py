@@ -88,12 +88,12 @@ def test_plan_shape_and_growth():
     assert layout(64, 3, (5,)).n_tables == math.comb(5, 3) == 10
     two = layout(64, 3, (4, 4))
     assert two.n_tables == 16 and set(two.key_bits.tolist()) == {28}   # Manku's 16 x 28 bits
-    for p in (p, big, two):   # keys: bits of the mask, fields consistent with it
-        for t, fields in enumerate(p.tables):
+    for plan in (p, big, two):   # keys: bits of the mask, fields consistent with it
+        for t, fields in enumerate(plan.tables):
             m = 0
             for s, w in fields:
                 m |= ((1 << w) - 1) << s
-            assert m == int(p.key_masks[t]) and bin(m).count("1") == p.key_bits[t]
+            assert m == int(plan.key_masks[t]) and bin(m).count("1") == plan.key_bits[t]
     assert "tables" in p.describe()
     with pytest.raises(ValueError):
         plan_tables(64, 64, 100)
@@ -250,7 +250,7 @@ def test_online_equals_brute_force(k):
     idx = SimHashIndex(k=k, expected_n=500, capacity=16)   # small: exercises growth
     store = {}
     base = rng.integers(0, 2**64, 300, dtype=np.uint64).tolist()
-    for step in range(3000):
+    for _ in range(3000):
         op = rng.random()
         if op < 0.55 or not store:
             key = f"d{rng.integers(400)}"

@@ -13,12 +13,12 @@ import pytest
 pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup[spark]')")
 pytest.importorskip("pandas", reason="PySpark's mapInArrow needs pandas (pip install 'pandas>=2.2')")
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
+import pyarrow as pa
+import pyarrow.parquet as pq
+from click.testing import CliRunner
 
-from neardup.cli import main  # noqa: E402
-from neardup.pipeline.dedup import DedupConfig, run_dedup  # noqa: E402
+from neardup.cli import main
+from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"

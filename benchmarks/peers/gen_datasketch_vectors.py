@@ -16,8 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import datasketch
+import numpy as np
 from datasketch import MinHash
 
 SEEDS = (1, 7, 42)

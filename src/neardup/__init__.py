@@ -3,12 +3,19 @@
 Data flow: text (normalise, tokenise) → features (hashed shingles) → sketches (MinHash,
 SimHash, sentence signatures) → similarity (exact Jaccard / containment for verification).
 """
-from ._cache import use_writable_numba_cache
+from . import _cache  # noqa: F401  (first: where numba caches kernels, before any compiles)
 
-use_writable_numba_cache()   # before any kernel compiles: a read-only install must still import
-
-from ._version import __version__  # noqa: E402
+# isort: split
+from ._version import __version__
+from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError, WorkerError
 from .features import Features, IdfTable, Shingler
+from .index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
+from .index.lsh import LSHParams, choose_params
+from .index.simhash_index import SimHashIndex, all_pairs
+from .index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
+from .io import InputSpec, expand_inputs, iter_documents
+from .pipeline.dedup import DedupConfig, run_dedup
+from .pipeline.find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates, find_simhash_duplicates
 from .similarity import containment_pairs, exact_jaccard, exact_jaccard_pairs, set_jaccard
 from .sketches import (
     SCHEMES,
@@ -23,15 +30,6 @@ from .sketches import (
     is_near,
 )
 from .text import Normalizer
-from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError, WorkerError
-from .index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
-from .index.lsh import LSHParams, choose_params
-from .index.simhash_index import SimHashIndex, all_pairs
-from .index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
-from .io import InputSpec, expand_inputs, iter_documents
-from .pipeline.dedup import DedupConfig, run_dedup
-from .pipeline.find import (DuplicateResult, find_equal_duplicates, find_minhash_duplicates,
-                            find_simhash_duplicates)
 
 __all__ = [
     "__version__", "Features", "IdfTable", "Shingler", "containment_pairs", "exact_jaccard",

@@ -4,6 +4,7 @@ By default beside the sources, in ``neardup/kernels/__pycache__``. A read-only i
 system package, a container image, another user's environment) cannot write there, and numba
 then fails at the first compile ("no locator available"). In that case, unless the user set
 ``NUMBA_CACHE_DIR``, the cache goes to a per-user folder in the system's temporary directory.
+Importing this module (``neardup/__init__`` does it first) applies the rule.
 """
 from __future__ import annotations
 
@@ -35,3 +36,6 @@ def use_writable_numba_cache() -> None:
         from numba.core import config  # noqa: PLC0415
 
         config.CACHE_DIR = path
+
+
+use_writable_numba_cache()

@@ -13,6 +13,9 @@ def as_int(value, name: str, lo: int | None = None, hi: int | None = None) -> in
     except TypeError:
         raise ValueError(f"{name} must be an integer, got {value!r}") from None
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        bounds = f"in [{lo}, {hi}]" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
+        if lo is not None and hi is not None:
+            bounds = f"in [{lo}, {hi}]"
+        else:
+            bounds = f">= {lo}" if lo is not None else f"<= {hi}"
         raise ValueError(f"{name} must be an integer {bounds}, got {value!r}")
     return v

@@ -149,12 +149,15 @@ def _simhash_compat_signer(compat: str, top_n: int | None):
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--method", type=click.Choice(["minhash", "simhash", "sentences"]), default="minhash", show_default=True)
-@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True, help="MinHash signature length k.")
+@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True,
+              help="MinHash signature length k.")
 @click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True, help="MinHash seed.")
 @click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
-@click.option("--ngram", type=click.IntRange(1, 64), default=None, help="Shingle size (default: 5 for minhash, 3 for simhash).")
-@click.option("--weighting", type=click.Choice(WEIGHTINGS), default="tf", show_default=True, help="SimHash feature weights.")
+@click.option("--ngram", type=click.IntRange(1, 64), default=None,
+              help="Shingle size (default: 5 for minhash, 3 for simhash).")
+@click.option("--weighting", type=click.Choice(WEIGHTINGS), default="tf", show_default=True,
+              help="SimHash feature weights.")
 @click.option("--idf", type=click.Choice(["jieba"]), default=None, help="IDF table for --weighting tfidf.")
 @click.option("--top-n", type=click.IntRange(1), default=None, help="SimHash: keep the N heaviest features.")
 @click.option("--compat", type=click.Choice(["yanyiwu", "1e0ng"]), default=None,
@@ -232,7 +235,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
                    f"with an earlier document)", err=True)
     if skipped:
         click.echo(f"neardup: signed {count} documents, skipped {len(skipped)} bad records:", err=True)
-        for path, line, reason in skipped[:20]:
+        for _path, _line, reason in skipped[:20]:
             click.echo(f"  {reason}", err=True)
 
 
@@ -289,9 +292,9 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True)
 @click.option("--no-html", is_flag=True, help="Skip report.html.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or summary.")
-def dedup(inputs, outdir, method, threshold, metric, tokenizer, convert, ngram, num_perm, scheme, seed, bits, n_sentences,
-          lsh_mode, recall, bands, rows, verify, linkage, max_drift, keep, keep_field, text_field, id_field, input_format,
-          clusters_format, on_error, workers, batch_size, engine, no_html, quiet):
+def dedup(inputs, outdir, method, threshold, metric, tokenizer, convert, ngram, num_perm, scheme, seed, bits,
+          n_sentences, lsh_mode, recall, bands, rows, verify, linkage, max_drift, keep, keep_field, text_field,
+          id_field, input_format, clusters_format, on_error, workers, batch_size, engine, no_html, quiet):
     """Deduplicate INPUTS (JSONL[.gz|.zst], Parquet, CSV, text lines, directories; globs allowed) into OUTDIR.
 
     \b
@@ -316,7 +319,7 @@ def dedup(inputs, outdir, method, threshold, metric, tokenizer, convert, ngram, 
         except ImportError as exc:
             raise click.UsageError(f"--engine spark: {exc}; install with: pip install 'neardup[spark]' "
                                    "'pandas>=2.2'") from None
-        run_dedup = run_spark_dedup  # noqa: F811  same call: (inputs, outdir, cfg, command=...)
+        run_dedup = run_spark_dedup
     cfg = DedupConfig(method=method, threshold=threshold, metric=metric, tokenizer=tokenizer, convert=convert,
                       ngram=ngram,
                       num_perm=num_perm, scheme=scheme, seed=seed, bits=bits, sentences=n_sentences,

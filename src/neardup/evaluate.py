@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+
 import numpy as np
 
 from ._arrays import sorted_unique

@@ -17,8 +17,8 @@ repeatedly, until every member is within t − δ of its representative.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -42,19 +42,19 @@ class SimilarityOracle:
     fps: np.ndarray = field(default_factory=lambda: np.zeros(1, np.uint64))
 
     @classmethod
-    def minhash(cls, values: np.ndarray, empty: int) -> "SimilarityOracle":
+    def minhash(cls, values: np.ndarray, empty: int) -> SimilarityOracle:
         return cls(0, sig=values, empty=empty)
 
     @classmethod
-    def exact(cls, hashes: np.ndarray, offsets: np.ndarray) -> "SimilarityOracle":
+    def exact(cls, hashes: np.ndarray, offsets: np.ndarray) -> SimilarityOracle:
         return cls(1, h=hashes, off=offsets)
 
     @classmethod
-    def simhash(cls, fps: np.ndarray) -> "SimilarityOracle":
+    def simhash(cls, fps: np.ndarray) -> SimilarityOracle:
         return cls(2, fps=np.ascontiguousarray(fps, dtype=np.uint64))
 
     @classmethod
-    def equal(cls) -> "SimilarityOracle":
+    def equal(cls) -> SimilarityOracle:
         return cls(3)
 
 
@@ -98,8 +98,9 @@ def _score(policy: str, n: int, lengths, keys) -> np.ndarray:
     raise ValueError(f"keep must be one of {', '.join(KEEP_POLICIES)}, got {policy!r}")
 
 
-def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray, similarity_to: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                   keep: str = "first", lengths=None, keys=None, threshold: float | None = None,
+def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray,
+                   similarity_to: Callable[[np.ndarray, np.ndarray], np.ndarray], keep: str = "first", lengths=None,
+                   keys=None, threshold: float | None = None,
                    max_drift: float | None = None, linkage: str = "components", edge_sim=None,
                    oracle: SimilarityOracle | None = None, sample: int = 16) -> Clusters:
     """Clusters from verified pairs (lo[e], hi[e]) with similarities ``edge_sim``.

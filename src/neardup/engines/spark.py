@@ -20,7 +20,8 @@ sample pairs reach the driver):
    Spark packs splits into partitions, the same numbers on every run and partitioning.
 2. **Sign** (``mapInArrow``): each Arrow batch of texts goes through the same signing function
    as the local engine's workers (:func:`neardup.pipeline.dedup._make_signer`: the compiled
-   shingling and MinHash kernels), giving the signature (binary: k little-endian uint32), the empty flag, the length and the row key of the whole signature.
+   shingling and MinHash kernels), giving the signature (binary: k little-endian uint32), the empty
+   flag, the length and the row key of the whole signature.
    The signed table is hash-partitioned by row and persisted; later joins on a row number
    shuffle only the other side.
 3. **Identical signatures**: grouped by their 64-bit row key (the local kernel
@@ -102,8 +103,8 @@ from ..pipeline.dedup import DedupConfig, _json_default
 MAX_BUCKET = 64
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
            "score double, key_err string, sig binary, empty boolean, sig_empty boolean, size long, rk long")
-_PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, key_err string, err string, blank boolean, "
-           "replaced boolean, fatal boolean")
+_PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, key_err string, err string, "
+           "blank boolean, replaced boolean, fatal boolean")
 
 
 class SparkEngineUnsupported(ConfigError, NotImplementedError):
@@ -200,7 +201,8 @@ _BOM = b"\xef\xbb\xbf"
 def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keyed, bom=False):
     """Rows of one numbered batch → parallel lists (text, id_json, key value, key error, error, blank,
     replaced, fatal)."""
-    from ..io.formats import decode as _decode, parse_jsonl_line  # noqa: PLC0415
+    from ..io.formats import decode as _decode  # noqa: PLC0415
+    from ..io.formats import parse_jsonl_line  # noqa: PLC0415
 
     rows = _column(batch, "row").to_numpy(zero_copy_only=False)
     n = rows.shape[0]
@@ -375,7 +377,7 @@ def _py_payload(batches, spec):
 
     def rows():
         if spec.fmt in ("jsonl", "lines"):
-            for i, raw in raw_lines(spec):
+            for _, raw in raw_lines(spec):
                 yield raw[:-1] if raw.endswith(b"\n") else raw
         elif spec.fmt == "csv":
             it = records(spec, "surrogateescape")
@@ -600,7 +602,8 @@ def _number(spark, scans: list[DataFrame]) -> _Numbering:
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p)
-    stats = union.groupBy("fi", "_nd_blk", "_nd_grp").agg(F.count(F.lit(1)).alias("n"), F.min("_nd_mid").alias("s0")).collect()
+    stats = (union.groupBy("fi", "_nd_blk", "_nd_grp")
+             .agg(F.count(F.lit(1)).alias("n"), F.min("_nd_mid").alias("s0")).collect())
     by_input: dict = {fi: [] for fi in range(len(scans))}
     for r in stats:
         by_input[r["fi"]].append((r["_nd_blk"], r["s0"], r["_nd_grp"], r["n"]))
@@ -758,7 +761,8 @@ def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int
         ms = large.groupBy("v").agg(F.min("u").alias("m"))
         lm = large.join(ms, "v")
         small = (lm.select(F.col("m").alias("u"), F.col("v"))
-                   .unionByName(lm.filter(F.col("u") != F.col("m")).select(F.col("m").alias("u"), F.col("u").alias("v")))
+                   .unionByName(lm.filter(F.col("u") != F.col("m"))
+                                .select(F.col("m").alias("u"), F.col("u").alias("v")))
                    .distinct())
         e_new = _checkpoint(small)
         e.unpersist()
@@ -801,7 +805,8 @@ def _split_drift(assign: DataFrame, edges: DataFrame, docs: DataFrame, cfg: Dedu
         alone = bad.join(members.select("row"), "row", "left_anti").select("row", F.col("row").alias("rep"))
         moved = members.filter(F.col("row") != F.col("rep"))
         msim = _similarities(moved.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg)
-        new = (alone.unionByName(members.filter(F.col("row") == F.col("rep"))).select("row", "rep", F.lit(1.0).alias("sim"))
+        new = (alone.unionByName(members.filter(F.col("row") == F.col("rep")))
+                    .select("row", "rep", F.lit(1.0).alias("sim"))
                     .unionByName(msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")))
         nxt = _checkpoint(assign.join(bad, "row", "left_anti").unionByName(new))
         assign.unpersist()
@@ -907,7 +912,8 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         small = bk.filter(F.col("cnt") <= max_bucket).select("band", "key", "row")
         pa_, pb_ = small.alias("a"), small.alias("b")
         allp = pa_.join(pb_, (F.col("a.band") == F.col("b.band")) & (F.col("a.key") == F.col("b.key"))
-                        & (F.col("a.row") < F.col("b.row"))).select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"))
+                        & (F.col("a.row") < F.col("b.row"))) \
+            .select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"))
         cands = star.unionByName(allp).distinct().persist(StorageLevel.MEMORY_AND_DISK)
         n_cand = cands.count()
         bk.unpersist()

@@ -7,8 +7,8 @@ one shingle made of all its tokens, so identical short texts match; an empty doc
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -40,14 +40,14 @@ class Features:
     def sizes(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def unique(self) -> "Features":
+    def unique(self) -> Features:
         """Per document: distinct hashes (sorted) with their multiplicities in ``counts``."""
         if self.counts is not None:
             return self
         h, c, off = sort_unique_counts(self.hashes, self.offsets)
         return Features(h, off, c)
 
-    def subset(self, docs) -> "Features":
+    def subset(self, docs) -> Features:
         """The features of documents ``docs`` (in that order), renumbered 0..len(docs)-1."""
         docs = np.asarray(docs, dtype=np.int64)
         sizes = self.sizes()[docs]
@@ -58,7 +58,7 @@ class Features:
         return Features(self.hashes[take], offsets, counts)
 
     @staticmethod
-    def concat_interleaved(parts: list[tuple[np.ndarray, "Features"]], n: int) -> "Features":
+    def concat_interleaved(parts: list[tuple[np.ndarray, Features]], n: int) -> Features:
         """Merge feature batches computed for disjoint document index sets back into order."""
         sizes = np.zeros(n, dtype=np.int64)
         for idx, f in parts:
@@ -121,7 +121,8 @@ class Shingler:
         # auto: CJK-heavy documents go through jieba, the rest through the word kernel
         frac = solo_fraction_batch(buf, offsets, class_table())
         cjk = np.flatnonzero(frac >= AUTO_CJK_FRACTION)
-        words = Features(*token_shingles_batch(buf, offsets, class_table(), *char_map(False, False), self.ngram, seed, 0))
+        words = Features(*token_shingles_batch(buf, offsets, class_table(), *char_map(False, False), self.ngram, seed,
+                                               0))
         if cjk.shape[0] == 0:
             return words
         rest = np.flatnonzero(frac < AUTO_CJK_FRACTION)

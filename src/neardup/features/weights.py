@@ -8,9 +8,9 @@ vectorised ``searchsorted`` per batch.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Mapping
 
 import numpy as np
 from numba import njit
@@ -26,7 +26,8 @@ def hash_words(words: list[str], seed: int = 0) -> np.ndarray:
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
-    hashes, doc_off = token_shingles_batch(buf, offsets, np.zeros(1, np.uint8), *char_map(False, False), 1, np.uint64(seed), 1)
+    hashes, doc_off = token_shingles_batch(buf, offsets, np.zeros(1, np.uint8), *char_map(False, False), 1,
+                                           np.uint64(seed), 1)
     out = np.zeros(len(parts), dtype=np.uint64)
     has = np.diff(doc_off) > 0
     out[has] = hashes
@@ -52,7 +53,7 @@ class IdfTable:
         return np.where(found, self.values[pos] if len(self) else 0.0, self.default)
 
     @classmethod
-    def fit(cls, features: Features) -> "IdfTable":
+    def fit(cls, features: Features) -> IdfTable:
         """Smoothed IDF from document frequencies of a feature batch."""
         uniq = features.unique()
         n = len(uniq)
@@ -61,14 +62,14 @@ class IdfTable:
         return cls(keys, values, np.log(1.0 + n) + 1.0)
 
     @classmethod
-    def from_words(cls, idf: Mapping[str, float], default: float | None = None, seed: int = 0) -> "IdfTable":
+    def from_words(cls, idf: Mapping[str, float], default: float | None = None, seed: int = 0) -> IdfTable:
         words = list(idf)
         vals = np.array([float(idf[w]) for w in words], dtype=np.float64)
         keys = hash_words(words, seed)
         return cls(keys, vals, float(np.median(vals)) if default is None else default)
 
     @classmethod
-    def jieba(cls, seed: int = 0) -> "IdfTable":
+    def jieba(cls, seed: int = 0) -> IdfTable:
         """jieba's IDF table (``jieba/analyse/idf.txt``), unknown words → median IDF."""
         return _jieba_table(seed)
 

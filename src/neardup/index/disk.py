@@ -21,15 +21,15 @@ One :class:`DiskIndex` object belongs to one thread; open one per thread or proc
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from .._arrays import sorted_unique
 from .._checks import as_int
-from ..errors import NeardupError
 from .._version import __version__
+from ..errors import NeardupError
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from ..sketches.simhash import SimHasher, hamming_array
@@ -290,7 +290,7 @@ class DiskIndex(_BaseDiskIndex):
     def create(cls, path, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1,
                tokenizer: str = "word", ngram: int = 5, lsh_mode: str = "recall", b: int | None = None,
                r: int | None = None, *, recall: float = 0.99, exist_ok: bool = False,
-               store: type[IndexStore] = SQLiteStore, synchronous: str = "NORMAL") -> "DiskIndex":
+               store: type[IndexStore] = SQLiteStore, synchronous: str = "NORMAL") -> DiskIndex:
         """A new index at ``path`` (``FileExistsError`` if there is one, unless ``exist_ok``:
         then the existing one is opened and must match these parameters)."""
         if not 0.0 < float(threshold) <= 1.0:
@@ -420,7 +420,7 @@ class SimHashDiskIndex(_BaseDiskIndex):
     def create(cls, path, max_distance: int = 3, tokenizer: str = "word", ngram: int = 3, weighting: str = "tf",
                top_n: int | None = None, seed: int = 0, *, expected_n: int | None = None,
                exist_ok: bool = False, store: type[IndexStore] = SQLiteStore,
-               synchronous: str = "NORMAL") -> "SimHashDiskIndex":
+               synchronous: str = "NORMAL") -> SimHashDiskIndex:
         max_distance = as_int(max_distance, "max_distance", 0, 31)
         if weighting == "tfidf":
             raise ValueError("weighting='tfidf' needs a fitted IDF table, which the disk index does not store")

@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Hashable, Iterable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def _fields(key_bits: list[int]) -> tuple[tuple[int, int], ...]:
 
 
 def _combos(n: int, r: int):
-    from itertools import combinations
+    from itertools import combinations  # noqa: PLC0415
     return combinations(range(n), r)
 
 

@@ -20,9 +20,9 @@ import functools
 import os
 import secrets
 import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -83,12 +83,12 @@ class IndexStore(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def create(cls, path, meta: Mapping[str, object], **options) -> "IndexStore":
+    def create(cls, path, meta: Mapping[str, object], **options) -> IndexStore:
         """A new, empty store at ``path`` holding ``meta``, created atomically."""
 
     @classmethod
     @abc.abstractmethod
-    def open(cls, path, readonly: bool = False, **options) -> "IndexStore":
+    def open(cls, path, readonly: bool = False, **options) -> IndexStore:
         """An existing store; :class:`NotAnIndexError` if ``path`` is not one."""
 
     @abc.abstractmethod
@@ -228,7 +228,7 @@ class SQLiteStore(IndexStore):
 
     @classmethod
     def create(cls, path, meta: Mapping[str, object], synchronous: str = "NORMAL",
-               timeout: float = 10.0) -> "SQLiteStore":
+               timeout: float = 10.0) -> SQLiteStore:
         """Built whole in a temporary file beside ``path``, then published with ``os.link``, which
         fails if ``path`` exists: two processes creating one index at once get one index and one
         ``FileExistsError`` (never a half-built file or a "table already exists")."""
@@ -268,7 +268,7 @@ class SQLiteStore(IndexStore):
 
     @classmethod
     def open(cls, path, readonly: bool = False, synchronous: str = "NORMAL",
-             timeout: float = 10.0) -> "SQLiteStore":
+             timeout: float = 10.0) -> SQLiteStore:
         """``readonly=True`` in a folder this process cannot write (so SQLite cannot make the WAL's
         shared-memory file): the file is opened *immutable* when it has no pending WAL — a fixed
         snapshot, as nothing can be writing it without that WAL."""

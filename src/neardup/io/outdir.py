@@ -199,7 +199,7 @@ class StagedOutput:
         self.tmp = self.out = self.work = None
 
     # -- opening ------------------------------------------------------------------------------
-    def __enter__(self) -> "StagedOutput":
+    def __enter__(self) -> StagedOutput:
         try:
             os.makedirs(self.outdir, exist_ok=True)
         except OSError as exc:

@@ -6,8 +6,8 @@ or reported.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from ..errors import InputFormatError
 from .formats import check_fields_apply, read_rows

@@ -173,7 +173,8 @@ def spool(specs: list[InputSpec], folder: str) -> list[InputSpec]:
             with open(dest, "rb") as fh:
                 codec = sniff(fh.read(16))
         st = os.stat(dest)
-        out.append(dataclasses.replace(s, path=dest, compression=codec, sniff=False, stamp=(st.st_size, st.st_mtime_ns)))
+        out.append(dataclasses.replace(s, path=dest, compression=codec, sniff=False,
+                                       stamp=(st.st_size, st.st_mtime_ns)))
     return out
 
 

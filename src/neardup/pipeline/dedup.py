@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
-from array import array
-from json.encoder import encode_basestring as _encode_str
 import os
 import shutil
 import signal
@@ -25,18 +23,31 @@ import sys
 import tempfile
 import threading
 import time
+from array import array
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
+from json.encoder import encode_basestring as _encode_str
 from multiprocessing import get_context
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, InputFormatError, OutputError, WorkerError
-from ..io.formats import (InputSpec, check_fields_apply, check_format, check_stamp, line_text, output_name,
-                          parse_jsonl_line, raw_lines, read_rows, row_place, write_kept)
+from ..io.formats import (
+    InputSpec,
+    check_fields_apply,
+    check_format,
+    check_stamp,
+    line_text,
+    output_name,
+    parse_jsonl_line,
+    raw_lines,
+    read_rows,
+    row_place,
+    write_kept,
+)
 from ..io.outdir import StagedOutput, is_write_error, release_inherited_locks
 from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
@@ -111,7 +122,7 @@ class DedupConfig:
     quiet: bool = False
     progress: bool | None = None         # None: only when stderr is a terminal
 
-    def resolved(self) -> "DedupConfig":
+    def resolved(self) -> DedupConfig:
         """A copy with the per-method defaults filled in, every parameter checked
         (:class:`~neardup.errors.ConfigError` naming it) before any input is read, and ``workers``
         capped at the CPUs this process may use."""
@@ -122,7 +133,7 @@ class DedupConfig:
         except (ValueError, TypeError, ImportError) as exc:
             raise ConfigError(str(exc)) from None
 
-    def _resolved(self) -> "DedupConfig":
+    def _resolved(self) -> DedupConfig:
         if self.method not in METHODS:
             raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         base = DedupConfig(method=self.method)
@@ -675,8 +686,9 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
     other = [s for s in specs if s.fmt not in ("jsonl", "lines", "csv")]
     if other or (csvs and len(specs) > 1):
         what = other[0] if other else csvs[0]
+        among = "" if other else " among several inputs"
         raise ConfigError(f"-o - writes the kept rows to standard output, one stream: JSONL or text-line inputs, "
-                          f"or a single CSV; {what.label} is {what.fmt}" + (" among several inputs" if not other else ""))
+                          f"or a single CSV; {what.label} is {what.fmt}{among}")
     if stdout is None:
         if sys.stdout is None or getattr(sys.stdout, "closed", False):
             raise OutputError("-o -: standard output is closed, so the kept rows have nowhere to go")

@@ -5,7 +5,7 @@ of anything, themselves included), matching the MinHash estimators.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

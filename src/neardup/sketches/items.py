@@ -6,7 +6,7 @@ are different items, while the int 42 and numpy's uint64 42 are the same.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 from numba import njit

@@ -16,15 +16,15 @@ See :mod:`neardup.kernels.minhash` for the exact hash functions.
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from .._version import __version__
 from ..features.shingles import Features, Shingler
+from ..kernels import minhash as K
 from ..text.normalize import encode_batch, kernel_char_map
 from ..text.unicode import char_map, class_table
-from ..kernels import minhash as K
 from .items import hash_items
 
 SCHEMES = ("oph", "permutation", "bottomk", "datasketch-legacy", "datasketch-affine32")
@@ -103,7 +103,7 @@ class MinHash:
         self._state = _state
 
     # -- building -----------------------------------------------------------------------------
-    def update(self, items: Iterable) -> "MinHash":
+    def update(self, items: Iterable) -> MinHash:
         """Add items (an iterable of ``str`` / ``bytes`` / ints, or a numpy integer array)."""
         if isinstance(items, (str, bytes)):
             items = [items]
@@ -115,7 +115,7 @@ class MinHash:
         self.update_hashes(hash_items(items))
         return self
 
-    def update_hashes(self, hashes: np.ndarray) -> "MinHash":
+    def update_hashes(self, hashes: np.ndarray) -> MinHash:
         """Add items given as 64-bit hashes (e.g. shingle hashes from :class:`Shingler`)."""
         hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
         off = np.array([0, hashes.shape[0]], dtype=np.int64)
@@ -148,7 +148,7 @@ class MinHash:
             return bool(np.all(self._state == K.EMPTY_BIN))
         return bool(np.all(self._state == empty_value(self.scheme)))
 
-    def _check_compatible(self, other: "MinHash") -> None:
+    def _check_compatible(self, other: MinHash) -> None:
         if not isinstance(other, MinHash):
             raise TypeError(f"expected a MinHash, got {type(other).__name__}")
         if (self.scheme, self.seed, self.num_perm) != (other.scheme, other.seed, other.num_perm):
@@ -156,13 +156,13 @@ class MinHash:
                 "MinHash sketches differ in (scheme, seed, num_perm): "
                 f"{(self.scheme, self.seed, self.num_perm)} vs {(other.scheme, other.seed, other.num_perm)}")
 
-    def jaccard(self, other: "MinHash") -> float:
+    def jaccard(self, other: MinHash) -> float:
         """Estimated Jaccard similarity (0.0 when either set is empty)."""
         self._check_compatible(other)
         sig = np.stack([self.hashvalues, other.hashvalues])
         return float(jaccard_rows(sig, [0], [1], self.scheme)[0])
 
-    def merge(self, other: "MinHash") -> "MinHash":
+    def merge(self, other: MinHash) -> MinHash:
         """Sketch of the union (in place; returns self)."""
         self._check_compatible(other)
         if not (self._mergeable and other._mergeable):
@@ -174,7 +174,7 @@ class MinHash:
             np.minimum(self._state, other._state, out=self._state)
         return self
 
-    def copy(self) -> "MinHash":
+    def copy(self) -> MinHash:
         return MinHash(self.num_perm, self.scheme, self.seed, _state=self._state.copy(), _mergeable=self._mergeable)
 
     def __eq__(self, other) -> bool:
@@ -197,7 +197,7 @@ class MinHash:
         return _MAGIC + len(header).to_bytes(4, "little") + header + state.tobytes()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "MinHash":
+    def from_bytes(cls, data: bytes) -> MinHash:
         if len(data) < 8 or data[:4] != _MAGIC:
             raise ValueError("not a serialised neardup MinHash (bad magic)")
         n = int.from_bytes(data[4:8], "little")
@@ -255,7 +255,7 @@ class Signatures:
             np.savez(fh, values=self.values, meta=np.array(meta))
 
     @classmethod
-    def load(cls, path) -> "Signatures":
+    def load(cls, path) -> Signatures:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
             return cls(data["values"], meta["scheme"], meta["seed"], meta.get("config"))

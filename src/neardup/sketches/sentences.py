@@ -11,7 +11,7 @@ to edits outside the longest sentences. A document with no sentence gets signatu
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

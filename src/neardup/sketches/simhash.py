@@ -11,7 +11,7 @@ the N heaviest features (keywords) per document.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class SimHasher:
         return {"method": "simhash", "bits": 64, "weighting": self.weighting, "top_n": self.top_n,
                 **self.shingler.config()}
 
-    def fit_idf(self, texts: Sequence) -> "SimHasher":
+    def fit_idf(self, texts: Sequence) -> SimHasher:
         """Fit the IDF table on a corpus (used when ``weighting="tfidf"``)."""
         self.idf = IdfTable.fit(self.shingler.features(texts))
         return self

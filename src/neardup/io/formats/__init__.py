@@ -26,7 +26,7 @@ the input's schema, CSV through the same dialect) and checks that it saw as many
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -16,7 +16,7 @@ import errno
 import os
 import shutil
 import stat
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

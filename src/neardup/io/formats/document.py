@@ -3,7 +3,7 @@ its decompressed bytes as UTF-8, invalid bytes replaced. The kept "row" is the f
 from __future__ import annotations
 
 import shutil
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -9,7 +9,7 @@ counted. Ids must not be null, NaN or ±Infinity (see :func:`~.base.id_problem`)
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 from .base import Fields, InputSpec, Row, decode, fields_present, id_problem, keep_value, key_problem
 from .lines import LineFormat, content, raw_lines

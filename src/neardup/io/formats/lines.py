@@ -6,7 +6,7 @@ Kept lines are copied byte for byte (a final line without ``\\n`` gets one).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -26,8 +26,7 @@ def raw_lines(spec: InputSpec) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, raw bytes with their ``\\n``) of a line-based input, the stream
     checked to its end."""
     with open_input(spec) as fh:
-        for i, raw in enumerate(fh, 1):
-            yield i, raw
+        yield from enumerate(fh, 1)
 
 
 def line_text(i: int, raw: bytes) -> tuple[str, bool]:

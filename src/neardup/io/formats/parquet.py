@@ -5,7 +5,7 @@ corrupt page) names the file."""
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -56,7 +56,8 @@ class Parquet(Format):
             for k, t in enumerate(texts):
                 row_no += 1
                 if t is not None and not isinstance(t, str):
-                    yield Row(row_no, None, None, error=f"{spec.label}: row {row_no}: column {fields.text!r} is not text")
+                    yield Row(row_no, None, None,
+                              error=f"{spec.label}: row {row_no}: column {fields.text!r} is not text")
                     continue
                 rid = None
                 if ids is not None:

@@ -51,7 +51,7 @@ STOP_WORDS_FILE = "cppjieba_stop_words.utf8"
 
 _ABSENT = object()
 _lock = threading.Lock()
-_res: "_Resources | None" = None
+_res: _Resources | None = None
 
 
 class _Resources:
