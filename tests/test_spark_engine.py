@@ -342,3 +342,18 @@ def test_console_script_runs_spark_without_an_activated_venv(tmp_path):
     assert errors == ["Error: a Spark Python worker failed: ModuleNotFoundError: No module named 'neardup'"], \
         res.stderr[-3000:]
     assert "Traceback" not in res.stderr and not (tmp_path / "o2" / "report.json").exists()
+
+
+@pytest.mark.parametrize("run", ["minhash", "exact"])
+def test_golden_outputs_on_spark(spark, tmp_path, monkeypatch, run):
+    """The golden digests of tests/test_golden.py, from the Spark engine."""
+    from test_golden import GOLDEN, SPARK, _config, _digest, _write_inputs
+
+    from neardup.engines.spark import run_spark_dedup
+
+    assert run in SPARK
+    (tmp_path / "in").mkdir()
+    inputs = _write_inputs(tmp_path / "in")
+    monkeypatch.chdir(tmp_path / "in")
+    run_spark_dedup(inputs, str(tmp_path / "o"), _config(run), spark=spark)
+    assert _digest(tmp_path / "o") == json.loads(GOLDEN.read_text(encoding="utf-8"))[run]

@@ -161,7 +161,8 @@ def _binary_rows(arr, dtype) -> np.ndarray:
 
 def _binary_array(mat: np.ndarray, valid: np.ndarray | None = None):
     """Rows of ``mat`` as a binary Arrow array; with ``valid``, ``mat`` holds only the valid rows."""
-    raw = np.ascontiguousarray(mat).view(np.uint8).reshape(mat.shape[0], -1)
+    width = mat.dtype.itemsize * (mat.shape[1] if mat.ndim > 1 else 1)
+    raw = np.ascontiguousarray(mat).view(np.uint8).reshape(mat.shape[0], width)   # (0, w) for no rows too
     w = raw.shape[1]
     if valid is None:
         n = raw.shape[0]
@@ -566,12 +567,14 @@ class _Numbering:
 def _scan(spark, spec: InputSpec, cfg: DedupConfig, payload: bool = False) -> DataFrame:
     """An input as (blk, mid, …) with ``mid`` = monotonically_increasing_id at the scan."""
     keyed = cfg.keep == "key"
+    # a local path goes to the JVM absolute: it resolves relative ones against its own working folder
+    where = spec.path if _is_uri(spec.path) else os.path.abspath(spec.path)
     if _spark_reads(spec) and spec.fmt != "parquet":
-        df = spark.read.option("lineSep", "\n").text(spec.path)
+        df = spark.read.option("lineSep", "\n").text(where)
         return df.select(F.input_file_block_start().alias("_nd_blk"), F.monotonically_increasing_id().alias("_nd_mid"),
                          F.col("value").cast("binary").alias("raw"))
     if spec.fmt == "parquet":
-        df = spark.read.parquet(spec.path)
+        df = spark.read.parquet(where)
         names = df.columns
         for what, c in (("column", cfg.text_field), ("id column", cfg.id_field),
                         ("keep column", cfg.keep_field if keyed else None)):

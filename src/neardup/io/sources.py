@@ -10,7 +10,9 @@ Rules:
   ``/dev/stdin``) is a pipe: it can be read once, so ``dedup`` copies it into its work folder
   first (:func:`spool`); a terminal is refused (nothing would arrive);
 * the same file named twice, or a file or folder inside another input folder, is refused: its
-  rows would be read twice.
+  rows would be read twice;
+* a spec's ``path`` is absolute (readers in other processes and a JVM resolve relative paths from
+  their own working folders); its ``label`` is the path as the user named it.
 """
 from __future__ import annotations
 
@@ -79,8 +81,8 @@ def _spec(path: str, fmt: str | None) -> InputSpec:
                                    "--input-format dir to read each file below it as one document")
         if not os.access(path, os.R_OK | os.X_OK):
             raise InputFormatError(f"{path}: cannot read this folder (permission denied)")
-        entries, links = list_entries(path)
-        return InputSpec(path, "dir", None, path, entries=entries, links=links)
+        entries, links = list_entries(os.path.abspath(path))
+        return InputSpec(os.path.abspath(path), "dir", None, path, entries=entries, links=links)
     if fmt == "dir":
         raise InputFormatError(f"{path}: --input-format dir needs a folder")
     codec = split_suffix(path)[1]
@@ -89,7 +91,7 @@ def _spec(path: str, fmt: str | None) -> InputSpec:
             raise InputFormatError(f"{path}: is a terminal; pipe the data in or name files")
         f = fmt or fmt_for_name(path, default="jsonl")
         _check_codec(path, f, codec)
-        return InputSpec(path, f, codec, path, pipe=True, sniff=codec is None)
+        return InputSpec(os.path.abspath(path), f, codec, path, pipe=True, sniff=codec is None)
     if not stat.S_ISREG(mode):
         raise InputFormatError(f"{path}: not a regular file, folder or pipe")
     f = fmt or fmt_for_name(path)
@@ -99,7 +101,7 @@ def _spec(path: str, fmt: str | None) -> InputSpec:
             pass
     except OSError as exc:
         raise InputFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return InputSpec(path, f, codec, path, stamp=(st.st_size, st.st_mtime_ns))
+    return InputSpec(os.path.abspath(path), f, codec, path, stamp=(st.st_size, st.st_mtime_ns))
 
 
 def _stdin_is_tty() -> bool:
