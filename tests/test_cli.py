@@ -138,3 +138,15 @@ def test_read_only_install_caches_kernels_elsewhere(tmp_path, monkeypatch):
     assert cache_dir_for(str(kernels)).startswith(os.path.join(tempfile.gettempdir(), "neardup-numba-"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
     assert cache_dir_for(str(kernels)) is None
+
+
+def test_spark_submit_entry_is_the_dedup_command():
+    """The file spark-submit runs imports only the command line: the engine module is imported once,
+    by the dedup command, never by the entry file itself."""
+    code = ("import sys, runpy; sys.argv = ['spark_submit', '--help']\n"
+            "try:\n    runpy.run_module('neardup.engines.spark_submit', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print('engine loaded:', 'neardup.engines.spark' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0 and "--engine" in res.stdout and "OUTDIR" in res.stdout, res.stderr
+    assert res.stdout.strip().endswith("engine loaded: False")

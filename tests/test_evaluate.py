@@ -1,4 +1,4 @@
-"""Evaluation metrics (neardup.evaluate) and the ``eval`` command (neardup.cli_eval)."""
+"""Evaluation metrics (neardup.evaluate) and the ``eval`` command (neardup.cli.evaluate)."""
 import json
 from fractions import Fraction
 
@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from neardup import Shingler, exact_jaccard_pairs
 from neardup import evaluate as ev
-from neardup.cli_eval import eval_cmd
+from neardup.cli.evaluate import eval_cmd
 
 
 # -- pairs --------------------------------------------------------------------------------------

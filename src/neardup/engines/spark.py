@@ -53,7 +53,7 @@ sample pairs reach the driver):
 
 Entry points: :func:`run_spark_dedup` (what the CLI calls), :func:`dedup_dataframe` (a DataFrame
 in, the DataFrame with cluster columns out), the building blocks :func:`sign_dataframe` and
-:func:`find_clusters`, and ``python -m neardup.engines.spark INPUT... -o OUT [options]``
+:func:`find_clusters`, and ``python -m neardup.engines.spark_submit INPUT... -o OUT [options]``
 (the options of ``neardup dedup``; also a file for ``spark-submit``). See
 ``benchmarks/SPARK.md`` for cluster deployment.
 
@@ -1477,17 +1477,3 @@ def _parse_texts(batches, kind, spec, start, last_row_nl, cfg_json, text_field, 
         rows, texts, *_ = _parse_batch(batch, kind, spec, start, last_row_nl, text_field, None, None, False, bom)
         yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64()), pa.array(_utf8(texts), pa.binary())],
                                          names=["row", "text"])
-
-
-# -- spark-submit / python -m ------------------------------------------------------------------------------
-def main(argv: list[str] | None = None):
-    """``python -m neardup.engines.spark INPUT... -o OUT [options]`` (or ``spark-submit`` this file): the
-    options of ``neardup dedup``, run with ``--engine spark`` on the session Spark provides."""
-    from neardup.cli import main as cli_main  # noqa: PLC0415  (absolute: this file may run as __main__)
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    return cli_main(["dedup", "--engine", "spark", *args], prog_name="neardup.engines.spark")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -1,7 +1,6 @@
 """``neardup eval``: score a dedup result against labels (pairwise P/R/F1, adjusted Rand index).
 
-The command object is :data:`eval_cmd`; the main CLI registers it with
-``main.add_command(eval_cmd)`` (its name is ``eval``).
+The command object is :data:`eval_cmd` (its name is ``eval``), registered by :mod:`neardup.cli`.
 """
 from __future__ import annotations
 
@@ -13,13 +12,13 @@ import math
 import click
 import numpy as np
 
-from . import evaluate as ev
-from .errors import InputFormatError
-from .features.shingles import Shingler
-from .io.compression import open_read, split_suffix
-from .io.formats.base import id_problem
-from .io.readers import iter_documents
-from .text.tokenize import TOKENIZERS
+from .. import evaluate as ev
+from ..errors import InputFormatError
+from ..features.shingles import Shingler
+from ..io.compression import open_read, split_suffix
+from ..io.formats.base import id_problem
+from ..io.readers import iter_documents
+from ..text.tokenize import TOKENIZERS
 
 FORMATS = ("auto", "pairs", "clusters")
 # the documented labels only: a word such as "yes" or a grade such as "2" is refused, not guessed

@@ -1,0 +1,103 @@
+"""The command line: one module per command (``sign``, ``dedup``, ``compare``, ``lsh``, ``eval``),
+all registered on the group :func:`main`; :func:`entry` is the console script.
+
+What every command shares lives here: user errors (:class:`~neardup.errors.NeardupError` and the
+operating system's) are one line and exit status 1, any other exception keeps its traceback, and
+SIGTERM stops a run like Ctrl-C.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+
+import click
+
+from .._version import __version__
+from ..errors import NeardupError
+
+
+class _Group(click.Group):
+    """The command group: SIGTERM ends a run like Ctrl-C (outputs staged so far are removed, signing
+    workers are stopped), and user errors — :class:`~neardup.errors.NeardupError` and the
+    operating system's (a full disk, a permission) — are one line on stderr and exit status 1.
+    Any other exception is a bug and keeps its traceback."""
+
+    def invoke(self, ctx):
+        def on_term(signum, frame):
+            global _INTERRUPTED
+            _INTERRUPTED = signum
+            raise SystemExit(128 + signum)
+
+        global _INTERRUPTED
+        with _signal(signal.SIGTERM, on_term):
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt:
+                _INTERRUPTED = signal.SIGINT
+                raise
+            except NeardupError as exc:
+                raise click.ClickException(str(exc)) from None
+            except BrokenPipeError:        # `neardup … | head`: the reader left, not an error of ours
+                _silence_stdout()
+                raise SystemExit(141) from None
+            except OSError as exc:
+                where = f"{exc.filename}: " if exc.filename else ""
+                raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+
+
+_INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+def entry() -> None:
+    """The console script (and ``python -m neardup``): :func:`main`; after Ctrl-C or SIGTERM, once
+    the run has cleaned up (work folder removed, workers stopped), the process ends at once with
+    128 + the signal's number, never waiting on a thread of an abandoned worker pool."""
+    try:
+        main(prog_name="neardup")
+    except SystemExit:
+        if not _INTERRUPTED:
+            raise
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(128 + int(_INTERRUPTED))
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+class _signal:
+    """Install a signal handler for a block (only in the main thread; elsewhere a no-op)."""
+
+    def __init__(self, sig, handler):
+        self.sig, self.handler, self.old = sig, handler, None
+
+    def __enter__(self):
+        try:
+            self.old = signal.signal(self.sig, self.handler)
+        except ValueError:          # not the main thread
+            self.old = None
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(self.sig, self.old)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="neardup")
+def main() -> None:
+    """Find near-duplicate documents: MinHash, SimHash and sentence signatures."""
+
+
+from . import compare, dedup, evaluate, lsh, sign  # noqa: E402  (each registers its command on main)
+
+main.add_command(evaluate.eval_cmd)
+
+__all__ = ["compare", "dedup", "entry", "evaluate", "lsh", "main", "sign"]

@@ -1,0 +1,84 @@
+"""``neardup compare A B``: why two documents are (not) near-duplicates."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
+from ..sketches.sentences import SentenceSigner
+from ..sketches.simhash import SimHasher
+from ..text.tokenize import TOKENIZERS
+from . import main
+
+
+def _read_text_arg(value: str, literal: bool) -> str:
+    if literal:
+        return value
+    if value == "-":
+        return sys.stdin.read()
+    try:
+        with open(value, "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise click.BadParameter(f"{value}: {exc.strerror or exc}") from None
+
+
+@main.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--text", "literal", is_flag=True, help="A and B are the texts themselves, not file names.")
+@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
+@click.option("--ngram", type=click.IntRange(1, 64), default=5, show_default=True)
+@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True)
+@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True)
+@click.option("--show", type=click.IntRange(0), default=5, show_default=True, help="Shingles to show of each kind.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_json):
+    """Why are A and B (not) near-duplicates? Exact Jaccard and containment, MinHash estimate, SimHash
+    distance, sentence-signature match, and some shared / unshared shingles."""
+    from ..features.shingles import Shingler  # noqa: PLC0415
+    from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
+    from ..sketches.simhash import hamming  # noqa: PLC0415
+
+    ta, tb = _read_text_arg(a, literal), _read_text_arg(b, literal)
+    sh = Shingler(tokenizer=tokenizer, ngram=ngram)
+    f = sh.features([ta, tb])
+    mh = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
+    sims = SimHasher(tokenizer=tokenizer).sign_batch([ta, tb])
+    sent = SentenceSigner()
+    sa, sb = sh.shingles(ta), sh.shingles(tb)
+    set_a, set_b = set(sa), set(sb)
+    shared = [s for s in dict.fromkeys(sa) if s in set_b][:show]
+    only_a = [s for s in dict.fromkeys(sa) if s not in set_b][:show]
+    only_b = [s for s in dict.fromkeys(sb) if s not in set_a][:show]
+    sig_a, sig_b = sent.sign(ta), sent.sign(tb)
+    out = {
+        "jaccard": float(exact_jaccard_pairs(f, [0], [1])[0]),
+        "containment": {"a_in_b": float(containment_pairs(f, [0], [1])[0]),
+                        "b_in_a": float(containment_pairs(f, [1], [0])[0])},
+        "minhash_jaccard": float(mh.sign_batch([ta, tb]).jaccard_pairs([0], [1])[0]),
+        "simhash_distance": hamming(sims[0], sims[1]),
+        "sentences_match": bool(sig_a == sig_b and sig_a != 0),
+        "shingles": {"a": len(set_a), "b": len(set_b), "shared": len(set_a & set_b)},
+        "examples": {"shared": shared, "only_a": only_a, "only_b": only_b},
+        "parameters": {"tokenizer": tokenizer, "ngram": ngram, "num_perm": num_perm, "scheme": scheme, "seed": seed},
+    }
+    if as_json:
+        click.echo(json.dumps(out, ensure_ascii=False))
+        return
+    c = out["containment"]
+    click.echo(f"shingles ({tokenizer} {ngram}-grams): A {len(set_a)}, B {len(set_b)}, shared {len(set_a & set_b)}")
+    click.echo(f"exact Jaccard        {out['jaccard']:.4f}")
+    click.echo(f"containment A in B   {c['a_in_b']:.4f}   B in A {c['b_in_a']:.4f}")
+    click.echo(f"MinHash estimate     {out['minhash_jaccard']:.4f}  (k={num_perm}, {scheme}, seed {seed}; "
+               f"± {1.96 * (max(out['jaccard'] * (1 - out['jaccard']), 0) / num_perm) ** 0.5:.3f} at 95%)")
+    click.echo(f"SimHash distance     {out['simhash_distance']} bits of 64 (near-duplicate at ≤ 3)")
+    click.echo(f"sentence signature   {'match' if out['sentences_match'] else 'differ'}")
+    for title, key in (("shared", "shared"), ("only in A", "only_a"), ("only in B", "only_b")):
+        if out["examples"][key]:
+            click.echo(f"{title}:")
+            for s in out["examples"][key]:
+                click.echo(f"  · {s}")

@@ -1,0 +1,159 @@
+"""``neardup sign``: documents → one JSON line each with its signature."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+
+import click
+
+from ..io.formats import FORMATS
+from ..io.readers import batched, iter_documents
+from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
+from ..sketches.sentences import SentenceSigner
+from ..sketches.simhash import WEIGHTINGS, SimHasher
+from ..text.tokenize import TOKENIZERS
+from . import main
+
+DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
+
+
+@contextlib.contextmanager
+def _output_file(path: str):
+    """Standard output for ``-``; otherwise a temporary file beside ``path`` that replaces it only
+    when the block ends without an error (a failed run leaves the previous file as it was)."""
+    if path == "-":
+        if sys.stdout is None or getattr(sys.stdout, "closed", False):
+            raise click.ClickException("standard output is closed; give -o FILE")
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    if os.path.isdir(path):
+        raise click.ClickException(f"{path}: is a folder; -o needs a file")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot write here ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _simhash_compat_signer(compat: str, top_n: int | None):
+    if compat == "yanyiwu":
+        from ..sketches.compat import yanyiwu  # noqa: PLC0415
+
+        return lambda text: yanyiwu.simhash(text, top_n if top_n is not None else yanyiwu.top_n_for_length(
+            len(text.encode("utf-8"))))
+    from ..sketches.compat import simhash_1e0ng  # noqa: PLC0415
+
+    return simhash_1e0ng.simhash
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--method", type=click.Choice(["minhash", "simhash", "sentences"]), default="minhash", show_default=True)
+@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True,
+              help="MinHash signature length k.")
+@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True, help="MinHash seed.")
+@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
+@click.option("--ngram", type=click.IntRange(1, 64), default=None,
+              help="Shingle size (default: 5 for minhash, 3 for simhash).")
+@click.option("--weighting", type=click.Choice(WEIGHTINGS), default="tf", show_default=True,
+              help="SimHash feature weights.")
+@click.option("--idf", type=click.Choice(["jieba"]), default=None, help="IDF table for --weighting tfidf.")
+@click.option("--top-n", type=click.IntRange(1), default=None, help="SimHash: keep the N heaviest features.")
+@click.option("--compat", type=click.Choice(["yanyiwu", "1e0ng"]), default=None,
+              help="SimHash: reproduce a peer's fingerprints exactly.")
+@click.option("--sentences", "n_sentences", type=click.IntRange(1), default=3, show_default=True,
+              help="Sentence signature: how many longest sentences.")
+@click.option("--input-format", type=click.Choice(FORMATS), default=None,
+              help="Force the input format (default: by suffix, as for dedup; '-' is JSONL).")
+@click.option("--jsonl/--files", "jsonl", default=None,
+              help="Shorthands for --input-format jsonl / --input-format file (a whole file is one document).")
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--id-field", default=None, help="Field holding the document id (default: file:line).")
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
+@click.option("-o", "--output", default="-", metavar="FILE",
+              help="Output file (default: stdout; a file is replaced only when the command succeeds).")
+@click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
+def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, idf, top_n, compat, n_sentences,
+         input_format, jsonl, text_field, id_field, on_error, batch_size, output, summary):
+    """Print one JSON line per document with its signature.
+
+    INPUTS are read as by dedup: JSONL, CSV, Parquet, text lines (one document per line), folders
+    (one document per file), '-' for JSONL on stdin; --files makes each file one document.
+    """
+    if compat and method != "simhash":
+        raise click.UsageError("--compat applies to --method simhash")
+    if method == "simhash" and not compat and weighting == "tfidf" and idf is None:
+        raise click.UsageError("--weighting tfidf needs an IDF table: --idf jieba")
+    if jsonl is not None:
+        if input_format is not None:
+            raise click.UsageError("give --input-format or --jsonl/--files, not both")
+        input_format = "jsonl" if jsonl else "file"
+    ngram = ngram or DEFAULT_NGRAM.get(method, 5)
+    key = method
+    try:
+        if method == "minhash":
+            hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
+            sign_batch = lambda texts: [row.tolist() for row in hasher.sign_batch(texts).values]  # noqa: E731
+        elif method == "simhash" and compat:
+            one = _simhash_compat_signer(compat, top_n)
+            sign_batch = lambda texts: [int(one(t)) for t in texts]  # noqa: E731
+        elif method == "simhash":
+            hasher = SimHasher(tokenizer=tokenizer, ngram=ngram, weighting=weighting, idf=idf, top_n=top_n)
+            sign_batch = lambda texts: [int(v) for v in hasher.sign_batch(texts)]  # noqa: E731
+        else:
+            signer = SentenceSigner(n=n_sentences)
+            key = "sentences"
+            sign_batch = lambda texts: [int(v) for v in signer.sign_batch(texts)]  # noqa: E731
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    skipped: list = []
+    count = 0
+    n_bytes = 0
+    distinct: set = set()
+    start = time.perf_counter()
+    docs = iter_documents(inputs, fmt=input_format, text_field=text_field, id_field=id_field, on_error=on_error,
+                          skipped=skipped)
+    with _output_file(output) as out:
+        for batch in batched(docs, batch_size):
+            texts = [d.text for d in batch]
+            sigs = sign_batch(texts)
+            # a lone surrogate in an id becomes its JSON escape (valid JSON that reads back the same)
+            out.write(b"".join((json.dumps({"id": d.id, key: s}, ensure_ascii=False) + "\n")
+                               .encode("utf-8", "backslashreplace") for d, s in zip(batch, sigs)))
+            if summary:
+                distinct.update(tuple(s) if isinstance(s, list) else s for s in sigs)
+            count += len(batch)
+            if summary:
+                n_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    if summary:
+        secs = time.perf_counter() - start
+        click.echo(f"neardup sign --method {method}: {count} documents, {n_bytes / 1e6:.2f} MB in {secs:.2f} s "
+                   f"({n_bytes / 1e6 / max(secs, 1e-9):.1f} MB/s incl. reading and JSON output); "
+                   f"{len(distinct)} distinct signatures ({count - len(distinct)} documents share one "
+                   f"with an earlier document)", err=True)
+    if skipped:
+        click.echo(f"neardup: signed {count} documents, skipped {len(skipped)} bad records:", err=True)
+        for _path, _line, reason in skipped[:20]:
+            click.echo(f"  {reason}", err=True)
