@@ -15,7 +15,8 @@ import time
 import pytest
 from hostile import accounted, cli, cli_proc, jsonl_bytes, one_line_error, snapshot, write_jsonl
 
-from neardup.pipeline.dedup import DedupConfig, cpu_count, run_dedup
+from neardup.config import cpu_count
+from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

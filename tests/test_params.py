@@ -44,19 +44,55 @@ def test_num_perm_4096_end_to_end(tmp_path):
     (["--threshold", "0.01"], "no (b, r) with b*r <= 128 reaches recall"),
     (["--bands", "40"], "explicit bands need"),
     (["--bands", "40", "--rows", "40"], "explicit bands need"),
-    (["--keep-field", "n"], "--keep-field is used only with --keep key"),
-    (["--keep", "key"], "--keep key needs --keep-field"),
-    (["--method", "simhash", "--threshold", "0.9"], "threshold (applies to --method minhash)"),
-    (["--method", "exact", "--ngram", "3"], "ngram (applies to --method minhash or simhash)"),
-    (["--method", "sentences", "--bits", "2"], "bits (applies to --method simhash)"),
-    (["--method", "minhash", "--sentences", "4"], "sentences (applies to --method sentences)"),
-    (["--method", "simhash", "--num-perm", "64"], "num_perm (applies to --method minhash)"),
-    (["--method", "exact", "--linkage", "components"], "linkage (applies to --method minhash or simhash)"),
+    (["--keep-field", "n"], "keep_field (--keep-field) must be given only with --keep key; got 'n'"),
+    (["--keep", "key"], "keep_field (--keep-field) must be a field name with --keep key"),
+    (["--method", "simhash", "--threshold", "0.9"], "threshold (--threshold; applies to --method minhash)"),
+    (["--method", "exact", "--ngram", "3"], "ngram (--ngram; applies to --method minhash or simhash)"),
+    (["--method", "sentences", "--bits", "2"], "bits (--bits; applies to --method simhash)"),
+    (["--method", "minhash", "--sentences", "4"], "sentences (--sentences; applies to --method sentences)"),
+    (["--method", "simhash", "--num-perm", "128"], "num_perm (--num-perm; applies to --method minhash)"),
+    (["--method", "exact", "--linkage", "components"], "linkage (--linkage; applies to --method minhash or simhash)"),
 ])
 def test_parameter_errors_come_before_reading(tmp_path, unreadable_input, args, msg):
     code, _, err = cli("dedup", unreadable_input, "-o", tmp_path / "o", *args)
     assert code == 2 and msg in err and "malformed JSON" not in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_one_message_shape_names_parameter_allowed_values_and_value():
+    from neardup.config import PARAMS
+
+    cases = {"metric": ("cosine", "metric (--metric) must be one of jaccard, containment; got 'cosine'"),
+             "num_perm": (1, "num_perm (--num-perm) must be an integer in [2, 65536]; got 1"),
+             "threshold": (1.5, "threshold (--threshold) must be a number in (0, 1]; got 1.5"),
+             "recall": (1.0, "recall (--recall) must be a number in [0.5, 1); got 1.0"),
+             "workers": (-1, "workers (--workers) must be an integer >= 0; got -1"),
+             "html": ("yes", "html (--html/--no-html) must be true or false; got 'yes'"),
+             "text_field": (3, "text_field (--text-field) must be text; got 3")}
+    for name, (value, msg) in cases.items():
+        with pytest.raises(ConfigError) as exc:
+            DedupConfig(**{name: value}).resolved()
+        assert str(exc.value) == msg
+    assert {p.group for p in PARAMS} == {"algorithm", "input", "output", "run"}
+    assert DedupConfig().group("run") == {"workers": 0, "batch_size": 2000, "quiet": False, "progress": None}
+
+
+def test_the_cli_options_come_from_the_table():
+    """Every parameter with a flag is an option of `dedup` with the table's choices and default."""
+    import click
+
+    from neardup.cli.dedup import dedup
+    from neardup.config import PARAMS
+
+    options = {p.name: p for p in dedup.params if isinstance(p, click.Option)}
+    for param in PARAMS:
+        if not param.option:
+            assert param.name not in options
+            continue
+        opt = options[param.name]
+        assert opt.default == param.default, param.name
+        if param.choices is not None:
+            assert list(opt.type.choices) == [str(c) for c in param.choices], param.name
 
 
 def test_api_refuses_what_the_cli_refuses():

@@ -34,11 +34,11 @@ from multiprocessing import get_context
 import numpy as np
 
 from .._version import __version__
+from ..config import DedupConfig
 from ..errors import ConfigError, InputFormatError, OutputError, WorkerError
 from ..io.formats import (
     InputSpec,
     check_fields_apply,
-    check_format,
     check_stamp,
     line_text,
     output_name,
@@ -51,149 +51,6 @@ from ..io.formats import (
 from ..io.outdir import StagedOutput, is_write_error, release_inherited_locks
 from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
-
-METHODS = ("minhash", "simhash", "sentences", "exact")
-DEFAULTS = {  # per method: what a user gets without flags
-    "minhash": {"threshold": 0.8, "ngram": 5, "max_drift": 0.05},
-    "simhash": {"bits": 3, "ngram": 3, "max_drift": 2 / 64},
-    "sentences": {"sentences": 3},
-    "exact": {},
-}
-# parameter → the methods whose result it changes; set for another method it is refused (a flag
-# that silently does nothing misleads)
-APPLIES = {
-    "threshold": ("minhash",), "metric": ("minhash",), "num_perm": ("minhash",), "scheme": ("minhash",),
-    "seed": ("minhash",), "lsh_mode": ("minhash",), "recall": ("minhash",), "bands": ("minhash",),
-    "rows": ("minhash",), "verify": ("minhash",), "bits": ("simhash",), "sentences": ("sentences",),
-    "tokenizer": ("minhash", "simhash"), "ngram": ("minhash", "simhash"), "linkage": ("minhash", "simhash"),
-    "max_drift": ("minhash", "simhash"),
-}
-
-
-CLI_NAMES = {"n_sentences": "sentences"}   # command-line parameter → DedupConfig field, where they differ
-
-
-def inapplicable(method: str, given) -> list[str]:
-    """The parameters among ``given`` that do not apply to ``method``, with the methods they do."""
-    out = []
-    for name in given:
-        methods = APPLIES.get(name)
-        if methods is not None and method not in methods:
-            out.append(f"{name} (applies to --method {' or '.join(methods)})")
-    return out
-
-
-def cpu_count() -> int:
-    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-@dataclass
-class DedupConfig:
-    method: str = "minhash"
-    threshold: float | None = None       # minhash (Jaccard or containment)
-    tokenizer: str = "word"
-    convert: str | None = None           # Chinese script conversion before signing (t2s, tw2sp, …)
-    ngram: int | None = None
-    num_perm: int = 128
-    scheme: str = "oph"
-    seed: int = 1
-    bits: int | None = None              # simhash: max Hamming distance k
-    sentences: int = 3
-    keep: str = "first"                  # first | longest | key
-    keep_field: str | None = None
-    metric: str = "jaccard"
-    verify: str = "minhash"
-    lsh_mode: str = "recall"
-    recall: float = 0.99
-    bands: int | None = None
-    rows: int | None = None
-    linkage: str = "bounded"             # bounded | components
-    max_drift: float | None = None       # bounded linkage: members stay ≥ t − max_drift (default per method)
-    workers: int = 0                     # 0: all cores
-    batch_size: int = 2000
-    text_field: str = "text"
-    id_field: str | None = None
-    on_error: str = "raise"
-    input_format: str | None = None
-    clusters_format: str = "jsonl"
-    samples: int = 12
-    html: bool = True
-    quiet: bool = False
-    progress: bool | None = None         # None: only when stderr is a terminal
-
-    def resolved(self) -> DedupConfig:
-        """A copy with the per-method defaults filled in, every parameter checked
-        (:class:`~neardup.errors.ConfigError` naming it) before any input is read, and ``workers``
-        capped at the CPUs this process may use."""
-        try:
-            return self._resolved()
-        except ConfigError:
-            raise
-        except (ValueError, TypeError, ImportError) as exc:
-            raise ConfigError(str(exc)) from None
-
-    def _resolved(self) -> DedupConfig:
-        if self.method not in METHODS:
-            raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        base = DedupConfig(method=self.method)
-        given = [k for k in APPLIES if getattr(self, k) != getattr(base, k)]
-        wrong = inapplicable(self.method, given)
-        if wrong:
-            raise ConfigError(f"not used by --method {self.method}: {'; '.join(wrong)}")
-        c = DedupConfig(**asdict(self))
-        for name, value in DEFAULTS[self.method].items():   # only what the method uses
-            if getattr(c, name) is None:
-                setattr(c, name, value)
-        choices = {"linkage": ("bounded", "components"), "keep": ("first", "longest", "key"),
-                   "verify": ("minhash", "exact", "none"), "on_error": ("raise", "skip"),
-                   "clusters_format": ("jsonl", "parquet"), "metric": ("jaccard", "containment"),
-                   "lsh_mode": ("recall", "datasketch")}
-        for name, allowed in choices.items():
-            if getattr(c, name) not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(c, name)!r}")
-        ranges = {"num_perm": (2, 65536), "seed": (0, 2**64 - 1), "sentences": (1, None), "workers": (0, None),
-                  "batch_size": (1, None), "bits": (0, 32), "ngram": (1, 64)}
-        for name, (lo, hi) in ranges.items():
-            v = getattr(c, name)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ConfigError(f"{name} must be an integer, got {v!r}")
-            v = int(v)
-            if v < lo or (hi is not None and v > hi):
-                raise ConfigError(f"{name} must be in {lo}..{hi if hi is not None else ''}, got {v}")
-            setattr(c, name, v)
-        if c.keep == "key" and not c.keep_field:
-            raise ConfigError("--keep key needs --keep-field FIELD (the document with the largest value is kept)")
-        if c.keep_field and c.keep != "key":
-            raise ConfigError("--keep-field is used only with --keep key")
-        if c.method == "minhash":
-            if not 0.0 < c.threshold <= 1.0:
-                raise ConfigError(f"threshold must be in (0, 1], got {c.threshold}")
-            from ..index.lsh import choose_params  # noqa: PLC0415
-            from ..sketches.minhash import MinHasher  # noqa: PLC0415
-
-            MinHasher(num_perm=c.num_perm, scheme=c.scheme, seed=c.seed, tokenizer=c.tokenizer, ngram=c.ngram)
-            choose_params(c.threshold, c.num_perm, c.lsh_mode, c.recall, c.bands, c.rows)
-            if c.verify == "exact" and c.scheme.startswith("datasketch"):
-                raise ConfigError("--verify exact works with the native schemes (oph, permutation, bottomk)")
-        if c.method == "simhash":
-            from ..sketches.simhash import SimHasher  # noqa: PLC0415
-
-            SimHasher(tokenizer=c.tokenizer, ngram=c.ngram)
-        if c.convert is not None:
-            from ..text.normalize import Normalizer, _converter  # noqa: PLC0415
-
-            Normalizer(convert=c.convert)  # validates the name
-            _converter(c.convert)          # and that OpenCC is there (not first inside a worker)
-        if c.max_drift is not None and not 0.0 <= c.max_drift <= 1.0:
-            raise ConfigError(f"max_drift must be in [0, 1], got {c.max_drift}")
-        check_format(c.input_format)
-        if c.workers == 0 or c.workers > cpu_count():
-            c.workers = cpu_count()
-        return c
-
 
 # -- signing (runs in worker processes) ----------------------------------------------------------
 _SIGNER = None

@@ -1,0 +1,310 @@
+"""The parameters of a deduplication run, declared once.
+
+:data:`PARAMS` is the one table of constraints (scikit-learn's idea): each parameter's group, type,
+allowed values or range, the methods whose result it changes, its default, its command-line flag
+and its help. :meth:`DedupConfig.resolved` checks a configuration against the table (and the few
+rules that tie parameters together) before any input is read; ``neardup dedup`` builds its options
+from the same table (:func:`click_options`), so an allowed value is written in one place.
+
+Every refusal has one shape, naming the parameter (field and flag), what is allowed and what was
+given::
+
+    metric (--metric) must be one of jaccard, containment; got 'cosine'
+
+Groups: ``algorithm`` (what is a duplicate and which row is kept: the result), ``input`` (how rows
+are read), ``output`` (what is written), ``run`` (how the work is done: never the result).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ConfigError
+from .io.formats import FORMATS
+from .sketches.minhash import SCHEMES
+from .text.normalize import CONVERSIONS
+from .text.tokenize import TOKENIZERS
+
+METHODS = ("minhash", "simhash", "sentences", "exact")
+_MINHASH = ("minhash",)
+_SHINGLED = ("minhash", "simhash")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter's constraints. ``choices`` or a range (``lo``/``hi``, open or closed) bound the
+    value; ``nullable``: None is allowed (the method's default, or "not given"); ``methods``: the
+    methods whose result it changes (set for another method it is refused: a flag that silently does
+    nothing misleads); ``flag``: the command-line option ("" for the Python API only)."""
+
+    name: str
+    group: str
+    kind: type
+    default: object = None
+    choices: tuple | None = None
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    nullable: bool = False
+    methods: tuple | None = None
+    flag: str | None = None
+    help: str = ""
+
+    @property
+    def option(self) -> str:
+        return self.flag if self.flag is not None else "--" + self.name.replace("_", "-")
+
+    def allowed(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices))
+        what = {int: "an integer", float: "a number", bool: "true or false", str: "text"}[self.kind]
+        if self.lo is None and self.hi is None:
+            return what
+        if self.hi is None:
+            return f"{what} {'>' if self.lo_open else '>='} {self.lo:g}"
+        if self.lo is None:
+            return f"{what} {'<' if self.hi_open else '<='} {self.hi:g}"
+        return f"{what} in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+
+    def refuse(self, value, why: str | None = None) -> ConfigError:
+        label = f"{self.name} ({self.option})" if self.option else self.name
+        return ConfigError(f"{label} must be {why or self.allowed()}; got {value!r}")
+
+    def check(self, value):
+        """``value`` normalised (NumPy scalars to Python), or :class:`ConfigError` in the one shape."""
+        if value is None:
+            if self.nullable:
+                return None
+            raise self.refuse(value)
+        if self.kind is bool:
+            if not isinstance(value, (bool, np.bool_)):
+                raise self.refuse(value)
+            return bool(value)
+        if self.kind is int:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise self.refuse(value)
+            value = int(value)
+        elif self.kind is float:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise self.refuse(value)
+            value = float(value)
+            if math.isnan(value):
+                raise self.refuse(value)
+        elif not isinstance(value, str):
+            raise self.refuse(value)
+        if self.choices is not None and value not in self.choices:
+            raise self.refuse(value)
+        if self.lo is not None and (value <= self.lo if self.lo_open else value < self.lo):
+            raise self.refuse(value)
+        if self.hi is not None and (value >= self.hi if self.hi_open else value > self.hi):
+            raise self.refuse(value)
+        return value
+
+
+def _params() -> tuple[Param, ...]:
+    """The table. Allowed values that name things of other modules (schemes, tokenizers, formats,
+    conversions) are taken from those modules."""
+    schemes, tokenizers = tuple(SCHEMES), tuple(TOKENIZERS)
+    A, I, O, R = "algorithm", "input", "output", "run"
+    return (
+        Param("method", A, str, "minhash", choices=METHODS, help="minhash, simhash, sentences or exact."),
+        Param("threshold", A, float, None, lo=0.0, hi=1.0, lo_open=True, nullable=True, methods=_MINHASH,
+              help="MinHash: similarity to call two documents duplicates (default 0.8)."),
+        Param("metric", A, str, "jaccard", choices=("jaccard", "containment"), methods=_MINHASH,
+              help="MinHash: Jaccard, or containment of either document in the other."),
+        Param("tokenizer", A, str, "word", choices=tokenizers, methods=_SHINGLED, help="How text becomes tokens."),
+        Param("convert", A, str, None, choices=CONVERSIONS, nullable=True,
+              help="Convert traditional Chinese to simplified before signing (OpenCC; pip install 'neardup[zh]')."),
+        Param("ngram", A, int, None, lo=1, hi=64, nullable=True, methods=_SHINGLED,
+              help="Shingle size (default: 5 minhash, 3 simhash)."),
+        Param("num_perm", A, int, 128, lo=2, hi=65536, methods=_MINHASH, help="MinHash signature length k."),
+        Param("scheme", A, str, "oph", choices=schemes, methods=_MINHASH, help="MinHash scheme."),
+        Param("seed", A, int, 1, lo=0, hi=2**64 - 1, methods=_MINHASH, help="MinHash seed."),
+        Param("bits", A, int, None, lo=0, hi=32, nullable=True, methods=("simhash",),
+              help="SimHash: max Hamming distance k (default 3)."),
+        Param("sentences", A, int, 3, lo=1, methods=("sentences",), help="How many longest sentences."),
+        Param("lsh_mode", A, str, "recall", choices=("recall", "datasketch"), methods=_MINHASH, flag="--lsh",
+              help="How to choose LSH bands: a recall target at the threshold, or datasketch's optimum."),
+        Param("recall", A, float, 0.99, lo=0.5, hi=1.0, hi_open=True, methods=_MINHASH,
+              help="LSH recall target at the threshold."),
+        Param("bands", A, int, None, lo=1, nullable=True, methods=_MINHASH, help="Explicit LSH bands b (with --rows)."),
+        Param("rows", A, int, None, lo=1, nullable=True, methods=_MINHASH,
+              help="Explicit LSH rows per band r (with --bands)."),
+        Param("verify", A, str, "minhash", choices=("minhash", "exact", "none"), methods=_MINHASH,
+              help="Check candidates on the full signature estimate, on the exact shingle sets (keeps 8 bytes "
+                   "per distinct shingle in memory), or not at all."),
+        Param("linkage", A, str, "bounded", choices=("bounded", "components"), methods=_SHINGLED,
+              help="bounded: merge most-similar pairs first and never put documents below threshold − drift "
+                   "together; components: plain transitive closure (union-find)."),
+        Param("max_drift", A, float, None, lo=0.0, hi=1.0, nullable=True, methods=_SHINGLED,
+              help="How far below the threshold a cluster member may be from the others and from its "
+                   "representative (default 0.05; simhash 2/64, i.e. 2 bits)."),
+        Param("keep", A, str, "first", choices=("first", "longest", "key"),
+              help="Which row of a cluster is kept: the first, the longest, or the largest --keep-field."),
+        Param("keep_field", A, str, None, nullable=True,
+              help="With --keep key: the field whose largest value is kept."),
+        Param("text_field", I, str, "text", help="Field holding the text."),
+        Param("id_field", I, str, None, nullable=True,
+              help="Field holding the document id (default: the row's position)."),
+        Param("input_format", I, str, None, choices=FORMATS, nullable=True,
+              help="Force the input format (default: by suffix; folders are one document per file; '-' and "
+                   "pipes are JSONL)."),
+        Param("on_error", I, str, "raise", choices=("raise", "skip"),
+              help="A bad row stops the run (raise), or is skipped and counted (skip)."),
+        Param("clusters_format", O, str, "jsonl", choices=("jsonl", "parquet"), flag="--format",
+              help="Format of the clusters file."),
+        Param("samples", O, int, 12, lo=0, flag="", help="Sample duplicate pairs in the report."),
+        Param("html", O, bool, True, flag="--html/--no-html", help="Write report.html."),
+        Param("workers", R, int, 0, lo=0,
+              help="Signing processes (0: all cores; more than the cores this process may use is capped)."),
+        Param("batch_size", R, int, 2000, lo=1, help="Documents per signing batch."),
+        Param("quiet", R, bool, False, flag="-q --quiet", help="No progress bars or summary."),
+        Param("progress", R, bool, None, nullable=True, flag="",
+              help="Progress bars (None: when stderr is a terminal)."),
+    )
+
+
+PARAMS: tuple[Param, ...] = _params()
+BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
+DEFAULTS = {  # per method: what a user gets without flags (for parameters whose table default is None)
+    "minhash": {"threshold": 0.8, "ngram": 5, "max_drift": 0.05},
+    "simhash": {"bits": 3, "ngram": 3, "max_drift": 2 / 64},
+    "sentences": {},
+    "exact": {},
+}
+
+
+def inapplicable(method: str, given) -> list[str]:
+    """The parameters among ``given`` that do not change ``method``'s result, with the methods they do."""
+    out = []
+    for name in given:
+        p = BY_NAME.get(name)
+        if p is not None and p.methods is not None and method not in p.methods:
+            out.append(f"{name} ({p.option}; applies to --method {' or '.join(p.methods)})")
+    return out
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@dataclass
+class DedupConfig:
+    """A deduplication run's parameters (see :data:`PARAMS` for each one's constraints and help)."""
+
+    method: str = "minhash"
+    threshold: float | None = None       # minhash (Jaccard or containment)
+    tokenizer: str = "word"
+    convert: str | None = None           # Chinese script conversion before signing (t2s, tw2sp, …)
+    ngram: int | None = None
+    num_perm: int = 128
+    scheme: str = "oph"
+    seed: int = 1
+    bits: int | None = None              # simhash: max Hamming distance k
+    sentences: int = 3
+    keep: str = "first"                  # first | longest | key
+    keep_field: str | None = None
+    metric: str = "jaccard"
+    verify: str = "minhash"
+    lsh_mode: str = "recall"
+    recall: float = 0.99
+    bands: int | None = None
+    rows: int | None = None
+    linkage: str = "bounded"             # bounded | components
+    max_drift: float | None = None       # bounded linkage: members stay ≥ t − max_drift (default per method)
+    workers: int = 0                     # 0: all cores
+    batch_size: int = 2000
+    text_field: str = "text"
+    id_field: str | None = None
+    on_error: str = "raise"
+    input_format: str | None = None
+    clusters_format: str = "jsonl"
+    samples: int = 12
+    html: bool = True
+    quiet: bool = False
+    progress: bool | None = None         # None: only when stderr is a terminal
+
+    def group(self, name: str) -> dict:
+        """The parameters of one group (``algorithm``, ``input``, ``output``, ``run``) as a dict."""
+        return {p.name: getattr(self, p.name) for p in PARAMS if p.group == name}
+
+    def resolved(self) -> DedupConfig:
+        """A copy checked against :data:`PARAMS` and the rules that tie parameters together
+        (:class:`~neardup.errors.ConfigError` in one shape), with the per-method defaults filled in and
+        ``workers`` capped at the CPUs this process may use — all before any input is read."""
+        try:
+            return self._resolved()
+        except ConfigError:
+            raise
+        except (ValueError, TypeError, ImportError) as exc:   # a check made by the class it configures
+            raise ConfigError(str(exc)) from None
+
+    def _resolved(self) -> DedupConfig:
+        c = DedupConfig(**{p.name: p.check(getattr(self, p.name)) for p in PARAMS})
+        given = [p.name for p in PARAMS if getattr(c, p.name) != p.default]
+        wrong = inapplicable(c.method, given)
+        if wrong:
+            raise ConfigError(f"not used by --method {c.method}: {'; '.join(wrong)}")
+        for name, value in DEFAULTS[c.method].items():   # only what the method uses
+            if getattr(c, name) is None:
+                setattr(c, name, value)
+        if c.keep == "key" and not c.keep_field:
+            raise BY_NAME["keep_field"].refuse(c.keep_field, "a field name with --keep key (the row with the "
+                                                             "largest value is kept)")
+        if c.keep_field and c.keep != "key":
+            raise BY_NAME["keep_field"].refuse(c.keep_field, "given only with --keep key")
+        if c.method == "minhash":
+            from .index.lsh import choose_params  # noqa: PLC0415
+            from .sketches.minhash import MinHasher  # noqa: PLC0415
+
+            MinHasher(num_perm=c.num_perm, scheme=c.scheme, seed=c.seed, tokenizer=c.tokenizer, ngram=c.ngram)
+            choose_params(c.threshold, c.num_perm, c.lsh_mode, c.recall, c.bands, c.rows)
+            if c.verify == "exact" and c.scheme.startswith("datasketch"):
+                raise BY_NAME["verify"].refuse(c.verify, "minhash or none with a datasketch scheme (exact works "
+                                                         "with the native schemes: oph, permutation, bottomk)")
+        if c.convert is not None:
+            from .text.normalize import _converter  # noqa: PLC0415
+
+            _converter(c.convert)          # OpenCC is there (not found first inside a worker)
+        if c.workers == 0 or c.workers > cpu_count():
+            c.workers = cpu_count()
+        return c
+
+
+def click_options(names=None, exclude=()):
+    """A decorator adding the command-line options of :data:`PARAMS` (``names``: those, in the
+    table's order; else all with a flag), each with its type, default and help from the table."""
+    import click  # noqa: PLC0415  (the command line's dependency, not the library's)
+
+    chosen = [p for p in PARAMS if p.option and p.name not in exclude and (names is None or p.name in names)]
+
+    def click_type(p: Param):
+        if p.choices is not None:
+            return click.Choice([str(c) for c in p.choices])
+        if p.kind is int:
+            return click.IntRange(p.lo, p.hi, min_open=p.lo_open, max_open=p.hi_open)
+        if p.kind is float:
+            return click.FloatRange(p.lo, p.hi, min_open=p.lo_open, max_open=p.hi_open)
+        return str
+
+    def decorate(fn):
+        for p in reversed(chosen):
+            decls = p.option.split(" ")
+            if p.kind is bool and "/" in p.option:       # --html/--no-html: a switch
+                fn = click.option(*decls, p.name, default=p.default, show_default=True, help=p.help)(fn)
+            elif p.kind is bool:                         # -q --quiet: a flag
+                fn = click.option(*decls, p.name, is_flag=True, default=p.default, help=p.help)(fn)
+            else:
+                fn = click.option(*decls, p.name, type=click_type(p), default=p.default,
+                                  show_default=p.default is not None, help=p.help)(fn)
+        return fn
+    return decorate
+
+
+__all__ = ["BY_NAME", "DEFAULTS", "METHODS", "PARAMS", "DedupConfig", "Param", "click_options", "cpu_count",
+           "inapplicable"]
