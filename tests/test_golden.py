@@ -34,12 +34,13 @@ RUNS = {   # name → configuration; the Spark engine runs those it supports
     "minhash-containment": {"metric": "containment", "threshold": 0.7},
     "minhash-exact-verify": {"verify": "exact", "linkage": "components", "keep": "longest"},
     "minhash-datasketch": {"scheme": "datasketch-legacy", "lsh_mode": "datasketch", "num_perm": 64},
+    "minhash-parquet-records": {"clusters_format": "parquet", "id_field": "id", "on_error": "skip"},
     "simhash": {"method": "simhash"},
     "sentences": {"method": "sentences"},
     "exact": {"method": "exact", "keep": "longest"},
 }
 INPUTS = ("a.jsonl", "b.jsonl.gz", "c.csv", "d.parquet", "e")
-SPARK = ("minhash", "exact")   # also checked on Spark in test_spark_engine.py, with its session
+SPARK = ("minhash", "exact", "minhash-parquet-records")   # also checked on Spark (test_spark_engine.py)
 
 
 def _texts() -> list[str]:

@@ -98,7 +98,8 @@ from ..io.compression import split_suffix
 from ..io.formats import InputSpec, check_fields_apply, check_stamp, fmt_for_name, output_name, read_rows, row_place
 from ..io.outdir import StagedOutput
 from ..io.sources import expand_inputs, spool
-from ..pipeline.dedup import DedupConfig, _json_default
+from ..pipeline.dedup import DedupConfig
+from ..pipeline.records import id_json, json_default
 
 MAX_BUCKET = 64
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
@@ -179,9 +180,7 @@ def _binary_array(mat: np.ndarray, valid: np.ndarray | None = None):
 def _dump_id(v) -> str | None:
     """The JSON of an id; a lone surrogate as its JSON escape (Arrow strings are UTF-8), the bytes
     the local engine writes."""
-    if v is None:
-        return None
-    return json.dumps(v, ensure_ascii=False, default=_json_default).encode("utf-8", "backslashreplace").decode()
+    return None if v is None else _arrow_text(id_json(v))
 
 
 def _utf8(texts: list) -> list:
@@ -444,9 +443,10 @@ def _pair_similarity(batches, scheme, dtype, metric):
 
 
 def _format_records(batches, fmt):
-    """mapInArrow: the per-row table → ``clusters.jsonl`` lines (``fmt="jsonl"``) or the local engine's
-    Parquet columns, in the local engine's exact JSON."""
-    dumps = json.dumps
+    """mapInArrow: the per-row table → ``clusters.jsonl`` lines (``fmt="jsonl"``) or clusters.parquet
+    columns, by the one record definition (:mod:`neardup.pipeline.records`)."""
+    from ..pipeline.records import document_line, parquet_batch, skipped_line  # noqa: PLC0415
+
     for batch in batches:
         rows = _column(batch, "row").to_pylist()
         ids = _column(batch, "id").to_pylist()
@@ -456,27 +456,19 @@ def _format_records(batches, fmt):
         empties = _column(batch, "empty").to_pylist()
         kepts = _column(batch, "kept").to_pylist()
         if fmt == "jsonl":
-            out = []
-            for g, i, c, s, e, em, k in zip(rows, ids, cids, sims, errs, empties, kepts):
-                if e is not None:
-                    out.append(dumps({"id": None, "cluster": None, "kept": False, "similarity": None,
-                                      "status": "skipped", "row": g, "reason": e}, ensure_ascii=False))
-                else:
-                    out.append(f'{{"id": {i}, "cluster": {c}, "kept": {"true" if k else "false"}, "similarity": '
-                               f'{dumps(round(float(s), 6))}, "status": "{"kept" if k else "duplicate"}", '
-                               f'"row": {g}, "empty": {"true" if em else "false"}}}')
+            out = [_arrow_text(skipped_line(g, e)) if e is not None else document_line(i, c, k, s, g, em)
+                   for g, i, c, s, e, em, k in zip(rows, ids, cids, sims, errs, empties, kepts)]
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["value"])
             continue
-        sk = [e is not None for e in errs]
-        yield pa.RecordBatch.from_arrays([
-            pa.array([None if x else str(json.loads(i)) for i, x in zip(ids, sk)], pa.string()),
-            pa.array([None if x else str(json.loads(c)) for c, x in zip(cids, sk)], pa.string()),
-            pa.array([bool(k) and not x for k, x in zip(kepts, sk)], pa.bool_()),
-            pa.array([None if x else round(float(s), 6) for s, x in zip(sims, sk)], pa.float64()),
-            pa.array(["skipped" if x else ("kept" if k else "duplicate") for k, x in zip(kepts, sk)], pa.string()),
-            pa.array(rows, pa.int64()), pa.array(errs, pa.string()),
-            pa.array([None if x else bool(em) for em, x in zip(empties, sk)], pa.bool_())],
-            names=["id", "cluster", "kept", "similarity", "status", "row", "reason", "empty"])
+        yield parquet_batch(rows, [None if i is None else json.loads(i) for i in ids],
+                            [None if c is None else json.loads(c) for c in cids], kepts,
+                            [0.0 if x is None else x for x in sims], [_arrow_text(e) for e in errs],
+                            [bool(x) for x in empties])
+
+
+def _arrow_text(text):
+    """Text for an Arrow string (UTF-8): a lone surrogate as its escape, the bytes the local engine writes."""
+    return None if text is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _histogram_batches(batches):
@@ -1091,14 +1083,11 @@ def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest
     if dest is not None:
         import pyarrow.parquet as pq  # noqa: PLC0415
 
-        tables = [pq.read_table(os.path.join(folder, p)) for p in _part_files(folder)]
-        t = pa.concat_tables(tables) if tables else None
-        if t is None:
-            t = pa.table({k: pa.array([], pa.null()) for k in ("id", "cluster", "kept", "similarity", "status", "row",
-                                                               "reason", "empty")})
-        elif t.column("reason").null_count == t.num_rows:   # the local writer infers null for an all-None column
-            t = t.set_column(t.schema.get_field_index("reason"), "reason", pa.nulls(t.num_rows))
-        pq.write_table(t, dest)
+        from ..pipeline.records import parquet_schema  # noqa: PLC0415
+
+        schema = parquet_schema()
+        tables = [pq.read_table(os.path.join(folder, p)).cast(schema) for p in _part_files(folder)]
+        pq.write_table(pa.concat_tables(tables) if tables else schema.empty_table(), dest)
 
 
 # -- the run ---------------------------------------------------------------------------------------------
@@ -1399,7 +1388,8 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             from ..pipeline.dedup import lsh_report  # noqa: PLC0415
 
             report["lsh"] = lsh_report(cfg.threshold, found.params["b"], found.params["r"])
-        data = (json.dumps(report, indent=2, ensure_ascii=False, default=_json_default) + "\n").encode("utf-8")
+        data = (json.dumps(report, indent=2, ensure_ascii=False, default=json_default) + "\n").encode("utf-8",
+                                                                                                    "backslashreplace")
         _write_file(spark, _join(out, "report.json"), data)
         if cfg.html and local is not None:
             try:
