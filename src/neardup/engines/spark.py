@@ -92,16 +92,16 @@ try:
 except ImportError as _exc:  # pragma: no cover
     raise ImportError(f"PySpark's Arrow functions (mapInArrow) need pandas >= 2.2 ({_exc})") from _exc
 
-from .._version import __version__
 from ..errors import ConfigError, InputFormatError, WorkerError
+from ..index.lsh import MAX_BUCKET
 from ..io.compression import split_suffix
 from ..io.formats import InputSpec, check_fields_apply, check_stamp, fmt_for_name, output_name, read_rows, row_place
 from ..io.outdir import StagedOutput
 from ..io.sources import expand_inputs, spool
-from ..pipeline.dedup import DedupConfig
+from ..pipeline.dedup import DedupConfig, write_report
 from ..pipeline.records import id_json, json_default
+from ..pipeline.report import SIMILARITY_BINS, SKIPPED_LISTED, RunSummary, build_report, sample_ranks
 
-MAX_BUCKET = 64
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
            "score double, key_err string, sig binary, empty boolean, sig_empty boolean, size long, rk long")
 _PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, key_err string, err string, "
@@ -420,7 +420,7 @@ def _band_batches(batches, b, r, dtype):
 
 def _pair_similarity(batches, scheme, dtype, metric):
     """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair."""
-    from ..pipeline.find import containment_from_jaccard  # noqa: PLC0415
+    from ..pipeline.find import minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
 
     for batch in batches:
@@ -433,10 +433,9 @@ def _pair_similarity(batches, scheme, dtype, metric):
         b = _binary_rows(_column(batch, "sb"), dtype)
         ii = np.arange(n, dtype=np.int64)
         j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
-        if metric == "containment":
-            za = _column(batch, "za").to_numpy(zero_copy_only=False)
-            zb = _column(batch, "zb").to_numpy(zero_copy_only=False)
-            j = np.maximum(containment_from_jaccard(j, za, zb), containment_from_jaccard(j, zb, za))
+        if metric != "jaccard":
+            j = minhash_similarity(j, _column(batch, "za").to_numpy(zero_copy_only=False),
+                                   _column(batch, "zb").to_numpy(zero_copy_only=False), metric)
         yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
                                           pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
                                          names=["lo", "hi", "sim"])
@@ -817,7 +816,7 @@ def _finish_component(table, cfg_json):
     component's rows and verified pairs (relabelled 0..m−1 in row order, which the local kernels see
     the same way) → (row, rep, sim)."""
     from ..clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
-    from ..pipeline.find import containment_from_jaccard  # noqa: PLC0415
+    from ..pipeline.find import minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
 
     cfg = json.loads(cfg_json)
@@ -837,10 +836,7 @@ def _finish_component(table, cfg_json):
 
     def similarity(a, b):
         j = jaccard_rows(values, a, b, scheme)
-        if metric == "jaccard":
-            return j
-        return np.maximum(containment_from_jaccard(j, sizes[a], sizes[b]),
-                          containment_from_jaccard(j, sizes[b], sizes[a]))
+        return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
 
     oracle = (SimilarityOracle.minhash(values, empty_value(scheme)) if metric == "jaccard"
               else SimilarityOracle.equal())
@@ -1332,72 +1328,37 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         _phase(spark, "report")
         sizes = (found.assign.groupBy("rep").agg(F.count(F.lit(1)).alias("s")).filter(F.col("s") > 1).groupBy("s")
                  .agg(F.count(F.lit(1)).alias("k")).collect())
-        size_hist = {str(int(r["s"])): int(r["k"]) for r in sorted(sizes, key=lambda r: r["s"])}
-        hist = np.zeros(20, dtype=np.int64)
+        hist = np.zeros(SIMILARITY_BINS, dtype=np.int64)
         for r in removed.select("sim").mapInArrow(_histogram_batches, "bin int, n long").groupBy("bin") \
                 .agg(F.sum("n").alias("n")).collect():
             hist[r["bin"]] = r["n"]
-        edges = np.histogram(np.zeros(0), bins=20, range=(0.0, 1.0))[1]
         samples = _sample_pairs(removed, n_removed, cfg.samples)
         want = {x for k, d, _ in samples for x in (k, d)}
         ids = {r["row"]: json.loads(r["id"]) for r in signed.filter(F.col("row").isin(list(want)))
                .select("row", "id").collect()} if want else {}
         texts = _fetch_texts(spark, specs, cfg, num, want)
-        skipped_rows = (signed.filter(F.col("err").isNotNull()).orderBy("row").select("row", "err").limit(1000)
-                        .collect()) if st["skipped"] else []
+        skipped_rows = (signed.filter(F.col("err").isNotNull()).orderBy("row").select("row", "err")
+                        .limit(SKIPPED_LISTED).collect()) if st["skipped"] else []
         timings["total"] = time.perf_counter() - t_start
-        n_rows = num.total
-        params = {**{k: v for k, v in asdict(cfg).items() if k not in ("quiet", "progress", "html", "samples")},
-                  **found.params}
         sc = spark.sparkContext
-        report = {
-            "neardup_version": __version__,
-            "command": command,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "engine": "spark",
-            "spark": {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
-                      "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
-            "inputs": [s.label for s in specs],
-            "outputs": outputs,
-            "parameters": params,
-            "counts": {
-                "input_rows": n_rows,
-                "documents": n_docs,
-                "kept": n_docs - n_removed,
-                "removed": n_removed,
-                "skipped_records": int(st["skipped"]),
-                "duplicate_rate": n_removed / n_docs if n_docs else 0.0,
-                "clusters": int(sum(size_hist.values())),
-                "empty_documents": int(st["empty"] or 0),
-                "invalid_utf8_replaced": int(st["replaced"] or 0),
-                "candidate_pairs": found.candidates,
-                "verified_pairs": found.verified,
-                "input_chars": int(st["chars"] or 0),
-                "accounted": n_rows == n_docs + int(st["skipped"]),
-            },
-            "skipped": [{"file": specs[_input_of(num, r["row"])].path, "line": _line_of(specs, num, r["row"]),
-                         "reason": r["err"]} for r in skipped_rows],
-            "timings": {k: round(v, 4) for k, v in timings.items()},
-            "cluster_sizes": size_hist,
-            "similarity_histogram": {"edges": [round(float(e), 4) for e in edges], "counts": hist.tolist()},
-            "samples": [{"kept_id": ids.get(k), "removed_id": ids.get(d), "similarity": round(s, 4),
-                         "kept_text": texts.get(k, "")[:4000], "removed_text": texts.get(d, "")[:4000]}
-                        for k, d, s in samples],
-        }
-        if cfg.method == "minhash":
-            from ..pipeline.dedup import lsh_report  # noqa: PLC0415
-
-            report["lsh"] = lsh_report(cfg.threshold, found.params["b"], found.params["r"])
-        data = (json.dumps(report, indent=2, ensure_ascii=False, default=json_default) + "\n").encode("utf-8",
-                                                                                                    "backslashreplace")
-        _write_file(spark, _join(out, "report.json"), data)
-        if cfg.html and local is not None:
-            try:
-                from ..report import write_html  # noqa: PLC0415
-            except ImportError:
-                write_html = None
-            if write_html is not None:
-                write_html(report, os.path.join(local, "report.html"))
+        report = build_report(RunSummary(
+            cfg=cfg, command=command, engine="spark", inputs=[s.label for s in specs], outputs=outputs,
+            n_rows=num.total, n_docs=n_docs, removed=n_removed, n_skipped=int(st["skipped"]),
+            skipped=[(specs[_input_of(num, r["row"])].label, _line_of(specs, num, r["row"]), r["err"])
+                     for r in skipped_rows],
+            empty=int(st["empty"] or 0), replaced=int(st["replaced"] or 0), chars=int(st["chars"] or 0),
+            candidates=found.candidates, verified=found.verified,
+            cluster_sizes={int(r["s"]): int(r["k"]) for r in sizes}, similarity_counts=hist.tolist(),
+            samples=[(ids.get(k), ids.get(d), s, texts.get(k, ""), texts.get(d, "")) for k, d, s in samples],
+            timings=timings,
+            lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
+            engine_info={"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
+                         "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds}))
+        if local is not None:
+            write_report(report, local, cfg.html)        # the local engine's writer, report.html included
+        else:
+            data = json.dumps(report, indent=2, ensure_ascii=False, default=json_default) + "\n"
+            _write_file(spark, _join(out, "report.json"), data.encode("utf-8", "backslashreplace"))
         return report
     finally:
         found.unpersist()
@@ -1420,25 +1381,16 @@ def _line_of(specs, num: _Numbering, row: int) -> int:
 
 
 def _sample_pairs(removed: DataFrame, n_removed: int, n: int) -> list[tuple[int, int, float]]:
-    """The local engine's sample pairs: the least similar half, then evenly spread over the rest, in the
-    order (similarity, row) — only the chosen ranks reach the driver."""
-    if n_removed == 0 or n <= 0:
+    """The local engine's sample pairs (:func:`neardup.pipeline.report.sample_ranks` in the order
+    (similarity, row)) — only the chosen ranks reach the driver."""
+    ranks = sample_ranks(n_removed, n)
+    if not ranks:
         return []
-    ranks = list(range(min(n // 2, n_removed)))
-    rest = n_removed - len(ranks)
-    if rest > 0:
-        ranks += [len(ranks) + int(i) for i in np.linspace(0, rest - 1, min(n - len(ranks), rest)).astype(int)]
     want = set(ranks)
     got = (removed.select("sim", "row", "rep").orderBy("sim", "row").rdd.zipWithIndex()
            .filter(lambda x: x[1] in want).map(lambda x: (x[1], x[0][2], x[0][1], x[0][0])).collect())
-    by_rank = {k: (rep, d, s) for k, rep, d, s in got}
-    seen, out = set(), []
-    for k in ranks:
-        rep, d, s = by_rank[k]
-        if d not in seen:
-            seen.add(d)
-            out.append((int(rep), int(d), float(s)))
-    return out
+    by_rank = {k: (int(rep), int(d), float(s)) for k, rep, d, s in got}
+    return [by_rank[k] for k in ranks]
 
 
 def _fetch_texts(spark, specs, cfg: DedupConfig, num: _Numbering, rows: set) -> dict:

@@ -24,6 +24,11 @@ import numpy as np
 from .._arrays import sorted_unique
 from ..kernels.lsh import band_keys, bucket_pairs, row_keys, rows_equal
 
+# A band bucket of m documents gives m(m−1)/2 pairs; past MAX_BUCKET only a star from its smallest
+# row is emitted (m − 1 pairs): a bucket that large is a mass of (near-)identical documents, which
+# the star still links into one component. Both engines use this one limit.
+MAX_BUCKET = 64
+
 # 64-point Gauss–Legendre nodes: the integrands are smooth polynomials in s of degree ≤ k
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(64)
 
@@ -164,7 +169,7 @@ def identical_rows(values: np.ndarray) -> np.ndarray:
     return rep
 
 
-def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = 64,
+def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = MAX_BUCKET,
                     rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Distinct candidate pairs (lo < hi) among ``rows`` (default all) of a signature matrix."""
     if b * r > values.shape[1]:

@@ -14,7 +14,6 @@ distinct shingle, about the size of the text for word 5-grams) to check candidat
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import os
 import shutil
@@ -32,7 +31,6 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from .._version import __version__
 from ..config import DedupConfig
 from ..errors import ConfigError, InputFormatError, OutputError, WorkerError
 from ..io.formats import (
@@ -51,6 +49,7 @@ from ..io.outdir import StagedOutput, is_write_error, release_inherited_locks
 from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
 from .records import document_line, id_json, json_default, parquet_batch, parquet_id_text, parquet_schema, skipped_line
+from .report import SKIPPED_LISTED, RunSummary, build_report, sample_ranks, similarity_counts
 
 # -- signing (runs in worker processes) ----------------------------------------------------------
 _SIGNER = None
@@ -452,22 +451,12 @@ def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus) -> 
 
 
 def _sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float]]:
+    """(representative, removed document, similarity) of the report's samples (:func:`.report.sample_ranks`)."""
     c = result.clusters
     removed = np.flatnonzero(~c.kept)
-    if removed.shape[0] == 0 or n <= 0:
-        return []
-    order = removed[np.argsort(c.similarity[removed], kind="stable")]
-    # the least similar (most informative) half, then evenly spread over the rest
-    pick = list(order[: n // 2])
-    rest = order[n // 2:]
-    if rest.shape[0]:
-        pick += list(rest[np.linspace(0, rest.shape[0] - 1, min(n - len(pick), rest.shape[0])).astype(int)])
-    seen, out = set(), []
-    for d in pick:
-        if d not in seen:
-            seen.add(d)
-            out.append((int(c.cluster[d]), int(d), float(c.similarity[d])))
-    return out
+    order = removed[np.argsort(c.similarity[removed], kind="stable")]   # by (similarity, row)
+    return [(int(c.cluster[d]), int(d), float(c.similarity[d]))
+            for d in order[sample_ranks(order.shape[0], n)].tolist()]
 
 
 def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
@@ -687,53 +676,16 @@ def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empt
 
 def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command):
     c = result.clusters
-    n_docs = len(corpus.ids)
     sizes = c.sizes()
     multi = sizes[sizes > 1]
-    size_hist = {str(int(s)): int(k) for s, k in zip(*np.unique(multi, return_counts=True))} if multi.size else {}
-    rem = np.flatnonzero(~c.kept)
-    hist_counts, edges = np.histogram(c.similarity[rem], bins=20, range=(0.0, 1.0))
-    params = {**{k: v for k, v in asdict(cfg).items() if k not in ("quiet", "progress", "html", "samples")},
-              **{k: v for k, v in result.params.items() if k in ("b", "r", "lsh_mode")}}
-    rep = {
-        "neardup_version": __version__,
-        "command": command,
-        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "inputs": [s.label for s in specs],
-        "outputs": outputs,
-        "parameters": params,
-        "counts": {
-            "input_rows": corpus.n_rows,
-            "documents": n_docs,
-            "kept": int(n_docs - removed),
-            "removed": removed,
-            "skipped_records": len(corpus.skipped),
-            "duplicate_rate": removed / n_docs if n_docs else 0.0,
-            "clusters": int(multi.size),
-            "empty_documents": int(empty.sum()),
-            "invalid_utf8_replaced": corpus.replaced,
-            "candidate_pairs": int(result.candidates),
-            "verified_pairs": int(result.pairs_lo.shape[0]),
-            "input_chars": corpus.n_chars,
-            "accounted": corpus.n_rows == (n_docs - removed) + removed + len(corpus.skipped),
-        },
-        "skipped": [{"file": f, "line": line, "reason": reason} for _, f, line, reason in corpus.skipped[:1000]],
-        "timings": {k: round(v, 4) for k, v in timings.items()},
-        "cluster_sizes": size_hist,
-        "similarity_histogram": {"edges": [round(float(e), 4) for e in edges], "counts": hist_counts.tolist()},
-        "samples": [{"kept_id": corpus.ids[k], "removed_id": corpus.ids[d], "similarity": round(s, 4),
-                     "kept_text": texts.get(k, "")[:4000], "removed_text": texts.get(d, "")[:4000]}
-                    for k, d, s in samples],
-    }
-    if cfg.method == "minhash":
-        rep["lsh"] = lsh_report(cfg.threshold, result.params["b"], result.params["r"])
-    return rep
-
-
-def lsh_report(threshold: float, b: int, r: int) -> dict:
-    """The report's LSH section: the bands and 101 points of their S-curve (shared by the engines)."""
-    from ..index.lsh import s_curve  # noqa: PLC0415
-
-    xs = np.linspace(0.0, 1.0, 101)
-    return {"b": b, "r": r, "threshold": threshold,
-            "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
+    lsh = (result.params["b"], result.params["r"], result.params["lsh_mode"]) if cfg.method == "minhash" else None
+    return build_report(RunSummary(
+        cfg=cfg, command=command, engine="local", inputs=[s.label for s in specs], outputs=outputs,
+        n_rows=corpus.n_rows, n_docs=len(corpus.ids), removed=removed, n_skipped=len(corpus.skipped),
+        skipped=[(f, line, reason) for _, f, line, reason in corpus.skipped[:SKIPPED_LISTED]],
+        empty=int(empty.sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=int(result.candidates),
+        verified=int(result.pairs_lo.shape[0]),
+        cluster_sizes=dict(zip(*np.unique(multi, return_counts=True))) if multi.size else {},
+        similarity_counts=similarity_counts(c.similarity[~c.kept]),
+        samples=[(corpus.ids[k], corpus.ids[d], s, texts.get(k, ""), texts.get(d, "")) for k, d, s in samples],
+        timings=timings, lsh=lsh))

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..clusters import Clusters, SimilarityOracle, build_clusters
 from ..features.shingles import Features
-from ..index.lsh import LSHParams, candidate_pairs, choose_params, identical_rows
+from ..index.lsh import MAX_BUCKET, LSHParams, candidate_pairs, choose_params, identical_rows
 from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
 from ..sketches.minhash import Signatures, empty_value, jaccard_rows
 
@@ -33,6 +33,15 @@ def containment_from_jaccard(j, size_a, size_b):
     with np.errstate(divide="ignore", invalid="ignore"):
         c = j * (a + b) / ((1.0 + j) * a)
     return np.clip(np.nan_to_num(c), 0.0, 1.0)
+
+
+def minhash_similarity(j, size_a, size_b, metric: str):
+    """A pair's similarity from its MinHash Jaccard estimate ``j``: ``j`` itself, or for containment
+    the larger of the two containments (a copied passage may sit in either document). The one rule
+    both engines use."""
+    if metric == "jaccard":
+        return j
+    return np.maximum(containment_from_jaccard(j, size_a, size_b), containment_from_jaccard(j, size_b, size_a))
 
 
 @dataclass
@@ -55,7 +64,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
                             verify: str = "minhash", features: Features | None = None,
                             sizes: np.ndarray | None = None, keep: str = "first", lengths=None, keys=None,
                             linkage: str = "bounded", max_drift: float | None = 0.05, sample: int = 16,
-                            max_bucket: int = 64) -> DuplicateResult:
+                            max_bucket: int = MAX_BUCKET) -> DuplicateResult:
     """Clusters of near-duplicates among the rows of ``sigs``.
 
     ``metric="containment"`` accepts a pair when either document is at least ``threshold``
@@ -104,10 +113,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
                 return exact_jaccard_pairs(features, a, b)
             return np.maximum(containment_pairs(features, a, b), containment_pairs(features, b, a))
         j = jaccard_rows(values, a, b, sigs.scheme)
-        if metric == "jaccard":
-            return j
-        return np.maximum(containment_from_jaccard(j, sizes[a], sizes[b]),
-                          containment_from_jaccard(j, sizes[b], sizes[a]))
+        return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
 
     if verify == "none":
         sim = similarity(lo, hi)

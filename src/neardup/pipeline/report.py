@@ -1,0 +1,122 @@
+"""report.json — what a run did — built in one place for both engines: each engine fills a
+:class:`RunSummary` (counts it computed its own way: in memory, or as DataFrame aggregates) and
+:func:`build_report` turns it into the report, so a field is defined once."""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._version import __version__
+from ..config import DedupConfig
+
+RUN_ONLY = ("quiet", "progress", "html", "samples")   # how a run was done, not what it computed
+SIMILARITY_BINS = 20
+SKIPPED_LISTED = 1000
+SAMPLE_CHARS = 4000
+
+
+def sample_ranks(n_removed: int, n: int) -> list[int]:
+    """Which removed rows the report shows, as ranks in their (similarity, row) order: the least
+    similar half of ``n`` (the most informative), then ``n`` − that spread evenly over the rest."""
+    if n_removed == 0 or n <= 0:
+        return []
+    ranks = list(range(min(n // 2, n_removed)))
+    rest = n_removed - len(ranks)
+    if rest > 0:
+        ranks += [len(ranks) + int(i) for i in np.linspace(0, rest - 1, min(n - len(ranks), rest)).astype(int)]
+    return list(dict.fromkeys(ranks))
+
+
+def similarity_edges() -> list[float]:
+    return [round(float(e), 4) for e in np.linspace(0.0, 1.0, SIMILARITY_BINS + 1)]
+
+
+def similarity_counts(similarities) -> list[int]:
+    """Counts of the removed rows' similarities to their representatives in 20 bins over [0, 1]
+    (NumPy's histogram rules: the last bin is closed)."""
+    counts, _ = np.histogram(np.asarray(similarities, dtype=np.float64), bins=SIMILARITY_BINS, range=(0.0, 1.0))
+    return counts.tolist()
+
+
+def lsh_report(threshold: float, b: int, r: int) -> dict:
+    """The report's LSH section: the bands and 101 points of their S-curve."""
+    from ..index.lsh import s_curve  # noqa: PLC0415
+
+    xs = np.linspace(0.0, 1.0, 101)
+    return {"b": b, "r": r, "threshold": threshold,
+            "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
+
+
+@dataclass
+class RunSummary:
+    """What an engine measured; :func:`build_report` makes the report of it."""
+
+    cfg: DedupConfig
+    command: str
+    engine: str
+    inputs: list
+    outputs: list
+    n_rows: int
+    n_docs: int
+    removed: int
+    n_skipped: int
+    skipped: list                  # (file, line, reason) of the first skipped rows
+    empty: int
+    replaced: int
+    chars: int
+    candidates: int
+    verified: int
+    cluster_sizes: dict            # size (> 1) → number of clusters of that size
+    similarity_counts: list        # SIMILARITY_BINS counts
+    samples: list                  # (kept id, removed id, similarity, kept text, removed text)
+    timings: dict
+    lsh: tuple | None = None       # (b, r, mode) for MinHash
+    engine_info: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def build_report(s: RunSummary) -> dict:
+    c = s.cfg
+    params = {k: v for k, v in vars(c).items() if k not in RUN_ONLY}
+    if s.lsh is not None:
+        params.update({"b": s.lsh[0], "r": s.lsh[1], "lsh_mode": s.lsh[2]})
+    report = {
+        "neardup_version": __version__,
+        "command": s.command,
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "engine": s.engine,
+    }
+    if s.engine_info is not None:
+        report[s.engine] = s.engine_info
+    report.update({
+        "inputs": list(s.inputs),
+        "outputs": s.outputs,
+        "parameters": params,
+        "counts": {
+            "input_rows": s.n_rows,
+            "documents": s.n_docs,
+            "kept": s.n_docs - s.removed,
+            "removed": s.removed,
+            "skipped_records": s.n_skipped,
+            "duplicate_rate": s.removed / s.n_docs if s.n_docs else 0.0,
+            "clusters": int(sum(s.cluster_sizes.values())),
+            "empty_documents": s.empty,
+            "invalid_utf8_replaced": s.replaced,
+            "candidate_pairs": s.candidates,
+            "verified_pairs": s.verified,
+            "input_chars": s.chars,
+            "accounted": s.n_rows == s.n_docs + s.n_skipped,
+        },
+        "skipped": [{"file": f, "line": line, "reason": reason} for f, line, reason in s.skipped[:SKIPPED_LISTED]],
+        "timings": {k: round(v, 4) for k, v in s.timings.items()},
+        "cluster_sizes": {str(int(k)): int(v) for k, v in sorted(s.cluster_sizes.items())},
+        "similarity_histogram": {"edges": similarity_edges(), "counts": [int(x) for x in s.similarity_counts]},
+        "samples": [{"kept_id": k, "removed_id": d, "similarity": round(sim, 4), "kept_text": kt[:SAMPLE_CHARS],
+                     "removed_text": dt[:SAMPLE_CHARS]} for k, d, sim, kt, dt in s.samples],
+    })
+    if c.method == "minhash" and s.lsh is not None:
+        report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1])
+    report.update(s.extra)
+    return report
