@@ -4,7 +4,6 @@ import subprocess
 import sys
 import tempfile
 
-import pytest
 from click.testing import CliRunner
 
 import neardup
@@ -97,7 +96,6 @@ def test_console_script_reads_stdin():
 
 
 def test_simhash_compat_yanyiwu_on_news_content(shared):
-    pytest.importorskip("neardup.sketches.compat.yanyiwu")
     path = shared / "corpora/yanyiwu_simhash_testdata/news_content"
     expected = json.loads((shared / "corpora/yanyiwu_simhash_testdata/expected.json").read_text())
     want = next(a["expected"] for a in expected["asserts"] if a["test"] == "make(news_content, topN=5) -> simhash")

@@ -123,7 +123,6 @@ def test_invalid_utf8_replaced_and_counted(tmp_path):
 
 @pytest.mark.parametrize("method", ["simhash", "sentences", "exact"])
 def test_other_methods(tmp_path, method):
-    pytest.importorskip("neardup.index.simhash_index") if method == "simhash" else None
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
     run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(method=method, workers=1))

@@ -241,7 +241,6 @@ def test_simhash_index_is_exact(tmp_path, corpus):
 
 
 def test_simhash_planned_layout_is_exact(tmp_path):
-    pytest.importorskip("neardup.index.simhash_index")
     rng = np.random.default_rng(5)
     base = rng.integers(0, 2**63, size=100, dtype=np.int64).astype(np.uint64) << np.uint64(1)
     near = base[rng.integers(0, 100, size=200)].copy()
