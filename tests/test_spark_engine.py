@@ -289,6 +289,15 @@ def test_io_edge_like_local(spark, tmp_path, monkeypatch):
     rep, _ = _both(spark, [src], tmp_path / "skip", id_field="id", on_error="skip")
     assert rep["counts"]["skipped_records"] == 1 and rep["counts"]["removed"] == 1
 
+    keyed = tmp_path / "keys.parquet"        # keep-key values checked per row, in the same words
+    pq.write_table(pa.table({"text": [docs[0], docs[0], docs[1]], "n": ["3", "x", "1"]}), keyed)
+    msgs = []
+    for run in (run_dedup, lambda i, o, c: run_spark_dedup(i, o, c, spark=spark)):
+        with pytest.raises(InputFormatError) as exc:
+            run([str(keyed)], str(tmp_path / "kerr"), _config(keep="key", keep_field="n"))
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1] and "keys.parquet: row 2: keep field 'n' is 'x', not a number" in msgs[0]
+
     trunc = tmp_path / "t.jsonl.gz"
     trunc.write_bytes(gzip.compress(("".join(json.dumps({"text": d}) + "\n" for d in docs) * 50).encode())[:200])
     with pytest.raises(InputFormatError, match="truncated gzip stream"):

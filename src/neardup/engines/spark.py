@@ -103,8 +103,8 @@ from ..pipeline.records import id_json, json_default
 from ..pipeline.report import SIMILARITY_BINS, SKIPPED_LISTED, RunSummary, build_report, sample_ranks
 
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
-           "score double, key_err string, sig binary, empty boolean, sig_empty boolean, size long, rk long")
-_PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, key_err string, err string, "
+           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long")
+_PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, err string, "
            "blank boolean, replaced boolean, fatal boolean")
 
 
@@ -188,13 +188,6 @@ def _utf8(texts: list) -> list:
     return [None if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
 
 
-def _key_value(k):
-    """(value, problem) of a keep-policy key, by the readers' rule (:func:`neardup.io.formats.base.keep_value`)."""
-    from ..io.formats.base import keep_value  # noqa: PLC0415
-
-    return keep_value(k)
-
-
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -206,18 +199,17 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
 
     rows = _column(batch, "row").to_numpy(zero_copy_only=False)
     n = rows.shape[0]
-    texts, ids, keyv, kerr = [None] * n, [None] * n, [None] * n, [None] * n
+    texts, ids, keyv = [None] * n, [None] * n, [None] * n
     errs, blank, repl, fatal = [None] * n, [False] * n, [False] * n, [False] * n
     if kind == "parsed":
         texts = [None if t is None else t.decode("utf-8", "surrogatepass") for t in _column(batch, "text").to_pylist()]
         ids = _column(batch, "id").to_pylist()
         keyv = _column(batch, "keyv").to_pylist()
-        kerr = _column(batch, "key_err").to_pylist()
         errs = _column(batch, "err").to_pylist()
         blank = _column(batch, "blank").to_pylist()
         repl = _column(batch, "replaced").to_pylist()
         fatal = _column(batch, "fatal").to_pylist()
-        return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
+        return rows, texts, ids, keyv, errs, blank, repl, fatal
     if kind in ("jsonl", "lines"):
         raws = _column(batch, "raw").to_pylist()
         for j, raw in enumerate(raws):
@@ -233,13 +225,13 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
                                  key_field)
             texts[j], ids[j], errs[j], blank[j], repl[j] = r.text, _dump_id(r.id), r.error, r.blank, r.replaced
             if keyed and r.error is None:
-                keyv[j], kerr[j] = _key_value(r.key)
-        return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
+                keyv[j] = r.key              # a number: the reader refuses a row whose key is not one
+        return rows, texts, ids, keyv, errs, blank, repl, fatal
     # parquet / a DataFrame: columns t (text), i (id), k (key)
     tcol = _column(batch, "t").to_pylist()
     icol = _column(batch, "i").to_pylist() if id_field is not None else None
     kcol = _column(batch, "k").to_pylist() if keyed else None
-    from ..io.formats.base import id_problem, key_problem  # noqa: PLC0415
+    from ..io.formats.base import id_problem, keep_value, key_problem  # noqa: PLC0415
 
     for j, t in enumerate(tcol):   # the local Parquet reader's rules, in its order
         where = f"{spec.label}: row {int(rows[j]) - start + 1}"
@@ -252,13 +244,13 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
                 errs[j] = f"{where}: id column {id_field!r} {problem}"
                 continue
         if keyed:
-            keyv[j], problem = _key_value(kcol[j])
+            keyv[j], problem = keep_value(kcol[j])
             if problem is not None:
                 errs[j] = key_problem(where, key_field, problem)
                 continue
         texts[j] = "" if t is None else t
         ids[j] = _dump_id(icol[j]) if icol is not None else None
-    return rows, texts, ids, keyv, kerr, errs, blank, repl, fatal
+    return rows, texts, ids, keyv, errs, blank, repl, fatal
 
 
 def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, id_field, key_field, keep, bom=False):
@@ -270,7 +262,7 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
     sign = _signer(cfg_json)
     minhash = cfg["method"] == "minhash"
     for batch in batches:
-        rows, texts, ids, keyv, kerr, errs, blank, repl, fatal = _parse_batch(
+        rows, texts, ids, keyv, errs, blank, repl, fatal = _parse_batch(
             batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keep == "key", bom)
         n = rows.shape[0]
         doc = np.array([t is not None and e is None for t, e in zip(texts, errs)], dtype=bool)
@@ -313,10 +305,10 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
             pa.array(rows, pa.int64()), pa.array(id_out, pa.string()), pa.array(errs, pa.string()),
             pa.array(blank, pa.bool_()), pa.array(fatal, pa.bool_()), pa.array(repl, pa.bool_()),
             pa.array(length, pa.int64()), pa.array(score, pa.float64(), mask=nd),
-            pa.array(kerr, pa.string()), _binary_array(values, doc),
+            _binary_array(values, doc),
             pa.array(empty, pa.bool_(), mask=nd), pa.array(sig_empty, pa.bool_(), mask=nd),
             pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd),
-        ], names=["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "key_err", "sig", "empty",
+        ], names=["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty",
                   "sig_empty", "size", "rk"])
 
 
@@ -324,17 +316,17 @@ def _py_read(batches, spec, text_field, id_field, key_field, keyed):
     """mapInArrow on a one-row frame: read one input with neardup's own reader (schema ``_PARSED``)."""
     for _ in batches:
         pass
-    cols = {k: [] for k in ("_nd_mid", "text", "id", "keyv", "key_err", "err", "blank", "replaced", "fatal")}
+    cols = {k: [] for k in ("_nd_mid", "text", "id", "keyv", "err", "blank", "replaced", "fatal")}
 
     def flush():
         n = len(cols["_nd_mid"])
         out = pa.RecordBatch.from_arrays([
             pa.array(np.zeros(n, np.int64), pa.int64()), pa.array(cols["_nd_mid"], pa.int64()),
             pa.array(_utf8(cols["text"]), pa.binary()), pa.array(cols["id"], pa.string()),
-            pa.array(cols["keyv"], pa.float64()), pa.array(cols["key_err"], pa.string()),
+            pa.array(cols["keyv"], pa.float64()),
             pa.array(cols["err"], pa.string()), pa.array(cols["blank"], pa.bool_()),
             pa.array(cols["replaced"], pa.bool_()), pa.array(cols["fatal"], pa.bool_())],
-            names=["_nd_blk", "_nd_mid", "text", "id", "keyv", "key_err", "err", "blank", "replaced", "fatal"])
+            names=["_nd_blk", "_nd_mid", "text", "id", "keyv", "err", "blank", "replaced", "fatal"])
         for v in cols.values():
             v.clear()
         return out
@@ -342,16 +334,16 @@ def _py_read(batches, spec, text_field, id_field, key_field, keyed):
     seq = 0
     try:
         for row in read_rows(spec, text_field, id_field, key_field if keyed else None):
-            kv, ke = _key_value(row.key) if (keyed and row.error is None) else (None, None)
+            kv = row.key if (keyed and row.error is None) else None
             for k, v in (("_nd_mid", seq), ("text", row.text if row.error is None else None), ("id", _dump_id(row.id)),
-                         ("keyv", kv), ("key_err", ke), ("err", row.error), ("blank", row.blank),
+                         ("keyv", kv), ("err", row.error), ("blank", row.blank),
                          ("replaced", bool(row.replaced)), ("fatal", False)):
                 cols[k].append(v)
             seq += 1
             if seq % 4096 == 0:
                 yield flush()
     except InputFormatError as exc:   # the local engine stops here whatever --on-error says
-        for k, v in (("_nd_mid", seq), ("text", None), ("id", None), ("keyv", None), ("key_err", None),
+        for k, v in (("_nd_mid", seq), ("text", None), ("id", None), ("keyv", None),
                      ("err", str(exc)), ("blank", False), ("replaced", False), ("fatal", True)):
             cols[k].append(v)
     yield flush()
@@ -1182,9 +1174,6 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
                 signed.unpersist()
                 signed = marked
                 st = _signed_stats(signed)
-        if st["key_err"]:
-            raise InputFormatError(f"--keep-field {cfg.keep_field!r} must hold numbers: "
-                                   f"{_first_message(signed, F.col('key_err').isNotNull(), 'key_err')}")
         return _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings)
     finally:
         _phase(spark, None)
@@ -1198,7 +1187,6 @@ def _signed_stats(signed: DataFrame):
         F.sum(F.when(F.col("fatal"), 1).otherwise(0)).alias("fatal"),
         F.sum(F.when(F.col("err").isNotNull() & ~F.col("blank"), 1).otherwise(0)).alias("bad"),
         F.sum(F.when(F.col("err").isNotNull(), 1).otherwise(0)).alias("skipped"),
-        F.sum(F.when(F.col("key_err").isNotNull() & F.col("err").isNull(), 1).otherwise(0)).alias("key_err"),
         F.sum(F.when(F.col("err").isNull() & F.col("replaced"), 1).otherwise(0)).alias("replaced"),
         F.sum(F.when(F.col("err").isNull(), F.col("length")).otherwise(0)).alias("chars"),
         F.sum(F.when(F.col("err").isNull() & F.col("empty"), 1).otherwise(0)).alias("empty")).first()
