@@ -1,0 +1,127 @@
+"""Unit tests of each input format through the registry's one interface: rows read (text, id, line,
+errors), kept rows written back in the format's own bytes, the row count checked in pass 2, and the
+output name. The end-to-end and hostile cases are in test_io_inputs.py."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from neardup.errors import InputChangedError, InputFormatError
+from neardup.io.formats import FORMATS, REGISTRY, Fields, format_of, output_name, read_rows, write_kept
+from neardup.io.sources import expand_inputs
+
+TEXTS = ["first document", "second document", "", "fourth, with a comma and \"quotes\""]
+
+
+def _spec(path, fmt=None):
+    return expand_inputs([str(path)], fmt)[0]
+
+
+def _jsonl(tmp_path, name="a.jsonl", compress=None):
+    raw = "".join(json.dumps({"id": f"d{i}", "text": t, "n": i}) + "\n" for i, t in enumerate(TEXTS)).encode()
+    data = {None: raw, "gz": gzip.compress(raw), "zst": zstandard.ZstdCompressor().compress(raw),
+            "bz2": bz2.compress(raw)}[compress]
+    p = tmp_path / (name + (f".{compress}" if compress else ""))
+    p.write_bytes(data)
+    return p
+
+
+def test_the_registry_names_every_format():
+    assert set(FORMATS) == {"jsonl", "csv", "parquet", "lines", "dir", "file"}
+    assert all(REGISTRY[name].name == name for name in FORMATS)
+
+
+@pytest.mark.parametrize("compress", [None, "gz", "zst", "bz2"])
+def test_jsonl_rows_and_kept_bytes(tmp_path, compress):
+    spec = _spec(_jsonl(tmp_path, compress=compress))
+    assert spec.fmt == "jsonl" and spec.compression == {None: None, "gz": "gzip", "zst": "zstd", "bz2": "bz2"}[compress]
+    rows = list(read_rows(spec, "text", "id", "n"))
+    assert [(r.line, r.id, r.text, r.key) for r in rows] == [(i + 1, f"d{i}", t, float(i)) for i, t in enumerate(TEXTS)]
+    dest = tmp_path / "kept"
+    assert write_kept(spec, np.array([True, False, True, False]), str(dest)) == 2
+    opener = {None: open, "gz": gzip.open, "bz2": bz2.open}.get(compress)
+    if opener is not None:
+        with opener(dest, "rb") as fh:
+            kept = fh.read()
+    else:
+        kept = zstandard.ZstdDecompressor().stream_reader(open(dest, "rb")).read()
+    assert [json.loads(x)["id"] for x in kept.decode().splitlines()] == ["d0", "d2"]
+    with pytest.raises(InputChangedError):
+        write_kept(spec, np.ones(3, dtype=bool), str(tmp_path / "k2"))
+    assert output_name(spec, set()) == spec.label.rsplit("/", 1)[-1]
+
+
+def test_lines_rows_crlf_bom_and_kept_bytes(tmp_path):
+    p = tmp_path / "a.txt"
+    p.write_bytes(b"\xef\xbb\xbfone line\r\ntwo line\n\nlast without newline")
+    spec = _spec(p)
+    rows = list(read_rows(spec))
+    assert [(r.line, r.text) for r in rows] == [(1, "one line"), (2, "two line"), (3, ""), (4, "last without newline")]
+    assert write_kept(spec, np.array([True, False, False, True]), str(tmp_path / "k.txt")) == 2
+    assert (tmp_path / "k.txt").read_bytes() == b"\xef\xbb\xbfone line\r\nlast without newline\n"
+    with pytest.raises(InputFormatError, match="records with fields"):
+        list(read_rows(spec, key_field="n"))
+
+
+def test_csv_rows_quoted_newlines_and_kept_values(tmp_path):
+    p = tmp_path / "a.tsv"
+    p.write_text("id\ttext\tn\nx\t\"two\nlines\"\t1\ny\tplain\t2\n", encoding="utf-8")
+    spec = _spec(p)
+    assert spec.fmt == "csv"
+    rows = list(read_rows(spec, "text", "id", "n"))
+    assert [(r.line, r.id, r.text, r.key) for r in rows] == [(2, "x", "two\nlines", 1.0), (3, "y", "plain", 2.0)]
+    write_kept(spec, np.array([True, False]), str(tmp_path / "k.tsv"))
+    back = list(read_rows(_spec(tmp_path / "k.tsv"), "text", "id"))
+    assert [(r.id, r.text) for r in back] == [("x", "two\nlines")]
+    with pytest.raises(InputFormatError, match="no column 'body'"):
+        list(read_rows(spec, "body"))
+
+
+def test_parquet_rows_nulls_and_kept_schema(tmp_path):
+    p = tmp_path / "a.parquet"
+    table = pa.table({"id": ["a", "b", "c"], "text": ["one", None, "three"], "n": [1.5, 2.5, None]})
+    pq.write_table(table, p)
+    spec = _spec(p)
+    rows = list(read_rows(spec, "text", "id", "n"))
+    assert [(r.line, r.id, r.text, r.key) for r in rows] == [(1, "a", "one", 1.5), (2, "b", "", 2.5),
+                                                            (3, "c", "three", float("-inf"))]
+    write_kept(spec, np.array([False, True, True]), str(tmp_path / "k.parquet"))
+    kept = pq.read_table(tmp_path / "k.parquet")
+    assert kept.schema == table.schema and kept.column("id").to_pylist() == ["b", "c"]
+
+
+def test_directory_rows_are_files_listed_once(tmp_path):
+    d = tmp_path / "docs"
+    (d / "sub").mkdir(parents=True)
+    (d / "b.txt").write_text("bee", encoding="utf-8")
+    (d / "a.txt").write_text("ay", encoding="utf-8")
+    (d / "sub" / "c.txt").write_text("sea", encoding="utf-8")
+    spec = _spec(d)
+    (d / "late.txt").write_text("written after the listing", encoding="utf-8")
+    rows = list(read_rows(spec))
+    assert [(r.id, r.text) for r in rows] == [(f"{d}/a.txt", "ay"), (f"{d}/b.txt", "bee"), (f"{d}/sub/c.txt", "sea")]
+    write_kept(spec, np.array([False, True, True]), str(tmp_path / "kept"))
+    assert sorted(str(p.relative_to(tmp_path / "kept")) for p in (tmp_path / "kept").rglob("*.txt")) == \
+        ["b.txt", "sub/c.txt"]
+    assert format_of(spec).kept_name(spec) == "docs"
+
+
+def test_whole_file_format(tmp_path):
+    p = tmp_path / "essay.md"
+    p.write_text("line one\nline two\n", encoding="utf-8")
+    assert _spec(p).fmt == "lines"
+    spec = _spec(p, "file")
+    assert [(r.id, r.text) for r in read_rows(spec)] == [(str(p), "line one\nline two\n")]
+    assert write_kept(spec, np.array([True]), str(tmp_path / "copy.md")) == 1
+    assert (tmp_path / "copy.md").read_bytes() == p.read_bytes()
+
+
+def test_fields_default():
+    assert Fields() == Fields("text", None, None)
