@@ -57,7 +57,7 @@ in, the DataFrame with cluster columns out), the building blocks :func:`sign_dat
 (the options of ``neardup dedup``; also a file for ``spark-submit``). See
 ``benchmarks/SPARK.md`` for cluster deployment.
 
-Not available with this engine (a clear error says so): ``--method simhash`` and ``--verify exact``.
+Not available with this engine (a clear error says so): ``--verify exact``.
 Each input path is one file (or a local directory); for corpora of many shards read them into one
 DataFrame and call :func:`dedup_dataframe`. Known textual differences: Spark's line reader drops a UTF-8
 byte-order mark at the start of a file (restored for local plain and .gz files, not for URIs), and
@@ -114,9 +114,6 @@ class SparkEngineUnsupported(ConfigError, NotImplementedError):
 
 
 def _check_supported(cfg: DedupConfig) -> None:
-    if cfg.method == "simhash":
-        raise SparkEngineUnsupported("--engine spark supports --method minhash, exact and sentences; "
-                                     "simhash (Hamming all-pairs) runs with --engine local")
     if cfg.method == "minhash" and cfg.verify == "exact":
         raise SparkEngineUnsupported("--verify exact needs every document's shingle set beside its signature; "
                                      "--engine spark verifies on the signatures (--verify minhash) or runs with "
@@ -411,10 +408,12 @@ def _band_batches(batches, b, r, dtype):
             pa.array(np.repeat(rows.astype(np.int64), b), pa.int64())], names=["band", "key", "row"])
 
 
-def _pair_similarity(batches, scheme, dtype, metric):
-    """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair."""
+def _pair_similarity(batches, scheme, dtype, metric, method="minhash"):
+    """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair (SimHash:
+    1 − Hamming distance / 64)."""
     from ..pipeline.find import minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
+    from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
     for batch in batches:
         lo = _column(batch, "lo").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -424,6 +423,12 @@ def _pair_similarity(batches, scheme, dtype, metric):
             continue
         a = _binary_rows(_column(batch, "sa"), dtype)
         b = _binary_rows(_column(batch, "sb"), dtype)
+        if method == "simhash":
+            j = 1.0 - hamming_array(a.ravel(), b.ravel()) / 64.0
+            yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
+                                              pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
+                                             names=["lo", "hi", "sim"])
+            continue
         ii = np.arange(n, dtype=np.int64)
         j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
         if metric != "jaccard":
@@ -718,7 +723,17 @@ class SparkClusters:
 def _sig_dtype(cfg: DedupConfig):
     from ..sketches.minhash import _DTYPES  # noqa: PLC0415
 
-    return _DTYPES[cfg.scheme]
+    return _DTYPES[cfg.scheme] if cfg.method == "minhash" else np.uint64
+
+
+def _rule(cfg) -> tuple[float, float | None]:
+    """(threshold, drift) of the clustering as the local engine applies them: SimHash's are in whole
+    bits of 64 (1 − k/64; the drift rounded to bits)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k)
+    drift = get("max_drift")
+    if get("method") == "simhash":
+        return 1.0 - get("bits") / 64.0, (None if drift is None else round(drift * 64) / 64.0)
+    return get("threshold"), drift
 
 
 def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig) -> DataFrame:
@@ -727,8 +742,8 @@ def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig) -> DataFr
     a = sigs.select(F.col("row").alias("lo"), F.col("sig").alias("sa"), F.col("size").alias("za"))
     b = sigs.select(F.col("row").alias("hi"), F.col("sig").alias("sb"), F.col("size").alias("zb"))
     joined = pairs.join(a, "lo").join(b, "hi").select("lo", "hi", "sa", "sb", "za", "zb")
-    return joined.mapInArrow(partial(_pair_similarity, scheme=cfg.scheme, dtype=_sig_dtype(cfg), metric=cfg.metric),
-                             "lo long, hi long, sim double")
+    return joined.mapInArrow(partial(_pair_similarity, scheme=cfg.scheme, dtype=_sig_dtype(cfg), metric=cfg.metric,
+                                     method=cfg.method), "lo long, hi long, sim double")
 
 
 def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int]:
@@ -775,7 +790,8 @@ def _representatives(comps: DataFrame, docs: DataFrame) -> DataFrame:
 def _split_drift(assign: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> tuple[DataFrame, int]:
     """The local ``max_drift`` rule: members less similar than t − δ to their representative are split
     off and clustered among themselves (components of the verified pairs between them), repeatedly."""
-    floor = float(cfg.threshold - cfg.max_drift)
+    threshold, drift = _rule(cfg)
+    floor = float(threshold - drift)
     rounds = 0
     while True:
         bad = (assign.filter((F.col("row") != F.col("rep")) & (F.col("sim") < F.lit(floor))).select("row")
@@ -811,15 +827,17 @@ def _finish_component(table, cfg_json):
     from ..clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
     from ..pipeline.find import minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
+    from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
     cfg = json.loads(cfg_json)
+    simhash = cfg["method"] == "simhash"
     kind = table.column("kind").to_numpy(zero_copy_only=False)
     nodes = table.filter(pa.array(kind == 0))
     edges = table.filter(pa.array(kind == 1))
     rows = nodes.column("a").to_numpy().astype(np.int64)
     order = np.argsort(rows, kind="stable")
     rows = rows[order]
-    values = _binary_rows(nodes.column("sig").combine_chunks(), _DTYPES[cfg["scheme"]])[order]
+    values = _binary_rows(nodes.column("sig").combine_chunks(), np.uint64 if simhash else _DTYPES[cfg["scheme"]])[order]
     sizes = nodes.column("size").to_numpy(zero_copy_only=False).astype(np.int64)[order]
     score = nodes.column("score").to_numpy(zero_copy_only=False).astype(np.float64)[order]
     lo = np.searchsorted(rows, edges.column("a").to_numpy().astype(np.int64))
@@ -828,14 +846,21 @@ def _finish_component(table, cfg_json):
     scheme, metric = cfg["scheme"], cfg["metric"]
 
     def similarity(a, b):
+        if simhash:
+            return 1.0 - hamming_array(values[a, 0], values[b, 0]) / 64.0
         j = jaccard_rows(values, a, b, scheme)
         return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
 
-    oracle = (SimilarityOracle.minhash(values, empty_value(scheme)) if metric == "jaccard"
-              else SimilarityOracle.equal())
+    if simhash:
+        oracle = SimilarityOracle.simhash(values.ravel())
+    elif metric == "jaccard":
+        oracle = SimilarityOracle.minhash(values, empty_value(scheme))
+    else:
+        oracle = SimilarityOracle.equal()
     keep = cfg["keep"]
+    threshold, drift = _rule(cfg)
     c = build_clusters(rows.shape[0], lo, hi, similarity, keep=keep, lengths=score if keep == "longest" else None,
-                       keys=score if keep == "key" else None, threshold=cfg["threshold"], max_drift=cfg["max_drift"],
+                       keys=score if keep == "key" else None, threshold=threshold, max_drift=drift,
                        linkage=cfg["linkage"], edge_sim=esim, oracle=oracle, sample=_SAMPLE)
     return pa.table({"row": pa.array(rows, pa.int64()), "rep": pa.array(rows[c.cluster], pa.int64()),
                      "sim": pa.array(c.similarity, pa.float64())})
@@ -913,6 +938,8 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         cands.unpersist()
         dup.unpersist()
         timings["verify"] = time.perf_counter() - t0
+    elif cfg.method == "simhash":
+        edges, n_cand, n_edges, params = _simhash_edges(spark, live, same, cfg, timings)
     else:   # exact / sentences: equal 64-bit values are the duplicates (local find_equal_duplicates)
         edges = same.select("lo", "hi", F.lit(1.0).alias("sim")).persist(StorageLevel.MEMORY_AND_DISK)
         n_edges = n_cand = edges.count()
@@ -921,7 +948,7 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     _phase(spark, "clusters")
     t0 = time.perf_counter()
     comps, rounds = _components(edges.select("lo", "hi"))
-    if cfg.method == "minhash" and getattr(cfg, "linkage", "components") != "components":
+    if cfg.method in ("minhash", "simhash") and cfg.linkage != "components":
         assign = _local_linkage(comps, edges, docs, cfg).persist(StorageLevel.MEMORY_AND_DISK)
         assign.count()
         edges.unpersist()
@@ -930,19 +957,70 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     members = _representatives(comps, docs)
     reps = members.filter(F.col("row") == F.col("rep")).select("row", "rep", F.lit(1.0).alias("sim"))
     others = members.filter(F.col("row") != F.col("rep"))
-    if cfg.method == "minhash":
+    if cfg.method in ("minhash", "simhash"):
         msim = _similarities(others.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg)
         msim = msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")
     else:
         msim = others.select("row", "rep", F.lit(1.0).alias("sim"))
     assign = reps.unionByName(msim).persist(StorageLevel.MEMORY_AND_DISK)
     assign.count()
-    if cfg.method == "minhash" and cfg.max_drift is not None:
+    if cfg.method in ("minhash", "simhash") and cfg.max_drift is not None:
         assign, extra = _split_drift(assign, edges, docs, cfg)
         rounds += extra
     edges.unpersist()
     timings["clusters"] = time.perf_counter() - t0
     return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds)
+
+
+def _table_keys(batches, masks):
+    """mapInArrow: (row, rk) of distinct fingerprints → (t, key, row, fp): each fingerprint's key in
+    every permuted table of the plan (the bits of table t's mask)."""
+    m = np.asarray([int(x) for x in masks], dtype=np.uint64)
+    for batch in batches:
+        rows = _column(batch, "row").to_numpy(zero_copy_only=False).astype(np.int64)
+        fps = _column(batch, "rk").to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
+        n, t = rows.shape[0], m.shape[0]
+        keys = (fps[:, None] & m[None, :]).view(np.int64).ravel()
+        yield pa.RecordBatch.from_arrays([
+            pa.array(np.tile(np.arange(t, dtype=np.int32), n), pa.int32()), pa.array(keys, pa.int64()),
+            pa.array(np.repeat(rows, t), pa.int64()), pa.array(np.repeat(fps.view(np.int64), t), pa.int64())],
+            names=["t", "key", "row", "fp"])
+
+
+def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, timings: dict):
+    """The local :func:`~neardup.pipeline.find.find_simhash_duplicates` pairs as DataFrame operations:
+    equal fingerprints link to the first copy (distance 0); among the distinct ones, Manku et al.'s
+    permuted tables (the local planner's masks: two fingerprints within k bits agree on every bit of
+    at least one table's mask) give the candidates, kept when popcount(a ⊕ b) ≤ k — all pairs within
+    k, exactly, as the local engine finds them."""
+    from ..index.simhash_index import plan_tables  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    dup = same.select("lo", "hi", F.lit(1.0).alias("sim")).persist(StorageLevel.MEMORY_AND_DISK)
+    dup.count()
+    timings["identical"] = time.perf_counter() - t0
+    _phase(spark, "Hamming tables")
+    t0 = time.perf_counter()
+    distinct = live.join(dup.select(F.col("hi").alias("row")), "row", "left_anti").select("row", "rk")
+    n = max(distinct.count(), 2)
+    plan = plan_tables(64, cfg.bits, n)
+    keys = distinct.mapInArrow(partial(_table_keys, masks=[int(x) for x in plan.key_masks]),
+                               "t int, key long, row long, fp long")
+    a, b = keys.alias("a"), keys.alias("b")
+    dist = F.bit_count(F.col("a.fp").bitwiseXOR(F.col("b.fp")))
+    pairs = (a.join(b, (F.col("a.t") == F.col("b.t")) & (F.col("a.key") == F.col("b.key"))
+                    & (F.col("a.row") < F.col("b.row")))
+             .select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"), dist.alias("d"))
+             .filter(F.col("d") <= F.lit(int(cfg.bits))).distinct()
+             .select("lo", "hi", (F.lit(1.0) - F.col("d") / F.lit(64.0)).alias("sim"))
+             .persist(StorageLevel.MEMORY_AND_DISK))
+    n_cand = pairs.count()
+    edges = dup.unionByName(pairs).persist(StorageLevel.MEMORY_AND_DISK)
+    n_edges = edges.count()
+    pairs.unpersist()
+    dup.unpersist()
+    timings["candidates"] = time.perf_counter() - t0
+    return edges, n_cand, n_edges, {"tables": int(len(plan.key_masks))}
 
 
 def _per_row(signed: DataFrame, found: SparkClusters) -> DataFrame:
