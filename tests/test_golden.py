@@ -40,7 +40,7 @@ RUNS = {   # name → configuration; the Spark engine runs those it supports
     "exact": {"method": "exact", "keep": "longest"},
 }
 INPUTS = ("a.jsonl", "b.jsonl.gz", "c.csv", "d.parquet", "e")
-SPARK = ("minhash", "exact", "minhash-parquet-records", "simhash")   # also checked on Spark (test_spark_engine.py)
+SPARK = ("minhash", "exact", "minhash-parquet-records", "simhash", "minhash-exact-verify")   # also checked on Spark (test_spark_engine.py)
 
 
 def _texts() -> list[str]:

@@ -144,6 +144,18 @@ def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift):
     assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
 
 
+@pytest.mark.parametrize("metric,linkage,drift", [("jaccard", "bounded", 0.05), ("containment", "components", None),
+                                                  ("jaccard", "components", 0.05)])
+def test_verify_exact_matches_local(spark, planted, tmp_path, metric, linkage, drift):
+    """--verify exact on Spark: each document's distinct shingle hashes travel beside its signature,
+    candidate pairs and the bounded linkage's checks are decided on them exactly — the local outputs
+    byte for byte."""
+    rep, _ = _both(spark, [planted], tmp_path, verify="exact", metric=metric, linkage=linkage, max_drift=drift,
+                   on_error="skip")
+    c = rep["counts"]
+    assert rep["parameters"]["verify"] == "exact" and c["removed"] > 50 and c["candidate_pairs"] > 0
+
+
 @pytest.mark.parametrize("keep,linkage", [("first", "bounded"), ("longest", "components")])
 def test_planted_corpus_matches_local(spark, planted, tmp_path, keep, linkage):
     rep, _ = _both(spark, [planted], tmp_path, keep=keep, linkage=linkage, on_error="skip")
@@ -235,13 +247,6 @@ def test_dataframe_api(spark, planted):
     signed = {r["row"]: bytes(r["sig"]) for r in sign_dataframe(df.limit(5), cfg).collect()}
     for i in range(5):
         assert signed[i] == sigs.values[i].astype("<u4").tobytes()
-
-
-def test_unsupported_options_say_so(spark, planted, tmp_path):
-    from neardup.engines.spark import SparkEngineUnsupported, run_spark_dedup
-
-    with pytest.raises(SparkEngineUnsupported, match="verify exact"):
-        run_spark_dedup([str(planted)], str(tmp_path / "x"), _config(verify="exact"), spark=spark)
 
 
 def test_bad_row_stops_the_run_like_local(spark, planted, tmp_path):
@@ -362,7 +367,7 @@ def test_console_script_runs_spark_without_an_activated_venv(tmp_path):
     assert "Traceback" not in res.stderr and not (tmp_path / "o2" / "report.json").exists()
 
 
-@pytest.mark.parametrize("run", ["minhash", "exact", "minhash-parquet-records", "simhash"])
+@pytest.mark.parametrize("run", ["minhash", "exact", "minhash-parquet-records", "simhash", "minhash-exact-verify"])
 def test_golden_outputs_on_spark(spark, tmp_path, monkeypatch, run):
     """The golden digests of tests/test_golden.py, from the Spark engine."""
     from test_golden import GOLDEN, SPARK, _config, _digest, _write_inputs

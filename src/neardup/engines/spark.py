@@ -57,7 +57,6 @@ in, the DataFrame with cluster columns out), the building blocks :func:`sign_dat
 (the options of ``neardup dedup``; also a file for ``spark-submit``). See
 ``benchmarks/SPARK.md`` for cluster deployment.
 
-Not available with this engine (a clear error says so): ``--verify exact``.
 Each input path is one file (or a local directory); for corpora of many shards read them into one
 DataFrame and call :func:`dedup_dataframe`. Known textual differences: Spark's line reader drops a UTF-8
 byte-order mark at the start of a file (restored for local plain and .gz files, not for URIs), and
@@ -104,20 +103,12 @@ from ..pipeline.records import id_json, json_default
 from ..pipeline.report import SIMILARITY_BINS, SKIPPED_LISTED, RunSummary, build_report, sample_ranks
 
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
-           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long")
+           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary")
 _PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, err string, "
            "blank boolean, replaced boolean, fatal boolean")
 
 
-class SparkEngineUnsupported(ConfigError, NotImplementedError):
-    """An option the Spark engine does not offer (a ConfigError, so the CLI reports it cleanly)."""
-
-
 def _check_supported(cfg: DedupConfig) -> None:
-    if cfg.method == "minhash" and cfg.verify == "exact":
-        raise SparkEngineUnsupported("--verify exact needs every document's shingle set beside its signature; "
-                                     "--engine spark verifies on the signatures (--verify minhash) or runs with "
-                                     "--engine local")
     if cfg.method == "minhash" and cfg.scheme == "bottomk":
         raise ConfigError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
                           "apply; use scheme 'oph' or 'permutation' to find duplicates")
@@ -173,6 +164,52 @@ def _binary_array(mat: np.ndarray, valid: np.ndarray | None = None):
     bitmap = None if valid.all() else pa.array(valid).buffers()[1]
     return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs), pa.py_buffer(raw.tobytes())],
                                  null_count=int(n - valid.sum()))
+
+
+def _ragged_array(hashes: np.ndarray, sizes: np.ndarray, valid: np.ndarray):
+    """Per valid row its ``sizes[i]`` consecutive uint64 of ``hashes`` as one binary value (rows
+    not valid are null; ``sizes`` and ``hashes`` hold only the valid rows)."""
+    n = valid.shape[0]
+    width = np.zeros(n, dtype=np.int64)
+    width[valid] = np.asarray(sizes, dtype=np.int64) * 8
+    offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(width, out=offs[1:])
+    if offs[-1] >= 2**31:
+        raise ValueError("a batch's shingle sets exceed 2 GiB; use smaller batches")
+    bitmap = None if valid.all() else pa.array(valid).buffers()[1]
+    data = np.ascontiguousarray(hashes, dtype=np.uint64).tobytes()
+    return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data)],
+                                 null_count=int(n - valid.sum()))
+
+
+def _ragged_features(arr):
+    """A binary column of sorted distinct uint64 shingle hashes (:func:`_ragged_array`) as
+    :class:`~neardup.features.shingles.Features` (null rows are empty sets)."""
+    from ..features.shingles import Features  # noqa: PLC0415
+
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    n = len(arr)
+    if n == 0:
+        return Features(np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    large = pa.types.is_large_binary(arr.type)
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[arr.offset: arr.offset + n + 1]
+    offs = offs.astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]] if bufs[2] is not None else np.zeros(0, np.uint8)
+    if arr.null_count:   # a null's offsets span no bytes (Arrow allows otherwise; be exact)
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        width = np.where(valid, np.diff(offs), 0)
+        keep = np.repeat(valid, np.diff(offs))
+        data = data[keep]
+        offs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(width, out=offs[1:])
+    else:
+        offs = offs - offs[0]
+    hashes = data.view(np.uint64).copy() if data.shape[0] else np.zeros(0, np.uint64)
+    sizes = np.diff(offs) // 8
+    o = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=o[1:])
+    return Features(hashes, o, np.ones(hashes.shape[0], dtype=np.int64))
 
 
 def _dump_id(v) -> str | None:
@@ -259,6 +296,7 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
     cfg = json.loads(cfg_json)
     sign = _signer(cfg_json)
     minhash = cfg["method"] == "minhash"
+    exact = minhash and cfg["verify"] == "exact"
     for batch in batches:
         rows, texts, ids, keyv, errs, blank, repl, fatal = _parse_batch(
             batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keep == "key", bom)
@@ -268,8 +306,12 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
         doc_texts = [texts[j] for j in idx]
         length = np.zeros(n, dtype=np.int64)
         length[idx] = [len(t) for t in doc_texts]
+        sh = None
         if idx.shape[0]:
-            values, empty_d, sizes_d = sign(doc_texts)[:3]
+            out = sign(doc_texts)
+            values, empty_d, sizes_d = out[:3]
+            if exact:
+                sh = _ragged_array(out[3], sizes_d, doc)
             if minhash:
                 sig_empty_d = np.all(values == values.dtype.type(empty_value(cfg["scheme"])), axis=1)
                 rk_d = row_keys(np.ascontiguousarray(values)).view(np.int64)
@@ -299,15 +341,17 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
             score = np.zeros(n, dtype=np.float64)
         id_out = [(ids[j] if ids[j] is not None else str(int(rows[j]))) if doc[j] else None for j in range(n)]
         nd = ~doc
+        if sh is None:
+            sh = pa.nulls(n, pa.binary())
         yield pa.RecordBatch.from_arrays([
             pa.array(rows, pa.int64()), pa.array(id_out, pa.string()), pa.array(errs, pa.string()),
             pa.array(blank, pa.bool_()), pa.array(fatal, pa.bool_()), pa.array(repl, pa.bool_()),
             pa.array(length, pa.int64()), pa.array(score, pa.float64(), mask=nd),
             _binary_array(values, doc),
             pa.array(empty, pa.bool_(), mask=nd), pa.array(sig_empty, pa.bool_(), mask=nd),
-            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd),
+            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd), sh,
         ], names=["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty",
-                  "sig_empty", "size", "rk"])
+                  "sig_empty", "size", "rk", "sh"])
 
 
 def _py_read(batches, spec, text_field, id_field, key_field, keyed):
@@ -408,10 +452,13 @@ def _band_batches(batches, b, r, dtype):
             pa.array(np.repeat(rows.astype(np.int64), b), pa.int64())], names=["band", "key", "row"])
 
 
-def _pair_similarity(batches, scheme, dtype, metric, method="minhash"):
+def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=False):
     """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair (SimHash:
-    1 − Hamming distance / 64)."""
+    1 − Hamming distance / 64); with ``exact``, sa and sb are the shingle sets and sim is their exact
+    Jaccard (or the larger containment)."""
+    from ..features.shingles import Features  # noqa: PLC0415
     from ..pipeline.find import minhash_similarity  # noqa: PLC0415
+    from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
     from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
@@ -420,6 +467,20 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash"):
         hi = _column(batch, "hi").to_numpy(zero_copy_only=False).astype(np.int64)
         n = lo.shape[0]
         if n == 0:
+            continue
+        if exact:
+            fa, fb = _ragged_features(_column(batch, "sa")), _ragged_features(_column(batch, "sb"))
+            both = Features(np.concatenate([fa.hashes, fb.hashes]),
+                            np.concatenate([fa.offsets, fb.offsets[1:] + fa.offsets[-1]]),
+                            np.concatenate([fa.counts, fb.counts]))
+            ii = np.arange(n, dtype=np.int64)
+            if metric == "jaccard":
+                j = exact_jaccard_pairs(both, ii, ii + n)
+            else:
+                j = np.maximum(containment_pairs(both, ii, ii + n), containment_pairs(both, ii + n, ii))
+            yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
+                                              pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
+                                             names=["lo", "hi", "sim"])
             continue
         a = _binary_rows(_column(batch, "sa"), dtype)
         b = _binary_rows(_column(batch, "sb"), dtype)
@@ -739,11 +800,18 @@ def _rule(cfg) -> tuple[float, float | None]:
 def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig) -> DataFrame:
     """(lo, hi) → (lo, hi, sim): both signatures joined on (``sigs`` partitioned by row: only the pairs
     move), the estimate in mapInArrow."""
-    a = sigs.select(F.col("row").alias("lo"), F.col("sig").alias("sa"), F.col("size").alias("za"))
-    b = sigs.select(F.col("row").alias("hi"), F.col("sig").alias("sb"), F.col("size").alias("zb"))
+    col = "sh" if _exact(cfg) else "sig"
+    a = sigs.select(F.col("row").alias("lo"), F.col(col).alias("sa"), F.col("size").alias("za"))
+    b = sigs.select(F.col("row").alias("hi"), F.col(col).alias("sb"), F.col("size").alias("zb"))
     joined = pairs.join(a, "lo").join(b, "hi").select("lo", "hi", "sa", "sb", "za", "zb")
     return joined.mapInArrow(partial(_pair_similarity, scheme=cfg.scheme, dtype=_sig_dtype(cfg), metric=cfg.metric,
-                                     method=cfg.method), "lo long, hi long, sim double")
+                                     method=cfg.method, exact=_exact(cfg)), "lo long, hi long, sim double")
+
+
+def _exact(cfg) -> bool:
+    """Pairs decided on the shingle sets (``--verify exact``) rather than the signatures."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k)
+    return get("method") == "minhash" and get("verify") == "exact"
 
 
 def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int]:
@@ -826,10 +894,12 @@ def _finish_component(table, cfg_json):
     the same way) → (row, rep, sim)."""
     from ..clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
     from ..pipeline.find import minhash_similarity  # noqa: PLC0415
+    from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
     from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
     cfg = json.loads(cfg_json)
+    exact = _exact(cfg)
     simhash = cfg["method"] == "simhash"
     kind = table.column("kind").to_numpy(zero_copy_only=False)
     nodes = table.filter(pa.array(kind == 0))
@@ -844,8 +914,13 @@ def _finish_component(table, cfg_json):
     hi = np.searchsorted(rows, edges.column("b").to_numpy().astype(np.int64))
     esim = edges.column("s").to_numpy(zero_copy_only=False).astype(np.float64)
     scheme, metric = cfg["scheme"], cfg["metric"]
+    feats = _ragged_features(nodes.column("sh")).subset(order) if exact else None
 
     def similarity(a, b):
+        if exact:
+            if metric == "jaccard":
+                return exact_jaccard_pairs(feats, a, b)
+            return np.maximum(containment_pairs(feats, a, b), containment_pairs(feats, b, a))
         if simhash:
             return 1.0 - hamming_array(values[a, 0], values[b, 0]) / 64.0
         j = jaccard_rows(values, a, b, scheme)
@@ -853,6 +928,8 @@ def _finish_component(table, cfg_json):
 
     if simhash:
         oracle = SimilarityOracle.simhash(values.ravel())
+    elif exact and metric == "jaccard":
+        oracle = SimilarityOracle.exact(feats.hashes, feats.offsets)
     elif metric == "jaccard":
         oracle = SimilarityOracle.minhash(values, empty_value(scheme))
     else:
@@ -869,13 +946,13 @@ def _finish_component(table, cfg_json):
 def _local_linkage(comps: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> DataFrame:
     """Every multi-row component finished by the local clustering code on one executor (bounded
     linkage: a component must fit in one task's memory — its rows' signatures and pairs)."""
-    nodes = comps.join(docs.select("row", "sig", "size", "score"), "row").select(
+    nodes = comps.join(docs.select("row", "sig", "size", "score", "sh"), "row").select(
         "label", F.lit(0).alias("kind"), F.col("row").alias("a"), F.lit(None).cast("long").alias("b"),
-        F.lit(None).cast("double").alias("s"), "sig", "size", "score")
+        F.lit(None).cast("double").alias("s"), "sig", "size", "score", "sh")
     links = edges.join(comps.select(F.col("row").alias("lo"), "label"), "lo").select(
         "label", F.lit(1).alias("kind"), F.col("lo").alias("a"), F.col("hi").alias("b"), F.col("sim").alias("s"),
         F.lit(None).cast("binary").alias("sig"), F.lit(None).cast("long").alias("size"),
-        F.lit(None).cast("double").alias("score"))
+        F.lit(None).cast("double").alias("score"), F.lit(None).cast("binary").alias("sh"))
     return nodes.unionByName(links).groupBy("label").applyInArrow(
         partial(_finish_component, cfg_json=_cfg_json(cfg)), "row long, rep long, sim double")
 
