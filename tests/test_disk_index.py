@@ -14,7 +14,7 @@ import pytest
 from neardup import MinHasher, SimHasher
 from neardup.index import DiskIndex
 from neardup.index.disk import IndexConfigError, SimHashDiskIndex
-from neardup.index.store import DuplicateKeyError, NotAnIndexError, ReadOnlyError
+from neardup.index.store import DuplicateKeyError, NotAnIndexError, ReadOnlyError, SQLiteStore
 from neardup.kernels.lsh import band_keys
 from neardup.sketches.simhash import hamming_array
 
@@ -138,7 +138,7 @@ def test_reopen_gives_same_answers(tmp_path, corpus):
 
 def test_config_is_stored_and_checked(tmp_path, corpus):
     path = tmp_path / "c.ndx"
-    DiskIndex.create(path, threshold=0.8, num_perm=64, scheme="oph", seed=2, ngram=3).close()
+    DiskIndex.create(path, threshold=0.8, num_perm=64, scheme="oph", seed=2, ngram=3, store=SQLiteStore).close()
     with DiskIndex.open(path, num_perm=64, scheme="oph", seed=2, ngram=3, threshold=0.8) as idx:
         cfg = idx.config
         got = tuple(cfg[name] for name in ("num_perm", "scheme", "seed", "ngram", "tokenizer"))
@@ -168,7 +168,7 @@ def test_config_is_stored_and_checked(tmp_path, corpus):
     other.close()
     with pytest.raises(NotAnIndexError, match="application_id"):
         DiskIndex.open(tmp_path / "other.db")
-    SimHashDiskIndex.create(tmp_path / "s.ndx").close()
+    SimHashDiskIndex.create(tmp_path / "s.ndx", store=SQLiteStore).close()
     with pytest.raises(IndexConfigError, match="SimHashDiskIndex"):
         DiskIndex.open(tmp_path / "s.ndx")
 
@@ -338,7 +338,7 @@ def _raw_consistency(path, b, r):
 def test_crash_mid_batch_leaves_whole_batches(tmp_path, mode):
     path = tmp_path / "crash.ndx"
     size = 200
-    DiskIndex.create(path, threshold=0.8).close()
+    DiskIndex.create(path, threshold=0.8, store=SQLiteStore).close()
     proc = _writer(tmp_path, path, mode, size, 4 if mode == "hang" else 1000)
     seen, wal_sizes = 0, []
     try:
@@ -382,7 +382,7 @@ def test_reader_never_sees_half_a_batch(tmp_path):
     size, batches = 40, 25
     probe = [f"batch {i} document 0 " + " ".join(f"w{(i * 7919 + t * 31) % 5000}" for t in range(80))
              for i in range(batches)]
-    DiskIndex.create(path, threshold=0.8).close()
+    DiskIndex.create(path, threshold=0.8, store=SQLiteStore).close()
     proc = _writer(tmp_path, path, "slow", size, batches)
     counts = []
     try:

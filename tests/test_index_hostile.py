@@ -12,7 +12,7 @@ from hostile import without_root
 
 from neardup.errors import NeardupError
 from neardup.index.disk import DiskIndex, SimHashDiskIndex
-from neardup.index.store import IndexStoreError
+from neardup.index.store import IndexStoreError, SQLiteStore
 
 TEXTS = ["the quick brown fox jumps over the lazy dog near the river bank today",
          "a completely different sentence about gardening and tomatoes in summer"]
@@ -56,7 +56,7 @@ def test_create_without_exist_ok_refuses_an_existing_index(tmp_path):
 
 def test_new_index_file_has_the_usual_permissions(tmp_path):
     path = tmp_path / "i.db"
-    DiskIndex.create(path).close()
+    DiskIndex.create(path, store=SQLiteStore).close()
     umask = os.umask(0)
     os.umask(umask)
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
@@ -94,7 +94,7 @@ def test_numpy_integer_parameters_are_accepted(tmp_path):
 
 def test_sqlite_errors_name_the_index_file(tmp_path):
     path = tmp_path / "i.db"
-    idx = DiskIndex.create(path)
+    idx = DiskIndex.create(path, store=SQLiteStore)
     idx.add("a", TEXTS[0])
     idx.close()
     other = sqlite3.connect(path, timeout=0)

@@ -34,6 +34,7 @@ from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from ..sketches.simhash import SimHasher, hamming_array
 from .lsh import choose_params
+from .segments import SegmentStore
 from .store import (
     DuplicateKeyError,
     IndexStore,
@@ -47,6 +48,7 @@ __all__ = ["DiskIndex", "SimHashDiskIndex", "IndexConfigError", "NotAnIndexError
            "DuplicateKeyError", "ReadOnlyError"]
 
 INDEX_FORMAT = 1
+BULK_DOCS = 4096     # a batch at least this large becomes a segment directly (folder store)
 # Signed at creation and again at every open: a change in normalisation, tokenisation or hashing
 # between neardup versions shows up as a different signature, before any query is answered.
 PROBE_TEXT = ("neardup probe: The quick brown fox jumps over the lazy dog, 0123456789 times; "
@@ -95,7 +97,9 @@ class _BaseDiskIndex:
     @classmethod
     def _create(cls, path, config: dict, exist_ok: bool, store, options: dict):
         p = Path(path)
-        if not (exist_ok and p.is_file() and p.stat().st_size > 0):
+        given, store = store, store or SegmentStore
+        present = p.is_file() and p.stat().st_size > 0 or p.is_dir() and any(p.iterdir())
+        if not (exist_ok and present):
             proto = cls.__new__(cls)
             proto.config, proto.path = config, p
             proto._setup(config)
@@ -105,7 +109,7 @@ class _BaseDiskIndex:
             except FileExistsError:
                 if not exist_ok:
                     raise
-        idx = cls.open(p, store=store, **options)    # exist_ok: there is one (perhaps made meanwhile)
+        idx = cls.open(p, store=given, **options)    # exist_ok: there is one (perhaps made meanwhile)
         try:
             idx._compare(config, "asked for")
         except BaseException:
@@ -114,11 +118,15 @@ class _BaseDiskIndex:
         return idx
 
     @classmethod
-    def open(cls, path, readonly: bool = False, *, store: type[IndexStore] = SQLiteStore,
+    def open(cls, path, readonly: bool = False, *, store: type[IndexStore] | None = None,
              synchronous: str = "NORMAL", **expect):
-        """Open an existing index. Keyword arguments among the creation parameters (e.g.
-        ``num_perm=128, scheme="oph"``) are checked against the file: :class:`IndexConfigError`
-        on a difference. :class:`NotAnIndexError` for a file that is not a neardup index."""
+        """Open an existing index (a folder: :class:`SegmentStore`; a file: the SQLite store of
+        neardup ≤ 0.x, unless ``store`` says otherwise). Keyword arguments among the creation
+        parameters (e.g. ``num_perm=128, scheme="oph"``) are checked against the index:
+        :class:`IndexConfigError` on a difference. :class:`NotAnIndexError` for a path that is not
+        a neardup index."""
+        if store is None:
+            store = SQLiteStore if Path(path).is_file() else SegmentStore
         unknown = set(expect) - set(cls._EXPECTABLE)
         if unknown:
             raise TypeError(f"{cls.__name__}.open() got unexpected arguments {sorted(unknown)}; "
@@ -181,20 +189,30 @@ class _BaseDiskIndex:
             raise ValueError("operation on a closed index")
         return self._store
 
-    def _put(self, keys, values: np.ndarray, empty: np.ndarray, replace: bool) -> None:
+    def _put(self, keys, values: np.ndarray, empty: np.ndarray, replace: bool, bulk: bool | None = None,
+             meta: dict | None = None) -> None:
         keys = [check_key(k) for k in keys]
         if len(keys) != values.shape[0]:
             raise ValueError(f"{len(keys)} keys for {values.shape[0]} documents")
+        st = self._st
+        if hasattr(st, "add_segment") and (meta or (bulk if bulk is not None else len(keys) >= BULK_DOCS)):
+            # a large batch becomes a segment at once (written once, not logged first)
+            le = np.ascontiguousarray(values, dtype=self._dtype.newbyteorder("<"))
+            st.add_segment(keys, le.view(np.uint8).reshape(len(keys), -1), self._bands(values), banded=~empty,
+                           replace=replace, meta=meta)
+            return
         if not keys:
             return
-        self._st.put_batch(keys, self._encode(values), self._bands(values), banded=~empty, replace=replace)
+        st.put_batch(keys, self._encode(values), self._bands(values), banded=~empty, replace=replace)
 
     def add(self, key, text, replace: bool = False) -> None:
         """Add one document. :class:`DuplicateKeyError` if ``key`` is stored (unless ``replace``)."""
         self.add_batch([key], [text], replace=replace)
 
-    def add_batch(self, keys: Sequence, texts: Sequence, replace: bool = False) -> None:
-        """Sign a batch with the batch kernels and store it in one transaction (all or nothing)."""
+    def add_batch(self, keys: Sequence, texts: Sequence, replace: bool = False, bulk: bool | None = None) -> None:
+        """Sign a batch with the batch kernels and store it in one transaction (all or nothing).
+        Folder store: ``bulk`` writes the batch as a segment at once rather than logging it (default:
+        for batches of at least :data:`BULK_DOCS`)."""
         if isinstance(texts, (str, bytes)):
             raise TypeError("add_batch() takes a sequence of texts; use add() for one")
         keys, texts = list(keys), list(texts)
@@ -205,7 +223,7 @@ class _BaseDiskIndex:
         if self._st.readonly:
             raise ReadOnlyError(f"{self.path} was opened read-only")
         values, empty = self._sign(texts)
-        self._put(keys, values, empty, replace)
+        self._put(keys, values, empty, replace, bulk)
 
     def remove(self, key) -> None:
         """Remove a document and its band rows (one transaction); ``KeyError`` if absent."""
@@ -213,6 +231,26 @@ class _BaseDiskIndex:
             raise KeyError(key)
 
     # -- reading ----------------------------------------------------------------------------------
+    def _matches(self, values: np.ndarray, empty: np.ndarray, accept):
+        """Vectorised matching (stores with ``candidate_pairs``/``fetch_arrays``): arrays (query row,
+        key position, score) sorted by query, best first, then oldest document; and the keys."""
+        rows = np.flatnonzero(~empty)
+        st = self._st
+        with st.snapshot():
+            qi, docs = st.candidate_pairs(self._bands(values[rows]))
+            if qi.shape[0] == 0:
+                z = np.zeros(0, np.int64)
+                return z, z, np.zeros(0), []
+            ids, ci = np.unique(docs, return_inverse=True)
+            keys, raw = st.fetch_arrays(ids)
+        cvals = raw.view(self._dtype.newbyteorder("<")).reshape(ids.shape[0], self._width).astype(self._dtype)
+        qi = rows[qi]
+        scores = self._scores(values, cvals, qi, ci)
+        ok = accept(scores)
+        qi, ci, scores = qi[ok], ci[ok], scores[ok]
+        order = np.lexsort((ids[ci], self._rank(scores), qi))
+        return qi[order], ci[order], scores[order], keys
+
     def _query(self, values: np.ndarray, empty: np.ndarray, accept) -> list[list[tuple]]:
         nq = values.shape[0]
         out: list[list[tuple]] = [[] for _ in range(nq)]
@@ -220,6 +258,11 @@ class _BaseDiskIndex:
         if rows.shape[0] == 0:
             return out
         st = self._st
+        if hasattr(st, "candidate_pairs"):
+            qi, ci, scores, keys = self._matches(values, empty, accept)
+            for q, c, s in zip(qi.tolist(), ci.tolist(), scores.tolist()):
+                out[q].append((keys[c], s))
+            return out
         with st.snapshot():
             cands = st.candidates(self._bands(values[rows]))
             sizes = np.array([c.shape[0] for c in cands], dtype=np.int64)
@@ -241,6 +284,43 @@ class _BaseDiskIndex:
 
     def __contains__(self, key) -> bool:
         return self._st.contains(key)
+
+    def flush(self) -> None:
+        """Folder store: make the logged online adds a segment now (they are durable already)."""
+        if hasattr(self._st, "flush"):
+            self._st.flush()
+
+    def compact(self) -> None:
+        """Rewrite the index as one segment without removed documents (folder store), or
+        checkpoint the SQLite log."""
+        st = self._st
+        if hasattr(st, "compact"):
+            st.compact()
+        elif hasattr(st, "checkpoint"):
+            st.checkpoint()
+
+    def get(self, key):
+        """The stored signature of ``key`` (a NumPy row), or ``KeyError``."""
+        st = self._st
+        if hasattr(st, "lookup"):
+            with st.snapshot():
+                doc = st.lookup(key)
+                if doc < 0:
+                    raise KeyError(key)
+                _, raw = st.fetch_arrays([doc])
+            return raw.view(self._dtype.newbyteorder("<")).reshape(self._width).astype(self._dtype)
+        raise NotImplementedError("get() needs the folder store")
+
+    def stats(self) -> dict:
+        """documents, bytes on disk, segments, and the parameters the index was built with."""
+        st = self._st
+        out = {"documents": len(self), "path": str(self.path), "store": type(st).__name__,
+               "bytes": st.size_bytes() if hasattr(st, "size_bytes") else None}
+        if hasattr(st, "segments"):
+            out["segments"] = len(st.segments())
+            out["generation"] = st.generation
+        out["parameters"] = {k: v for k, v in self.config.items() if k not in ("hasher",)}
+        return out
 
     def __len__(self) -> int:
         return self._st.count()
@@ -290,7 +370,7 @@ class DiskIndex(_BaseDiskIndex):
     def create(cls, path, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1,
                tokenizer: str = "word", ngram: int = 5, lsh_mode: str = "recall", b: int | None = None,
                r: int | None = None, *, recall: float = 0.99, exist_ok: bool = False,
-               store: type[IndexStore] = SQLiteStore, synchronous: str = "NORMAL") -> DiskIndex:
+               store: type[IndexStore] | None = None, synchronous: str = "NORMAL") -> DiskIndex:
         """A new index at ``path`` (``FileExistsError`` if there is one, unless ``exist_ok``:
         then the existing one is opened and must match these parameters)."""
         if not 0.0 < float(threshold) <= 1.0:
@@ -419,7 +499,7 @@ class SimHashDiskIndex(_BaseDiskIndex):
     @classmethod
     def create(cls, path, max_distance: int = 3, tokenizer: str = "word", ngram: int = 3, weighting: str = "tf",
                top_n: int | None = None, seed: int = 0, *, expected_n: int | None = None,
-               exist_ok: bool = False, store: type[IndexStore] = SQLiteStore,
+               exist_ok: bool = False, store: type[IndexStore] | None = None,
                synchronous: str = "NORMAL") -> SimHashDiskIndex:
         max_distance = as_int(max_distance, "max_distance", 0, 31)
         if weighting == "tfidf":

@@ -1,0 +1,229 @@
+"""The folder store (``neardup.index.segments``): segments + manifest + write-ahead log. Each test
+states a guarantee of the module's docstring and tries to break it: torn logs, killed writers,
+a second writer, readers during writes, merges, foreign folders."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from neardup.index import segments
+from neardup.index.disk import DiskIndex, SimHashDiskIndex
+from neardup.index.segments import SegmentStore
+from neardup.index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
+
+
+def _text(i: int, j: int = 0, n: int = 60) -> str:
+    return f"doc {i} " + " ".join(f"w{(i * 7919 + t * 31 + j) % 5000}" for t in range(n))
+
+
+def _brute(idx: DiskIndex, texts: dict, q: str, t: float) -> list:
+    """Every stored key whose estimate against q is ≥ t, best first — from the signatures alone."""
+    sig = idx.hasher.sign_batch([q] + list(texts.values())).values
+    from neardup.sketches.minhash import jaccard_rows
+
+    n = len(texts)
+    j = jaccard_rows(sig, np.zeros(n, np.int64), np.arange(1, n + 1), idx.scheme)
+    keys = list(texts)
+    return sorted([(keys[i], float(j[i])) for i in range(n) if j[i] >= t], key=lambda x: -x[1])
+
+
+def test_online_adds_survive_reopen_flush_and_compact(tmp_path):
+    path = tmp_path / "idx"
+    texts = {f"k{i}": _text(i) for i in range(30)}
+    with DiskIndex.create(path, threshold=0.5) as idx:
+        for k in list(texts)[:20]:
+            idx.add(k, texts[k])                              # one log record each
+        idx.add_batch(list(texts)[20:], list(texts.values())[20:])
+        assert len(idx) == 30 and idx.stats()["segments"] == 0
+    with DiskIndex.open(path) as idx:                          # replayed from the log
+        assert len(idx) == 30 and "k7" in idx and "k99" not in idx
+        near = _text(7, 1)
+        assert idx.query(near) == _brute(idx, texts, near, 0.5)
+        idx.flush()
+        assert idx.stats()["segments"] == 1 and idx.store.check()["log_documents"] == 0
+        idx.remove("k7")
+        del texts["k7"]
+        assert "k7" not in idx and len(idx) == 29
+        assert idx.query(near) == _brute(idx, texts, near, 0.5)
+        idx.compact()
+        assert idx.stats()["segments"] == 1 and len(idx) == 29
+        assert idx.query(near) == _brute(idx, texts, near, 0.5)
+        with pytest.raises(KeyError):
+            idx.remove("k7")
+    with DiskIndex.open(path, readonly=True) as idx:
+        assert len(idx) == 29 and idx.query(_text(3))[0] == ("k3", 1.0)
+        with pytest.raises(ReadOnlyError):
+            idx.add("x", "some text")
+
+
+def test_keys_of_every_type_and_duplicates(tmp_path):
+    with DiskIndex.create(tmp_path / "i") as idx:
+        idx.add_batch(["a", 1, b"a", -5, "ü\udcff"], [_text(i) for i in range(5)])
+        assert all(k in idx for k in ("a", 1, b"a", -5, "ü\udcff")) and "1" not in idx
+        with pytest.raises(DuplicateKeyError):
+            idx.add("a", "x y z")
+        with pytest.raises(DuplicateKeyError):
+            idx.add_batch(["n", "n"], ["x", "y"])
+        assert len(idx) == 5
+        idx.add("a", _text(9), replace=True)
+        assert len(idx) == 5 and idx.query(_text(9))[0] == ("a", 1.0)
+        big = [f"bulk{i}" for i in range(5000)]                     # a segment at once
+        idx.add_batch(big, [_text(i + 100) for i in range(5000)])
+        assert idx.stats()["segments"] >= 1 and len(idx) == 5005
+        with pytest.raises(DuplicateKeyError):
+            idx.add_batch(big[:4096] + ["zz"], [_text(i) for i in range(4097)])
+        assert len(idx) == 5005
+        assert idx.query(_text(4100))[0] == ("bulk4000", 1.0)
+    with pytest.raises(TypeError):
+        DiskIndex.create(tmp_path / "j").add(1.5, "x")
+
+
+def test_torn_log_tail_is_dropped_and_earlier_records_kept(tmp_path):
+    path = tmp_path / "idx"
+    with DiskIndex.create(path) as idx:
+        for i in range(5):
+            idx.add(f"k{i}", _text(i))
+    wal = path / json.loads((path / "MANIFEST").read_text())["wal"]
+    data = wal.read_bytes()
+    for cut in (len(data) - 1, len(data) - 37):
+        wal.write_bytes(data[:cut])                               # the last record torn
+        with DiskIndex.open(path, readonly=True) as idx:
+            assert len(idx) == 4 and "k4" not in idx and "k3" in idx
+    wal.write_bytes(data[:-10] + b"\x00" * 10)                    # same length, bad CRC
+    with DiskIndex.open(path) as idx:                              # the writer truncates the tail
+        assert len(idx) == 4
+        idx.add("k4", _text(4))
+    with DiskIndex.open(path) as idx:
+        assert len(idx) == 5 and idx.query(_text(4))[0] == ("k4", 1.0)
+
+
+def test_files_of_a_crashed_publish_are_removed(tmp_path):
+    path = tmp_path / "idx"
+    with DiskIndex.create(path) as idx:
+        idx.add_batch([f"k{i}" for i in range(5000)], [_text(i) for i in range(5000)])
+    (path / "seg-99-abcdef").mkdir()
+    (path / "seg-99-abcdef" / "sigs.npy").write_bytes(b"half")
+    (path / "wal-99.log").write_bytes(b"x")
+    (path / "deleted-99.npy").write_bytes(b"x")
+    with DiskIndex.open(path, readonly=True) as idx:                 # readers leave them alone
+        assert len(idx) == 5000
+    assert (path / "seg-99-abcdef").exists()
+    with DiskIndex.open(path) as idx:
+        assert len(idx) == 5000
+    assert not any(p.name.endswith("99.log") or "99-" in p.name or "-99." in p.name for p in path.iterdir())
+
+
+def test_not_an_index(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NotAnIndexError, match="no MANIFEST"):
+        DiskIndex.open(tmp_path / "empty")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "MANIFEST").write_text("{not json")
+    with pytest.raises(NotAnIndexError, match="not JSON"):
+        DiskIndex.open(tmp_path / "bad")
+    (tmp_path / "bad" / "MANIFEST").write_text('{"format": 99}')
+    with pytest.raises(NotAnIndexError, match="format 99"):
+        DiskIndex.open(tmp_path / "bad")
+    with pytest.raises(FileNotFoundError):
+        DiskIndex.open(tmp_path / "absent")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "data.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        DiskIndex.create(tmp_path / "full")
+    assert (tmp_path / "full" / "data.txt").read_text() == "mine"
+    DiskIndex.create(tmp_path / "empty").close()                    # an empty folder is used
+    SimHashDiskIndex.create(tmp_path / "s").close()
+    with pytest.raises(Exception, match="SimHashDiskIndex"):
+        DiskIndex.open(tmp_path / "s")
+
+
+def test_second_writer_waits_then_is_refused(tmp_path):
+    path = tmp_path / "idx"
+    first = DiskIndex.create(path)
+    try:
+        with pytest.raises(IndexStoreError, match="one writer at a time"):
+            SegmentStore.open(path, timeout=0.2)
+        reader = DiskIndex.open(path, readonly=True)                 # readers need no lock
+        first.add("a", _text(1))
+        assert len(reader) == 1 and reader.query(_text(1)) == [("a", 1.0)]
+        reader.close()
+    finally:
+        first.close()
+    SegmentStore.open(path, timeout=0.2).close()                      # released on close
+
+
+def test_many_segments_are_merged_and_answers_stay_the_same(tmp_path, monkeypatch):
+    monkeypatch.setattr(segments, "MERGE_SEGMENTS", 4)
+    path = tmp_path / "idx"
+    texts = {}
+    with DiskIndex.create(path, threshold=0.5) as idx:
+        for b in range(9):
+            keys = [f"b{b}-{j}" for j in range(40)]
+            batch = [_text(b * 40 + j) for j in range(40)]
+            idx.add_batch(keys, batch, bulk=True)
+            texts.update(zip(keys, batch))
+            if b == 3:
+                idx.remove("b1-5")
+                del texts["b1-5"]
+        assert idx.stats()["segments"] <= 5 and len(idx) == len(texts)
+        for q in (_text(45, 1), _text(200, 2), _text(355)):
+            assert idx.query(q) == _brute(idx, texts, q, 0.5)
+        assert "b1-5" not in idx and "b8-39" in idx
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from neardup.index.disk import DiskIndex
+    path, mode, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    idx = DiskIndex.open(path, synchronous="FULL")
+    i = len(idx) // size
+    while True:
+        keys = [f"b{i}-{j}" for j in range(size)]
+        texts = [f"batch {i} document {j} " + " ".join(f"w{(i * 7919 + j * 104729 + t * 31) % 5000}"
+                 for t in range(40)) for j in range(size)]
+        idx.add_batch(keys, texts, bulk=mode == "bulk")
+        print("committed", i, flush=True)
+        i += 1
+""")
+
+
+@pytest.mark.parametrize("mode", ["log", "bulk"])
+def test_killed_writer_leaves_whole_batches(tmp_path, mode):
+    """SIGKILL at arbitrary points of a writer adding batches (log records, or segments published
+    by manifest renames): reopening finds whole batches only, at least every acknowledged one,
+    and every stored document answers its own query."""
+    path = tmp_path / "idx"
+    size = 50
+    DiskIndex.create(path).close()
+    script = tmp_path / "w.py"
+    script.write_text(WRITER)
+    for round_ in range(3):
+        proc = subprocess.Popen([sys.executable, str(script), str(path), mode, str(size)],
+                                stdout=subprocess.PIPE, text=True)
+        acked = -1
+        try:
+            for line in proc.stdout:
+                acked = int(line.split()[1])
+                if acked >= 2 + 3 * round_:
+                    break
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        with DiskIndex.open(path) as idx:
+            n = len(idx)
+            assert n % size == 0 and n // size >= acked + 1, (n, acked)
+            report = idx.check()
+            assert report["docs"] == n and report["missing"] == 0
+            last = n // size - 1
+            probe = f"batch {last} document 7 " + " ".join(
+                f"w{(last * 7919 + 7 * 104729 + t * 31) % 5000}" for t in range(40))
+            assert idx.query(probe)[0] == (f"b{last}-7", 1.0)
+            assert all(f"b{i}-0" in idx for i in range(last + 1)) and f"b{last + 1}-0" not in idx
