@@ -55,7 +55,15 @@ import numba as nb
 import numpy as np
 
 from ..kernels.hashing import xxh64
-from .store import DuplicateKeyError, IndexStore, IndexStoreError, NotAnIndexError, ReadOnlyError, check_key
+from .store import (
+    DuplicateKeyError,
+    IndexStore,
+    IndexStoreError,
+    NotAnIndexError,
+    ReadOnlyError,
+    check_batch,
+    check_key,
+)
 
 FORMAT = 2                      # the folder layout (the SQLite store is format 1)
 MANIFEST = "MANIFEST"
@@ -536,21 +544,9 @@ class SegmentStore(IndexStore):
             raise RuntimeError("a write cannot run inside a snapshot() block")
 
     def _prepare(self, keys, signatures, band_keys, banded, replace):
-        keys = [check_key(k) for k in keys]
+        keys, band_keys, banded = check_batch(keys, signatures, band_keys, banded)
         n = len(keys)
-        band_keys = np.asarray(band_keys, dtype=np.uint64)
-        if len(signatures) != n or band_keys.ndim != 2 or band_keys.shape[0] != n:
-            raise ValueError(f"put_batch: {n} keys, {len(signatures)} signatures, band keys "
-                             f"{band_keys.shape} — need one of each per document")
-        banded = np.ones(n, dtype=bool) if banded is None else np.asarray(banded, dtype=bool)
         raw = [encode_key(k) for k in keys]
-        if len(set(raw)) != n:
-            seen, twice = set(), []
-            for k, r in zip(keys, raw):
-                if r in seen:
-                    twice.append(k)
-                seen.add(r)
-            raise DuplicateKeyError(f"keys repeated within the batch: {twice[:5]!r}")
         if isinstance(signatures, np.ndarray):
             sigs = np.ascontiguousarray(signatures).view(np.uint8).reshape(n, -1)
         else:

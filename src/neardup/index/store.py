@@ -74,6 +74,26 @@ def check_key(key):
     return key
 
 
+def check_batch(keys, signatures, band_keys, banded):
+    """A batch for :meth:`IndexStore.put_batch`, checked: (keys, (n, b) uint64 band keys, banded);
+    :class:`DuplicateKeyError` for a key given twice."""
+    keys = [check_key(k) for k in keys]
+    n = len(keys)
+    band_keys = np.asarray(band_keys, dtype=np.uint64)
+    if len(signatures) != n or band_keys.ndim != 2 or band_keys.shape[0] != n:
+        raise ValueError(f"put_batch: {n} keys, {len(signatures)} signatures, band keys "
+                         f"{band_keys.shape} — need one of each per document")
+    banded = np.ones(n, dtype=bool) if banded is None else np.asarray(banded, dtype=bool)
+    if len(set(keys)) != n:
+        seen, twice = set(), []
+        for k in keys:
+            if k in seen:
+                twice.append(k)
+            seen.add(k)
+        raise DuplicateKeyError(f"keys repeated within the batch: {twice[:5]!r}")
+    return keys, band_keys, banded
+
+
 class IndexStore(abc.ABC):
     """What the disk index needs from storage. Document ids are store-assigned positive ints;
     ``path`` and ``readonly`` are attributes; ``**options`` of ``create``/``open`` are the
@@ -334,20 +354,8 @@ class SQLiteStore(IndexStore):
     # -- writing --------------------------------------------------------------------------------
     @_named
     def put_batch(self, keys, signatures, band_keys, banded=None, replace=False) -> None:
-        keys = [check_key(k) for k in keys]
+        keys, band_keys, banded = check_batch(keys, signatures, band_keys, banded)
         n = len(keys)
-        band_keys = np.asarray(band_keys, dtype=np.uint64)
-        if len(signatures) != n or band_keys.ndim != 2 or band_keys.shape[0] != n:
-            raise ValueError(f"put_batch: {n} keys, {len(signatures)} signatures, band keys "
-                             f"{band_keys.shape} — need one of each per document")
-        banded = np.ones(n, dtype=bool) if banded is None else np.asarray(banded, dtype=bool)
-        if len(set(keys)) != n:
-            seen, twice = set(), []
-            for k in keys:
-                if k in seen:
-                    twice.append(k)
-                seen.add(k)
-            raise DuplicateKeyError(f"keys repeated within the batch: {twice[:5]!r}")
         if n == 0:
             return
         signed = band_keys.view(np.int64)
