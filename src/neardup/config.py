@@ -159,6 +159,9 @@ def _params() -> tuple[Param, ...]:
               help="Format of the clusters file."),
         Param("samples", O, int, 12, lo=0, flag="", help="Sample duplicate pairs in the report."),
         Param("html", O, bool, True, flag="--html/--no-html", help="Write report.html."),
+        Param("index", O, str, None, nullable=True, methods=_SHINGLED,
+              help="A persistent index (a folder; created when absent): rows are also checked against every "
+                   "document in it, and the kept rows are added to it. Needs --id-field."),
         Param("workers", R, int, 0, lo=0,
               help="Signing processes (0: all cores; more than the cores this process may use is capped)."),
         Param("batch_size", R, int, 2000, lo=1, help="Documents per signing batch."),
@@ -226,6 +229,7 @@ class DedupConfig:
     clusters_format: str = "jsonl"
     samples: int = 12
     html: bool = True
+    index: str | None = None             # --index IDX: dedup against a persistent index and grow it
     quiet: bool = False
     progress: bool | None = None         # None: only when stderr is a terminal
 
@@ -267,6 +271,20 @@ class DedupConfig:
             if c.verify == "exact" and c.scheme.startswith("datasketch"):
                 raise BY_NAME["verify"].refuse(c.verify, "minhash or none with a datasketch scheme (exact works "
                                                          "with the native schemes: oph, permutation, bottomk)")
+        if c.index is not None:
+            why = None
+            if not c.id_field:
+                why = "given with --id-field (ids name the documents in the index across runs)"
+            elif c.method == "minhash" and c.verify == "exact":
+                why = "used with --verify minhash (the index keeps signatures, not shingle sets)"
+            elif c.method == "minhash" and c.metric != "jaccard":
+                why = "used with --metric jaccard (the index keeps no set sizes)"
+            elif c.convert is not None:
+                why = "used without --convert (the index does not record the conversion)"
+            elif not str(c.index).strip():
+                why = "a folder path"
+            if why:
+                raise BY_NAME["index"].refuse(c.index, why)
         if c.convert is not None:
             from .text.normalize import _converter  # noqa: PLC0415
 

@@ -109,6 +109,8 @@ _PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, err
 
 
 def _check_supported(cfg: DedupConfig) -> None:
+    if cfg.index is not None:
+        raise ConfigError("index (--index) is not available with --engine spark yet; run it with --engine local")
     if cfg.method == "minhash" and cfg.scheme == "bottomk":
         raise ConfigError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
                           "apply; use scheme 'oph' or 'permutation' to find duplicates")

@@ -198,7 +198,8 @@ class _BaseDiskIndex:
         if hasattr(st, "add_segment") and (meta or (bulk if bulk is not None else len(keys) >= BULK_DOCS)):
             # a large batch becomes a segment at once (written once, not logged first)
             le = np.ascontiguousarray(values, dtype=self._dtype.newbyteorder("<"))
-            st.add_segment(keys, le.view(np.uint8).reshape(len(keys), -1), self._bands(values), banded=~empty,
+            st.add_segment(keys, le.view(np.uint8).reshape(len(keys), self._dtype.itemsize * self._width),
+                           self._bands(values), banded=~empty,
                            replace=replace, meta=meta)
             return
         if not keys:
@@ -233,14 +234,15 @@ class _BaseDiskIndex:
     # -- reading ----------------------------------------------------------------------------------
     def _matches(self, values: np.ndarray, empty: np.ndarray, accept):
         """Vectorised matching (stores with ``candidate_pairs``/``fetch_arrays``): arrays (query row,
-        key position, score) sorted by query, best first, then oldest document; and the keys."""
+        candidate position, score) sorted by query, best first, then oldest document; and per
+        candidate position its key, document id and signature."""
         rows = np.flatnonzero(~empty)
         st = self._st
         with st.snapshot():
             qi, docs = st.candidate_pairs(self._bands(values[rows]))
             if qi.shape[0] == 0:
                 z = np.zeros(0, np.int64)
-                return z, z, np.zeros(0), []
+                return z, z, np.zeros(0), [], z, np.zeros((0, self._width), self._dtype)
             ids, ci = np.unique(docs, return_inverse=True)
             keys, raw = st.fetch_arrays(ids)
         cvals = raw.view(self._dtype.newbyteorder("<")).reshape(ids.shape[0], self._width).astype(self._dtype)
@@ -249,7 +251,7 @@ class _BaseDiskIndex:
         ok = accept(scores)
         qi, ci, scores = qi[ok], ci[ok], scores[ok]
         order = np.lexsort((ids[ci], self._rank(scores), qi))
-        return qi[order], ci[order], scores[order], keys
+        return qi[order], ci[order], scores[order], keys, ids, cvals
 
     def _query(self, values: np.ndarray, empty: np.ndarray, accept) -> list[list[tuple]]:
         nq = values.shape[0]
@@ -259,7 +261,7 @@ class _BaseDiskIndex:
             return out
         st = self._st
         if hasattr(st, "candidate_pairs"):
-            qi, ci, scores, keys = self._matches(values, empty, accept)
+            qi, ci, scores, keys, _, _ = self._matches(values, empty, accept)
             for q, c, s in zip(qi.tolist(), ci.tolist(), scores.tolist()):
                 out[q].append((keys[c], s))
             return out

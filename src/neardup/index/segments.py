@@ -317,6 +317,7 @@ class SegmentStore(IndexStore):
         self._wal_pos = 0
         self._wal_fh = None
         self._in_snapshot = 0
+        self._hidden: set = set()
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
@@ -510,7 +511,14 @@ class SegmentStore(IndexStore):
             self._in_snapshot -= 1
 
     def _all(self) -> list[_Segment]:
+        if self._hidden:
+            return [s for s in self._segments if s.name not in self._hidden] + self._tail
         return self._segments + self._tail
+
+    def hide(self, names) -> None:
+        """Read as if the segments ``names`` were not there (a rerun's view of the index before its own
+        segment); ``hide(())`` shows everything again. Writes are refused while any is hidden."""
+        self._hidden = set(names)
 
     def _dead(self) -> np.ndarray:
         if not self._tail_deleted:
@@ -540,6 +548,8 @@ class SegmentStore(IndexStore):
     def _check_writable(self) -> None:
         if self.readonly:
             raise ReadOnlyError(f"{self.path} was opened read-only")
+        if self._hidden:
+            raise RuntimeError("a write while segments are hidden")
         if self._in_snapshot:
             raise RuntimeError("a write cannot run inside a snapshot() block")
 
@@ -548,7 +558,8 @@ class SegmentStore(IndexStore):
         n = len(keys)
         raw = [encode_key(k) for k in keys]
         if isinstance(signatures, np.ndarray):
-            sigs = np.ascontiguousarray(signatures).view(np.uint8).reshape(n, -1)
+            a = np.ascontiguousarray(signatures).view(np.uint8)
+            sigs = a.reshape(n, a.shape[-1] if a.ndim == 2 else -1) if n or a.ndim == 2 else a.reshape(0, 0)
         else:
             widths = {len(s) for s in signatures}
             if len(widths) > 1:
@@ -622,9 +633,10 @@ class SegmentStore(IndexStore):
         return len(docs)
 
     def add_segment(self, keys, signatures, band_keys, banded=None, replace: bool = False,
-                    meta: Mapping[str, object] | None = None) -> None:
+                    meta=None) -> None:
         """Bulk add: the batch becomes one segment, published with ``meta`` updates by one manifest
-        rename (all or nothing). Pending log records are folded in first."""
+        rename (all or nothing); ``meta`` may be a function of the new segment's name returning them.
+        Pending log records are folded in first."""
         self._check_writable()
         raw, sigs, band_keys, banded, old = self._prepare(keys, signatures, band_keys, banded, replace)
         self._publish(extra=(raw, sigs, band_keys, banded, old), meta=meta)
@@ -657,9 +669,10 @@ class SegmentStore(IndexStore):
                 made.append(self.path / name)
                 segs.append({"dir": name, "first_id": merged.first_id, "n": merged.n})
                 seg_objs.append(merged)
+            added = None
             if extra is not None and extra[0]:
                 raw, sigs, band_keys, banded, old = extra
-                name = f"seg-{gen}-{secrets.token_hex(3)}"
+                name = added = f"seg-{gen}-{secrets.token_hex(3)}"
                 seg = _Segment.build(name, next_id, raw, sigs, band_keys, banded)
                 seg.write(self.path / name)
                 made.append(self.path / name)
@@ -669,7 +682,7 @@ class SegmentStore(IndexStore):
                 dead = np.union1d(dead, old)
             if merge_all or len(segs) > MERGE_SEGMENTS:
                 segs, seg_objs, dead, next_id = self._merge_segments(gen, segs, seg_objs, dead, next_id, made,
-                                                                     merge_all)
+                                                                     merge_all, keep=added)
             m["segments"], m["next_id"], m["generation"] = segs, next_id, gen
             m["count"] = sum(s["n"] for s in segs) - int(dead.shape[0])
             if dead.shape[0]:
@@ -682,6 +695,8 @@ class SegmentStore(IndexStore):
             with open(self.path / m["wal"], "wb") as fh:
                 os.fsync(fh.fileno())
             made.append(self.path / m["wal"])
+            if callable(meta):
+                meta = meta(added)
             if meta:
                 m["meta"] = {**m["meta"], **dict(meta)}
             _fsync_dir(self.path)
@@ -707,10 +722,12 @@ class SegmentStore(IndexStore):
             if name and name not in (m["wal"], m["deleted"]):
                 _remove(self.path / name)
 
-    def _merge_segments(self, gen, segs, seg_objs, dead, next_id, made, merge_all):
+    def _merge_segments(self, gen, segs, seg_objs, dead, next_id, made, merge_all, keep=None):
         """Merge all segments (``merge_all``: also drops tombstones) or the smaller half, into one
-        new segment; the merged documents get new ids after ``next_id``."""
-        order = sorted(range(len(segs)), key=lambda i: segs[i]["n"])
+        new segment; the merged documents get new ids after ``next_id``. The segment ``keep`` (just
+        added, named by a run record) stays as it is unless everything is merged."""
+        order = sorted((i for i in range(len(segs)) if merge_all or segs[i]["dir"] != keep),
+                       key=lambda i: segs[i]["n"])
         pick = sorted(order if merge_all else order[: len(segs) // 2 + 1])
         name = f"seg-{gen}-{secrets.token_hex(3)}-m"
         merged, old_ids = _merge(name, next_id, [seg_objs[i] for i in pick], dead)

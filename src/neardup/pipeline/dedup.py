@@ -427,11 +427,39 @@ def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: _Corpus, arrays: tuple)
     return values[keep], empty[keep], (None if sizes is None else sizes[keep]), features
 
 
-def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus) -> DuplicateResult:
+def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus, part=None) -> DuplicateResult:
+    """Clusters of the documents; with ``part`` (indexed documents the new rows matched) those come
+    first as fixed rows, and the result is given back over the new documents only, an indexed
+    representative p appearing as document n + p."""
     lengths = np.asarray(corpus.lengths, dtype=np.int64)
     keys = None
     if cfg.keep == "key":   # numbers already (the readers refuse a row whose key is not one)
         keys = np.asarray(corpus.keys, dtype=np.float64)
+    m = 0 if part is None else len(part.keys)
+    if m:
+        values = np.concatenate([part.values.astype(values.dtype), values])
+        empty = np.concatenate([np.zeros(m, dtype=bool), empty])
+        lengths = np.concatenate([np.zeros(m, dtype=np.int64), lengths])
+        keys = None if keys is None else np.concatenate([np.zeros(m), keys])
+    result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m)
+    return _without_fixed(result, m) if m else result
+
+
+def _without_fixed(result: DuplicateResult, m: int) -> DuplicateResult:
+    from ..clusters import Clusters  # noqa: PLC0415
+
+    n = result.clusters.cluster.shape[0] - m
+
+    def move(x):
+        x = np.asarray(x, dtype=np.int64)
+        return np.where(x >= m, x - m, n + x)
+
+    c = Clusters(move(result.clusters.cluster[m:]), result.clusters.similarity[m:])
+    return DuplicateResult(c, move(result.pairs_lo), move(result.pairs_hi), result.pairs_sim, result.candidates,
+                           result.params, result.timings)
+
+
+def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int) -> DuplicateResult:
     if cfg.method == "minhash":
         from ..index.lsh import choose_params  # noqa: PLC0415
         from ..sketches.minhash import Signatures  # noqa: PLC0415
@@ -440,13 +468,13 @@ def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus) -> 
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         return find_minhash_duplicates(sigs, cfg.threshold, lsh=lsh, metric=cfg.metric, sizes=sizes,
                                        verify=cfg.verify, features=features, keep=cfg.keep, lengths=lengths, keys=keys,
-                                       linkage=cfg.linkage, max_drift=cfg.max_drift)
+                                       linkage=cfg.linkage, max_drift=cfg.max_drift, fixed=fixed)
     if cfg.method == "simhash":
         from .find import find_simhash_duplicates  # noqa: PLC0415
 
         drift_bits = None if cfg.max_drift is None else int(round(cfg.max_drift * 64))
         return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys,
-                                       linkage=cfg.linkage, max_drift_bits=drift_bits)
+                                       linkage=cfg.linkage, max_drift_bits=drift_bits, fixed=fixed)
     return find_equal_duplicates(values, valid=~empty, keep=cfg.keep, lengths=lengths, user_keys=keys)
 
 
@@ -491,6 +519,22 @@ def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
 
 
 STDOUT = "-"
+INDEXED_TEXT = "(a document of the index: its text is not stored there)"
+
+
+def check_index_path(index: str, outdir: str, specs) -> None:
+    """``--index`` must not be the output folder, inside it or around it, nor an input."""
+    from ..io.outdir import _is_within  # noqa: PLC0415
+
+    ipath = os.path.realpath(index)
+    if outdir != STDOUT:
+        opath = os.path.realpath(outdir)
+        if _is_within(ipath, opath) or _is_within(opath, ipath):
+            raise ConfigError(f"index (--index) must be a folder apart from the output folder {outdir}; "
+                              f"got {index!r}")
+    for s in specs:
+        if not getattr(s, "pipe", False) and _is_within(os.path.realpath(s.path), ipath):
+            raise ConfigError(f"index (--index) must not hold an input ({s.label}); got {index!r}")
 
 
 def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, command: str = "",
@@ -506,18 +550,36 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
+    if cfg.index is not None:
+        check_index_path(cfg.index, outdir, specs)
     if outdir == STDOUT:
         return _run_to_stdout(specs, cfg, command, t_start, stdout)
-    with StagedOutput(outdir, specs) as stage:
-        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start)
+    with StagedOutput(outdir, specs) as stage, _open_index(cfg) as index:
+        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index)
         stage.commit()
     return report
 
 
-def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float):
+@contextlib.contextmanager
+def _open_index(cfg: DedupConfig):
+    """The run's index (``--index``), held for writing for the whole run; None without one."""
+    if cfg.index is None:
+        yield None
+        return
+    from .incremental import open_index  # noqa: PLC0415
+
+    index = open_index(cfg)
+    try:
+        yield index
+    finally:
+        index.close()
+
+
+def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float,
+                index=None):
     try:
         specs = spool(specs, work)
-        return _run(specs, cfg, out, command, t_start), specs
+        return _run(specs, cfg, out, command, t_start, index), specs
     except OSError as exc:
         if is_write_error(exc):
             raise OutputError(f"{label}: cannot write the outputs ({exc.strerror or exc}); nothing was "
@@ -539,11 +601,11 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
         if sys.stdout is None or getattr(sys.stdout, "closed", False):
             raise OutputError("-o -: standard output is closed, so the kept rows have nowhere to go")
         stdout = sys.stdout.buffer
-    with tempfile.TemporaryDirectory(prefix="neardup-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="neardup-") as tmp, _open_index(cfg) as index:
         work, out = os.path.join(tmp, "work"), os.path.join(tmp, "out")
         os.mkdir(work)
         os.mkdir(out)
-        report, specs = _staged_run(specs, cfg, work, out, tmp, command, t_start)
+        report, specs = _staged_run(specs, cfg, work, out, tmp, command, t_start, index)
         for spec, o in zip(specs, report["outputs"]):
             with open_read(os.path.join(out, o["output"]), spec.compression) as fh:
                 shutil.copyfileobj(fh, stdout, 1 << 20)
@@ -551,7 +613,7 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
     return report
 
 
-def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float) -> dict:
+def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None) -> dict:
     timings = {}
     corpus = _Corpus()
     t0 = time.perf_counter()
@@ -562,10 +624,20 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float) -> dic
     timings["read_sign"] = time.perf_counter() - t0
     n_docs = len(corpus.ids)
 
-    result = _find(values, empty, sizes, features, cfg, corpus)
+    part = None
+    if index is not None:   # the indexed documents the new rows match join the clustering, first
+        from .incremental import check_ids, matched, run_key  # noqa: PLC0415
+
+        t0 = time.perf_counter()
+        check_ids(corpus.ids, lambda d: _where(specs, corpus, d))
+        key = run_key(specs, cfg)
+        part = matched(index, values, empty, cfg, key)
+        timings["index_query"] = time.perf_counter() - t0
+    result = _find(values, empty, sizes, features, cfg, corpus, part)
     timings.update({k: v for k, v in result.timings.items()})
     clusters = result.clusters
     kept_doc = clusters.kept
+    extra_ids = part.keys if part is not None else []
 
     # -- pass 2: kept rows in each input's format --------------------------------------------------
     t0 = time.perf_counter()
@@ -589,16 +661,28 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float) -> dic
         g += n_rows
         bar.update(1)
     bar.close()
-    _write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty)
+    _write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
     timings["write"] = time.perf_counter() - t0
 
     # -- report ---------------------------------------------------------------------------------------
     samples = _sample_pairs(result, cfg.samples)
-    texts = _fetch_texts(specs, cfg, corpus, {d for pair in samples for d in pair[:2]})
-    timings["total"] = time.perf_counter() - t_start
+    texts = _fetch_texts(specs, cfg, corpus, {d for pair in samples for d in pair[:2] if d < n_docs})
     removed = int(n_docs - kept_doc.sum())
-    report = _report(cfg, specs, corpus, result, removed, empty, timings, samples, texts, outputs, command)
+    index_info = None
+    if part is not None:
+        by_index = int((clusters.cluster >= n_docs).sum())
+        index_info = {"path": os.path.abspath(cfg.index), "documents_before": part.documents,
+                      "matched_documents": len(part.keys), "removed_by_index": by_index,
+                      "added": 0 if part.rerun else int(kept_doc.sum()), "rerun": part.rerun}
+    timings["total"] = time.perf_counter() - t_start
+    report = _report(cfg, specs, corpus, result, removed, empty, timings, samples, texts, outputs, command,
+                     extra_ids, index_info)
     write_report(report, out, cfg.html)
+    if part is not None and not part.rerun:   # outputs staged in full: the index changes, then they go in place
+        from .incremental import add_kept  # noqa: PLC0415
+
+        kept = np.flatnonzero(kept_doc)
+        add_kept(index, [corpus.ids[d] for d in kept.tolist()], values[kept], empty[kept], key, cfg)
     return report
 
 
@@ -623,10 +707,13 @@ def _row_documents(corpus: _Corpus) -> tuple[np.ndarray, dict]:
     return doc_of_row, {g: reason for g, _, _, reason in corpus.skipped}
 
 
-def _clusters_jsonl_lines(corpus: _Corpus, clusters, empty):
-    """The lines of clusters.jsonl (:mod:`.records`), each id encoded once."""
+def _clusters_jsonl_lines(corpus: _Corpus, clusters, empty, extra_ids=()):
+    """The lines of clusters.jsonl (:mod:`.records`), each id encoded once. Representatives from
+    ``n`` on are indexed documents (``extra_ids``)."""
     doc_of_row, skipped = _row_documents(corpus)
     ids = [id_json(v) for v in corpus.ids]
+    n = len(ids)
+    ids += [id_json(v) for v in extra_ids]
     rep = clusters.cluster.tolist()
     sim = clusters.similarity.astype(np.float64).tolist()
     empty_l = empty.tolist()
@@ -635,7 +722,7 @@ def _clusters_jsonl_lines(corpus: _Corpus, clusters, empty):
             yield skipped_line(g, skipped[g]) + "\n"
         else:
             r = rep[d]
-            yield document_line(ids[d], ids[r], r == d, sim[d], g, empty_l[d]) + "\n"
+            yield document_line(ids[d], ids[r], r == d, sim[d], g, empty_l[d], r >= n) + "\n"
 
 
 def check_parquet_ids(ids, place) -> None:
@@ -651,16 +738,18 @@ def check_parquet_ids(ids, place) -> None:
                                    "jsonl (which keeps their types) or give the ids one type")
 
 
-def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empty) -> None:
+def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empty, extra_ids=()) -> None:
     if cfg.clusters_format == "jsonl":   # lone surrogates in ids → JSON escapes (see write_report)
         with open(path, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20) as fh:
-            fh.writelines(_clusters_jsonl_lines(corpus, clusters, empty))
+            fh.writelines(_clusters_jsonl_lines(corpus, clusters, empty, extra_ids))
         return
     import pyarrow.parquet as pq  # noqa: PLC0415
 
     doc_of_row, skipped = _row_documents(corpus)
-    ids, rep, sim = corpus.ids, clusters.cluster, clusters.similarity
-    with pq.ParquetWriter(path, parquet_schema()) as writer:
+    ids, rep, sim = list(corpus.ids) + list(extra_ids), clusters.cluster, clusters.similarity
+    n = len(corpus.ids)
+    indexed = [] if not len(extra_ids) else None
+    with pq.ParquetWriter(path, parquet_schema(indexed is None)) as writer:
         for lo in range(0, max(corpus.n_rows, 1), 65536):   # an empty input still gets the schema
             part = doc_of_row[lo:lo + 65536].tolist()
             reps = [int(rep[d]) if d >= 0 else -1 for d in part]
@@ -671,12 +760,15 @@ def _write_clusters(path: str, cfg: DedupConfig, corpus: _Corpus, clusters, empt
                 [d >= 0 and r == d for d, r in zip(part, reps)],
                 [float(sim[d]) if d >= 0 else 0.0 for d in part],
                 [skipped[lo + k] if d < 0 else None for k, d in enumerate(part)],
-                [bool(empty[d]) if d >= 0 else False for d in part]))
+                [bool(empty[d]) if d >= 0 else False for d in part],
+                None if indexed is not None else [d >= 0 and r >= n for d, r in zip(part, reps)]))
 
 
-def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command):
+def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command,
+            extra_ids=(), index_info=None):
     c = result.clusters
     sizes = c.sizes()
+    ids = list(corpus.ids) + list(extra_ids)
     multi = sizes[sizes > 1]
     lsh = (result.params["b"], result.params["r"], result.params["lsh_mode"]) if cfg.method == "minhash" else None
     return build_report(RunSummary(
@@ -687,5 +779,6 @@ def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings
         verified=int(result.pairs_lo.shape[0]),
         cluster_sizes=dict(zip(*np.unique(multi, return_counts=True))) if multi.size else {},
         similarity_counts=similarity_counts(c.similarity[~c.kept]),
-        samples=[(corpus.ids[k], corpus.ids[d], s, texts.get(k, ""), texts.get(d, "")) for k, d, s in samples],
-        timings=timings, lsh=lsh))
+        samples=[(ids[k], ids[d], s, texts.get(k, INDEXED_TEXT if k >= len(corpus.ids) else ""), texts.get(d, ""))
+                 for k, d, s in samples],
+        timings=timings, lsh=lsh, index=index_info))

@@ -64,7 +64,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
                             verify: str = "minhash", features: Features | None = None,
                             sizes: np.ndarray | None = None, keep: str = "first", lengths=None, keys=None,
                             linkage: str = "bounded", max_drift: float | None = 0.05, sample: int = 16,
-                            max_bucket: int = MAX_BUCKET) -> DuplicateResult:
+                            max_bucket: int = MAX_BUCKET, fixed: int = 0) -> DuplicateResult:
     """Clusters of near-duplicates among the rows of ``sigs``.
 
     ``metric="containment"`` accepts a pair when either document is at least ``threshold``
@@ -72,7 +72,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     ``verify="exact"`` checks candidates on ``features``; ``"none"`` accepts every candidate.
     ``linkage="bounded"`` (default) merges verified pairs most-similar first and refuses merges that
     would put documents below t − ``max_drift`` together (see :mod:`neardup.clusters`);
-    ``"components"`` is plain union–find.
+    ``"components"`` is plain union–find. The first ``fixed`` rows are documents decided before
+    (an index's): never linked to each other, and kept over any other row of their cluster.
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
@@ -126,6 +127,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     lo = np.concatenate([same[dup], lo])
     hi = np.concatenate([dup, hi])
     sim = np.concatenate([np.ones(dup.shape[0]), sim])
+    lo, hi, sim = _unfix(lo, hi, sim, fixed)
+    lengths, keys = _fixed_first(keep, fixed, n, lengths, keys)
     timings["verify"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -147,6 +150,27 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
             "num_perm": sigs.num_perm,
             "scheme": sigs.scheme, "seed": sigs.seed, "empty_documents": int(empty.sum())}
     return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings)
+
+
+def _unfix(lo, hi, sim, fixed: int):
+    """Drop the pairs between two fixed rows (lo < hi, so both are fixed when hi is)."""
+    if not fixed:
+        return lo, hi, sim
+    ok = np.maximum(lo, hi) >= fixed
+    return lo[ok], hi[ok], sim[ok]
+
+
+def _fixed_first(keep: str, fixed: int, n: int, lengths, keys):
+    """Keep-policy inputs under which the fixed rows win their clusters (``first``: they come first)."""
+    if not fixed or keep == "first":
+        return lengths, keys
+    if keep == "longest":
+        lengths = np.asarray(lengths if lengths is not None else np.zeros(n), dtype=np.float64).copy()
+        lengths[:fixed] = np.inf
+    else:
+        keys = np.asarray(keys if keys is not None else np.zeros(n), dtype=np.float64).copy()
+        keys[:fixed] = np.inf
+    return lengths, keys
 
 
 def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, keep: str = "first",
@@ -171,7 +195,7 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
 
 def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | None = None, keep: str = "first",
                             lengths=None, keys=None, linkage: str = "bounded", max_drift_bits: int | None = 2,
-                            sample: int = 16) -> DuplicateResult:
+                            sample: int = 16, fixed: int = 0) -> DuplicateResult:
     """Clusters of fingerprints within Hamming distance ``k`` (all pairs by permuted tables, exact).
     Similarity reported is 1 − d/64. ``linkage="bounded"`` joins groups only while all sampled
     members stay within k + ``max_drift_bits`` bits of each other."""
@@ -191,6 +215,8 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     dist = np.concatenate([np.zeros(int(copy.sum())), np.asarray(res.dist, dtype=np.float64)])
     swap = lo > hi
     lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
+    lo, hi, dist = _unfix(lo, hi, dist, fixed)
+    lengths, keys = _fixed_first(keep, fixed, n, lengths, keys)
     timings = {"candidates": time.perf_counter() - t0}
     t0 = time.perf_counter()
 

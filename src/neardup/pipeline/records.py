@@ -42,11 +42,14 @@ def id_json(v) -> str:
     return json.dumps(v, ensure_ascii=False, default=json_default)
 
 
-def document_line(id_text: str, cluster_text: str, kept: bool, similarity: float, row: int, empty: bool) -> str:
-    """The line of a document (ids already as JSON text), without its newline."""
+def document_line(id_text: str, cluster_text: str, kept: bool, similarity: float, row: int, empty: bool,
+                  indexed: bool = False) -> str:
+    """The line of a document (ids already as JSON text), without its newline. A row removed as a
+    near-duplicate of a document of the index (``--index``) ends with ``"indexed": true``."""
+    tail = ', "indexed": true}' if indexed else "}"
     return (f'{{"id": {id_text}, "cluster": {cluster_text}, "kept": {"true" if kept else "false"}, '
             f'"similarity": {round(float(similarity), 6)!r}, "status": "{"kept" if kept else "duplicate"}", '
-            f'"row": {row}, "empty": {"true" if empty else "false"}}}')
+            f'"row": {row}, "empty": {"true" if empty else "false"}{tail}')
 
 
 def skipped_line(row: int, reason: str) -> str:
@@ -60,15 +63,18 @@ def parquet_id_text(v) -> str:
     return str(v).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def parquet_schema():
+def parquet_schema(indexed: bool = False):
+    """The columns of clusters.parquet; with ``indexed`` (runs with ``--index``) a last boolean column
+    ``indexed``: the row's cluster is a document of the index."""
     import pyarrow as pa  # noqa: PLC0415
 
-    return pa.schema([("id", pa.string()), ("cluster", pa.string()), ("kept", pa.bool_()),
-                      ("similarity", pa.float64()), ("status", pa.string()), ("row", pa.int64()),
-                      ("reason", pa.string()), ("empty", pa.bool_())])
+    cols = [("id", pa.string()), ("cluster", pa.string()), ("kept", pa.bool_()),
+            ("similarity", pa.float64()), ("status", pa.string()), ("row", pa.int64()),
+            ("reason", pa.string()), ("empty", pa.bool_())]
+    return pa.schema(cols + ([("indexed", pa.bool_())] if indexed else []))
 
 
-def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty):
+def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty, indexed=None):
     """One Arrow record batch of clusters.parquet. Per row: ``ids``/``clusters`` are id values (None
     for a skipped row), ``reasons`` the skip reason or None; the rest as in the JSON record."""
     import pyarrow as pa  # noqa: PLC0415
@@ -84,6 +90,8 @@ def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty):
         list(reasons),
         [None if s else bool(e) for e, s in zip(empty, skip)],
     ]
-    schema = parquet_schema()
+    if indexed is not None:
+        cols.append([bool(x) for x in indexed])
+    schema = parquet_schema(indexed is not None)
     return pa.RecordBatch.from_arrays([pa.array(c, schema.field(i).type) for i, c in enumerate(cols)],
                                       schema=schema)

@@ -11,7 +11,8 @@ import numpy as np
 from .._version import __version__
 from ..config import DedupConfig
 
-RUN_ONLY = ("quiet", "progress", "html", "samples")   # how a run was done, not what it computed
+RUN_ONLY = ("quiet", "progress", "html", "samples",   # how a run was done, not what it computed
+            "index")                                  # (--index has its own section)
 SIMILARITY_BINS = 20
 SKIPPED_LISTED = 1000
 SAMPLE_CHARS = 4000
@@ -73,6 +74,7 @@ class RunSummary:
     samples: list                  # (kept id, removed id, similarity, kept text, removed text)
     timings: dict
     lsh: tuple | None = None       # (b, r, mode) for MinHash
+    index: dict | None = None      # --index: the index before the run, matches, documents added
     engine_info: dict | None = None
     extra: dict = field(default_factory=dict)
 
@@ -118,5 +120,7 @@ def build_report(s: RunSummary) -> dict:
     })
     if c.method == "minhash" and s.lsh is not None:
         report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1])
+    if s.index is not None:
+        report["index"] = s.index
     report.update(s.extra)
     return report

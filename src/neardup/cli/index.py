@@ -1,0 +1,249 @@
+"""``neardup index``: create, add to, query, remove from, describe, compact and export a persistent
+index (the folder store of :mod:`neardup.index.segments`), the one ``dedup --index`` grows.
+
+Examples::
+
+    neardup index create IDX                            # MinHash, the dedup defaults
+    neardup index create IDX --method simhash --bits 3
+    neardup index add IDX day1.jsonl --id-field id      # signs on all cores' kernels, one segment per batch
+    neardup index query IDX new.jsonl --id-field id     # JSONL: {"id", "matches": [{"id", "similarity"}]}
+    neardup index query IDX --text "some text" --format table
+    neardup index remove IDX doc-17 doc-18
+    neardup index stats IDX --json
+    neardup index compact IDX
+    neardup index export IDX -o signatures.parquet
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..config import DedupConfig, click_options
+from . import main
+
+_ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "lsh_mode", "recall", "bands",
+         "rows")
+_BATCH = 20000
+
+
+def _open(path: str, readonly: bool):
+    from ..index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
+    from ..pipeline.incremental import _stored_kind  # noqa: PLC0415
+
+    cls = SimHashDiskIndex if _stored_kind(path) == "simhash" else DiskIndex
+    return cls.open(path, readonly=readonly)
+
+
+def _rows(inputs, text_field, id_field, on_error, texts=()):
+    """(label, id, text) of every row of the inputs (ids: the id field, else "FILE:LINE"), then of
+    each ``--text``; bad rows stop the command naming their place, or with ``--on-error skip`` are
+    counted (returned in the last tuple element as a list)."""
+    from ..errors import InputFormatError  # noqa: PLC0415
+    from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
+    from ..io.sources import expand_inputs  # noqa: PLC0415
+
+    specs = expand_inputs(list(inputs), None) if inputs else []
+    check_fields_apply(specs, text_field, id_field)
+    skipped = []
+    for spec in specs:
+        for row in read_rows(spec, text_field, id_field):
+            if row.error is not None:
+                if row.blank or on_error == "skip":
+                    skipped.append(row.error)
+                    continue
+                raise InputFormatError(row.error)
+            yield (row.id if row.id is not None else f"{spec.label}:{row.line}"), row.text, skipped
+    for i, t in enumerate(texts):
+        yield f"--text {i + 1}", t, skipped
+
+
+def _batches(rows, size=_BATCH):
+    batch = []
+    for item in rows:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@main.group()
+def index():
+    """A persistent index of documents that new ones are checked against ("have I seen this?").
+    The same index `neardup dedup --index` creates and grows."""
+
+
+@index.command()
+@click.argument("path", type=click.Path())
+@click.option("--method", type=click.Choice(["minhash", "simhash"]), default="minhash", show_default=True)
+@click_options(_ALGO)
+def create(path, method, **algo):
+    """Create an empty index at PATH (a folder) with these parameters."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from ..pipeline.incremental import create_index  # noqa: PLC0415
+
+    cfg = DedupConfig(method=method, **algo).resolved()
+    p = Path(path)
+    if p.exists() and not (p.is_dir() and not any(p.iterdir())):
+        raise click.ClickException(f"{path} already exists; `neardup index stats {path}` shows what it is")
+    create_index(path, cfg, exist_ok=False).close()
+    click.echo(f"created {path} ({method})")
+
+
+@index.command()
+@click.argument("path", type=click.Path(exists=True))
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--id-field", required=True, help="Field holding each document's id (its key in the index).")
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
+@click.option("--replace", is_flag=True, help="A document whose id is indexed replaces it (default: refused).")
+def add(path, inputs, id_field, text_field, on_error, replace):
+    """Add every row of INPUTS to the index (each batch of 20,000 rows at once, all or nothing)."""
+    added = 0
+    skipped: list = []
+    with _open(path, readonly=False) as idx:
+        for batch in _batches(_rows(inputs, text_field, id_field, on_error)):
+            idx.add_batch([k for k, _, _ in batch], [t for _, t, _ in batch], replace=replace, bulk=True)
+            added += len(batch)
+            skipped = batch[-1][2]
+        total = len(idx)
+    click.echo(f"added {added} documents ({len(skipped)} rows skipped); the index holds {total}")
+
+
+@index.command()
+@click.argument("path", type=click.Path(exists=True))
+@click.argument("inputs", nargs=-1)
+@click.option("--text", "texts", multiple=True, help="A text to look up (repeatable), besides INPUTS.")
+@click.option("--id-field", default=None, help="Field holding each row's id (default: FILE:LINE).")
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=None,
+              help="MinHash: lowest estimated Jaccard to report (default: the index's; below it, only "
+                   "documents that also share a band are found).")
+@click.option("--max-distance", type=click.IntRange(0, 64), default=None,
+              help="SimHash: largest Hamming distance to report (default: the index's).")
+@click.option("--top", type=click.IntRange(1), default=None, help="At most this many matches per document.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
+def query(path, inputs, texts, id_field, text_field, threshold, max_distance, top, fmt, on_error):
+    """Print the indexed documents near each row of INPUTS (and each --text): best first. Nothing is
+    added. JSONL: one {"id", "matches": [{"id", "similarity" | "distance"}]} per row, in order."""
+    if not inputs and not texts:
+        raise click.UsageError("give INPUTS or --text")
+    out = sys.stdout
+    with _open(path, readonly=True) as idx:
+        simhash = idx.kind == "simhash"
+        if simhash and threshold is not None or not simhash and max_distance is not None:
+            raise click.UsageError("--threshold is for MinHash indexes, --max-distance for SimHash ones")
+        for batch in _batches(_rows(inputs, text_field, id_field, on_error, texts), 4096):
+            docs = [t for _, t, _ in batch]
+            found = idx.query_batch(docs, max_distance) if simhash else idx.query_batch(docs, threshold)
+            for (rid, _, _), matches in zip(batch, found):
+                matches = matches[:top] if top else matches
+                field = "distance" if simhash else "similarity"
+                if fmt == "jsonl":
+                    out.write(json.dumps({"id": rid, "matches": [{"id": k, field: s} for k, s in matches]},
+                                         ensure_ascii=False) + "\n")
+                else:
+                    shown = ", ".join(f"{k} ({s if simhash else round(s, 4)})" for k, s in matches) or "—"
+                    out.write(f"{rid}\t{shown}\n")
+
+
+@index.command()
+@click.argument("path", type=click.Path(exists=True))
+@click.argument("ids", nargs=-1, required=True)
+def remove(path, ids):
+    """Remove the documents IDS (an id that reads as an integer matches an integer id too)."""
+    gone, missing = 0, []
+    with _open(path, readonly=False) as idx:
+        for i in ids:
+            for key in ([i, int(i)] if i.lstrip("-").isdigit() else [i]):
+                if key in idx:
+                    idx.remove(key)
+                    gone += 1
+                    break
+            else:
+                missing.append(i)
+    click.echo(f"removed {gone}" + (f"; not in the index: {', '.join(missing[:10])}" if missing else ""))
+    if missing:
+        sys.exit(1)
+
+
+@index.command()
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (with at least `documents`).")
+def stats(path, as_json):
+    """Documents, bytes on disk, segments and the parameters of the index."""
+    with _open(path, readonly=True) as idx:
+        s = idx.stats()
+    if as_json:
+        click.echo(json.dumps(s, sort_keys=True))
+        return
+    per = f" ({s['bytes'] / s['documents']:.0f} B per document)" if s["documents"] else ""
+    click.echo(f"{path}: {s['documents']} documents, {s['bytes']:,} bytes on disk{per}, "
+               f"{s.get('segments', 1)} segments")
+    for k, v in sorted(s["parameters"].items()):
+        click.echo(f"  {k}: {v}")
+
+
+@index.command()
+@click.argument("path", type=click.Path(exists=True))
+def compact(path):
+    """Rewrite the index as one segment without removed documents."""
+    with _open(path, readonly=False) as idx:
+        before = idx.stats()
+        idx.compact()
+        after = idx.stats()
+    click.echo(f"{before['segments']} segments, {before['bytes']:,} bytes → {after['segments']}, "
+               f"{after['bytes']:,} bytes")
+
+
+@index.command()
+@click.argument("path", type=click.Path(exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(), help="The Parquet file to write.")
+def export(path, output):
+    """Ids and signatures as Parquet: id (text), id_type (str, int, bytes), and signature
+    (MinHash: k unsigned integers) or fingerprint (SimHash: uint64)."""
+    import os  # noqa: PLC0415
+
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    if os.path.exists(output):
+        raise click.ClickException(f"{output} already exists; choose a new file")
+    with _open(path, readonly=True) as idx:
+        st = idx.store
+        tmp = f"{output}.part"
+        n = 0
+        with st.snapshot():
+            dead = set(st._dead().tolist())
+            writer = None
+            try:
+                for seg in st._all():
+                    ids = [d for d in range(seg.first_id, seg.first_id + seg.n) if d not in dead]
+                    for lo in range(0, len(ids), 65536):
+                        keys, raw = st.fetch_arrays(ids[lo:lo + 65536])
+                        vals = raw.view(idx._dtype.newbyteorder("<")).reshape(len(keys), -1).astype(idx._dtype)
+                        cols = {"id": pa.array([k.hex() if isinstance(k, bytes) else str(k) for k in keys]),
+                                "id_type": pa.array([type(k).__name__ for k in keys])}
+                        if idx.kind == "simhash":
+                            cols["fingerprint"] = pa.array(vals.reshape(-1))
+                        else:
+                            cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)),
+                                                                                 vals.shape[1])
+                        table = pa.table(cols)
+                        if writer is None:
+                            writer = pq.ParquetWriter(tmp, table.schema)
+                        writer.write_table(table)
+                        n += len(keys)
+            finally:
+                if writer is not None:
+                    writer.close()
+        if writer is None:
+            click.echo("the index is empty: nothing written")
+            return
+        os.replace(tmp, output)
+    click.echo(f"wrote {n} documents to {output}")

@@ -1,0 +1,158 @@
+"""``neardup dedup NEW... --index IDX``: deduplicate new rows within themselves *and* against every
+document already in a persistent index, then add the kept new rows to it.
+
+The rule. The index's documents take part in the clustering as rows placed before the new ones
+("older"), with three constraints: they are never linked to each other (they were decided by earlier
+runs), they win the keep policy against any new row (they have been published), and they are not
+outputs. So a new row that is a near-duplicate of an indexed document is removed with that
+document's id as its cluster (its record says ``"indexed": true``); new rows among themselves follow
+the usual rules. With ``keep=first`` and clusters that do not bridge two earlier clusters, running
+day 1 then day 2 keeps exactly the rows that one run over day 1 ∪ day 2 keeps.
+
+Only the matched indexed documents are loaded (from the memory-mapped segments): memory grows with
+the new rows and their matches, not with the index.
+
+One unit, also after a crash. The outputs are staged in full first; then the kept rows become one
+index segment, published by the manifest rename together with a *run record*: a key made from the
+configuration and each input's name, size and modification time, and the segment's name. Then the
+outputs are put in place. A rerun of the same command finds its run record: it queries the index as
+it was before that segment, writes the same outputs, and adds nothing. So a crash at any point
+leaves the old state or the new one, and rerunning completes it without adding a document twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..config import DedupConfig
+from ..errors import ConfigError, InputFormatError
+from ..index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
+from ..index.segments import MANIFEST
+
+RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
+
+
+def open_index(cfg: DedupConfig):
+    """The run's index, created with the run's parameters when absent; an existing one must have
+    been built with the same ones (:class:`~neardup.index.disk.IndexConfigError` names the first
+    that differs). Held for writing until closed (one writer at a time)."""
+    return create_index(cfg.index, cfg, exist_ok=True)
+
+
+def create_index(path, cfg: DedupConfig, exist_ok: bool):
+    """A folder index with the parameters of ``cfg`` (resolved); ``exist_ok``: open an existing one,
+    which must match them."""
+    kind = _stored_kind(path)
+    if kind is not None and kind != cfg.method:
+        raise IndexConfigError(f"{path} is a {kind} index; this run uses --method {cfg.method} (use another "
+                               f"--index, or --method {kind})")
+    if cfg.method == "minhash":
+        from ..index.lsh import choose_params  # noqa: PLC0415
+
+        lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
+        return DiskIndex.create(path, threshold=cfg.threshold, num_perm=cfg.num_perm, scheme=cfg.scheme,
+                                seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram, b=lsh.b, r=lsh.r,
+                                lsh_mode=cfg.lsh_mode, recall=cfg.recall, exist_ok=exist_ok)
+    return SimHashDiskIndex.create(path, max_distance=cfg.bits, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
+                                   exist_ok=exist_ok)
+
+
+def _stored_kind(path) -> str | None:
+    """The method an existing folder index was built for (None: no index there yet, or not a folder
+    index — opening it then says what is wrong)."""
+    try:
+        m = json.loads((Path(path) / MANIFEST).read_bytes())
+        return json.loads(m["meta"]["config"])["kind"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def run_key(specs, cfg: DedupConfig) -> str:
+    """What makes two runs "the same command": the algorithm's parameters and each input's name, size
+    and modification time."""
+    algo = {k: v for k, v in cfg.group("algorithm").items()}
+    ins = []
+    for s in specs:
+        try:
+            st = os.stat(s.path)
+            ins.append([s.label, st.st_size, st.st_mtime_ns])
+        except OSError:
+            ins.append([s.label, None, None])
+    blob = json.dumps({"algorithm": algo, "id_field": cfg.id_field, "text_field": cfg.text_field, "inputs": ins},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def check_ids(ids: list, place) -> None:
+    """Index keys are strings or integers: other id types (floats, booleans, null, objects) are refused
+    before anything is written, naming the first row."""
+    for d, v in enumerate(ids):
+        if type(v) not in (str, int) or (type(v) is int and not -2**63 <= v < 2**63):
+            raise InputFormatError(f"{place(d)}: id {v!r} cannot name a document in the index (--index needs "
+                                   "string or 64-bit integer ids)")
+
+
+@dataclass
+class IndexPart:
+    """The indexed documents that new rows matched: their keys and signatures (prepended to the new
+    rows for the clustering), and whether this run was already added (a rerun)."""
+    keys: list
+    values: np.ndarray
+    rerun: bool
+    documents: int
+
+
+def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key: str) -> IndexPart:
+    """Indexed documents within the run's threshold of any new row (a rerun hides its own segment)."""
+    st = index.store
+    runs = st.get_meta("runs") or {}
+    rec = runs.get(key)
+    hidden = set()
+    if rec is not None:
+        names = {s["dir"] for s in st.segments()}
+        if rec["segment"] is not None and rec["segment"] not in names:
+            raise ConfigError(f"{cfg.index}: this run was added to the index before (generation "
+                              f"{rec['generation']}) and later merged with other segments, so its outputs "
+                              "cannot be reproduced; use a new output folder and index, or change the inputs")
+        hidden = {rec["segment"]} - {None}
+    st.hide(hidden)
+    try:
+        if cfg.method == "minhash":
+            t = float(cfg.threshold)
+            _, ci, _, keys, ids, cvals = index._matches(values, empty, lambda s: s >= t)
+        else:
+            k = int(cfg.bits)
+            _, ci, _, keys, ids, cvals = index._matches(values.reshape(-1, 1), empty, lambda d: d <= k)
+        documents = len(index)
+    finally:
+        st.hide(())
+    used = np.unique(ci)
+    used = used[np.argsort(ids[used], kind="stable")]      # by document id: older documents first
+    vals = cvals[used]
+    if cfg.method == "simhash":
+        vals = vals.reshape(-1)
+    return IndexPart([keys[c] for c in used.tolist()], vals, rec is not None, documents)
+
+
+def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str, cfg: DedupConfig) -> dict:
+    """The kept new rows as one segment, published with this run's record in the same manifest (all
+    or nothing); a kept row whose id is already indexed replaces that entry (the index keeps each
+    id's latest text)."""
+    st = index.store
+    runs = dict(st.get_meta("runs") or {})
+    gen = st.generation + 1
+
+    def meta(segment):
+        runs[key] = {"generation": gen, "segment": segment, "documents": len(keys)}
+        for old in sorted(runs, key=lambda k: runs[k]["generation"])[: max(0, len(runs) - RUNS_KEPT)]:
+            del runs[old]
+        return {"runs": runs}
+
+    vals = values.reshape(-1, 1) if cfg.method == "simhash" else values
+    index._put(keys, vals, empty, replace=True, bulk=True, meta=meta)
+    return {"added": len(keys), "segment": runs[key]["segment"], "generation": st.generation}

@@ -1,0 +1,225 @@
+"""``neardup dedup NEW --index IDX`` (pipeline/incremental.py): the defining equality (day 1 then day 2
+keeps what one run over both keeps), reruns, crashes at every stage, and hostile use."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import main
+from neardup.config import DedupConfig
+from neardup.errors import ConfigError, InputFormatError
+from neardup.index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
+from neardup.pipeline.dedup import run_dedup
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory) -> Path:
+    """The demo corpus (550 real copyright files with many near-copies) cut into two days."""
+    folder = tmp_path_factory.mktemp("days")
+    lines = gzip.open(DEMO, "rt", encoding="utf-8").read().splitlines(keepends=True)
+    (folder / "day1.jsonl").write_text("".join(lines[:275]), encoding="utf-8")
+    (folder / "day2.jsonl").write_text("".join(lines[275:]), encoding="utf-8")
+    (folder / "all.jsonl").write_text("".join(lines), encoding="utf-8")
+    return folder
+
+
+def _cfg(**kw) -> DedupConfig:
+    kw.setdefault("id_field", "id")
+    return DedupConfig(html=False, quiet=True, workers=1, **kw)
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "clusters.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _kept(out: Path) -> set:
+    return {r["id"] for r in _records(out) if r["kept"]}
+
+
+def _index_keys(path: Path, method: str) -> set:
+    cls = DiskIndex if method == "minhash" else SimHashDiskIndex
+    with cls.open(path, readonly=True) as idx:
+        st = idx.store
+        keys, _ = st.fetch_arrays([d for s in st._all() for d in range(s.first_id, s.first_id + s.n)
+                                   if d not in set(st._dead().tolist())])
+        assert len(keys) == len(idx)
+        return set(keys)
+
+
+@pytest.mark.parametrize("method,linkage", [("minhash", "bounded"), ("minhash", "components"),
+                                            ("simhash", "bounded")])
+def test_day1_then_day2_keeps_what_one_run_keeps(days, tmp_path, method, linkage):
+    kw = {"method": method, "linkage": linkage}
+    run_dedup([str(days / "all.jsonl")], str(tmp_path / "all"), _cfg(**kw))
+    idx = tmp_path / "idx"
+    run_dedup([str(days / "day1.jsonl")], str(tmp_path / "d1"), _cfg(index=str(idx), **kw))
+    rep = run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d2"), _cfg(index=str(idx), **kw))
+    both = _kept(tmp_path / "d1") | _kept(tmp_path / "d2")
+    assert both == _kept(tmp_path / "all")
+    assert _index_keys(idx, method) == both
+    info = rep["index"]
+    assert info["removed_by_index"] > 10 and info["added"] == len(_kept(tmp_path / "d2"))
+    assert info["documents_before"] == len(_kept(tmp_path / "d1")) and not info["rerun"]
+    # a row removed because of an indexed document names it, and says so
+    d1_kept = _kept(tmp_path / "d1")
+    by_index = [r for r in _records(tmp_path / "d2") if r.get("indexed")]
+    assert len(by_index) == info["removed_by_index"]
+    assert all(r["cluster"] in d1_kept and not r["kept"] for r in by_index)
+    assert rep["counts"]["input_rows"] == rep["counts"]["kept"] + rep["counts"]["removed"]
+
+
+def test_rerun_gives_the_same_outputs_and_adds_nothing(days, tmp_path):
+    idx = tmp_path / "idx"
+    run_dedup([str(days / "day1.jsonl")], str(tmp_path / "d1"), _cfg(index=str(idx)))
+    run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d2"), _cfg(index=str(idx)))
+    first = (tmp_path / "d2" / "clusters.jsonl").read_bytes()
+    keys = _index_keys(idx, "minhash")
+    rep = run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d2"), _cfg(index=str(idx)))
+    assert rep["index"]["rerun"] and rep["index"]["added"] == 0
+    assert (tmp_path / "d2" / "clusters.jsonl").read_bytes() == first
+    assert _index_keys(idx, "minhash") == keys
+    # the same rows under a changed file are a new run: each is now a duplicate of itself in the index
+    os.utime(days / "day2.jsonl", ns=(1, 1))
+    try:
+        rep = run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d3"), _cfg(index=str(idx)))
+    finally:
+        os.utime(days / "day2.jsonl")
+    assert rep["counts"]["kept"] == 0 and not rep["index"]["rerun"]
+
+
+def test_parquet_clusters_have_an_indexed_column(days, tmp_path):
+    import pyarrow.parquet as pq
+
+    idx = str(tmp_path / "idx")
+    run_dedup([str(days / "day1.jsonl")], str(tmp_path / "d1"), _cfg(index=idx, clusters_format="parquet"))
+    run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d2"), _cfg(index=idx, clusters_format="parquet"))
+    t1 = pq.read_table(tmp_path / "d1" / "clusters.parquet")
+    t2 = pq.read_table(tmp_path / "d2" / "clusters.parquet")
+    assert "indexed" not in t1.column_names           # nothing matched on day 1: the usual schema
+    assert t2.column("indexed").to_pylist().count(True) > 10
+
+
+CRASH = textwrap.dedent("""
+    import os, signal, sys
+    from neardup.config import DedupConfig
+    from neardup.pipeline.dedup import run_dedup
+    import neardup.index.segments as seg
+    import neardup.io.outdir as outdir
+    import neardup.pipeline.incremental as inc
+
+    point = sys.argv[1]
+
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if point == "query":
+        orig_m = inc.matched
+        inc.matched = lambda *a, **k: (orig_m(*a, **k), die())
+    elif point == "segment":              # the segment's files written, the manifest not yet
+        orig_w = seg._write_atomic
+        def w(path, data):
+            if path.name == seg.MANIFEST and b'"runs"' in data:
+                die()
+            return orig_w(path, data)
+        seg._write_atomic = w
+    elif point == "commit":               # the index published, the outputs not in place
+        outdir.StagedOutput.commit = lambda self: die()
+    elif point == "mid-commit":           # the outputs half renamed
+        orig_r = os.replace
+        n = [0]
+        def r(a, b):
+            n[0] += 1
+            if n[0] == 2 and "neardup-tmp" in str(a):
+                die()
+            return orig_r(a, b)
+        os.replace = r
+    cfg = DedupConfig(id_field="id", index=sys.argv[2], html=False, quiet=True, workers=1)
+    run_dedup([sys.argv[3]], sys.argv[4], cfg)
+    print("finished")
+""")
+
+
+@pytest.mark.parametrize("point", ["query", "segment", "commit", "mid-commit"])
+def test_killed_run_then_rerun_gives_the_clean_result(days, tmp_path, point):
+    """SIGKILL at four points of a day-2 run; rerunning the same command gives the outputs and the
+    index of a run that was never interrupted."""
+    ref_idx = tmp_path / "ref_idx"
+    run_dedup([str(days / "day1.jsonl")], str(tmp_path / "ref1"), _cfg(index=str(ref_idx)))
+    run_dedup([str(days / "day2.jsonl")], str(tmp_path / "ref2"), _cfg(index=str(ref_idx)))
+
+    idx = tmp_path / "idx"
+    run_dedup([str(days / "day1.jsonl")], str(tmp_path / "o1"), _cfg(index=str(idx)))
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH)
+    out = tmp_path / "o2"
+    res = subprocess.run([sys.executable, str(script), point, str(idx), str(days / "day2.jsonl"), str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
+    assert not (out / "report.json").exists() or point == "mid-commit"
+    run_dedup([str(days / "day2.jsonl")], str(out), _cfg(index=str(idx)))
+    assert (out / "clusters.jsonl").read_bytes() == (tmp_path / "ref2" / "clusters.jsonl").read_bytes()
+    assert (out / "kept" / "day2.jsonl").read_bytes() == (tmp_path / "ref2" / "kept" / "day2.jsonl").read_bytes()
+    assert _index_keys(idx, "minhash") == _index_keys(ref_idx, "minhash")
+    with DiskIndex.open(idx, readonly=True) as a, DiskIndex.open(ref_idx, readonly=True) as b:
+        assert len(a) == len(b)
+
+
+def test_bad_uses_are_refused_before_anything_is_written(days, tmp_path):
+    day2 = str(days / "day2.jsonl")
+    with pytest.raises(ConfigError, match="--id-field"):
+        run_dedup([day2], str(tmp_path / "o"), DedupConfig(index=str(tmp_path / "i")))
+    with pytest.raises(ConfigError, match="verify minhash"):
+        run_dedup([day2], str(tmp_path / "o"), _cfg(index=str(tmp_path / "i"), verify="exact"))
+    with pytest.raises(ConfigError, match="--index"):
+        run_dedup([day2], str(tmp_path / "o"), _cfg(index=str(tmp_path / "i"), method="exact"))
+    with pytest.raises(ConfigError, match="output folder"):
+        run_dedup([day2], str(tmp_path / "o"), _cfg(index=str(tmp_path / "o" / "idx")))
+    with pytest.raises(ConfigError, match="must not hold an input"):
+        run_dedup([day2], str(tmp_path / "o"), _cfg(index=str(days)))
+    assert not (tmp_path / "i").exists() and not (tmp_path / "o").exists()
+    # an index of the other method, or other parameters: named, and the index is untouched
+    run_dedup([day2], str(tmp_path / "o"), _cfg(index=str(tmp_path / "i")))
+    before = (tmp_path / "i" / "MANIFEST").read_bytes()
+    with pytest.raises(IndexConfigError, match="simhash|minhash"):
+        run_dedup([day2], str(tmp_path / "o2"), _cfg(index=str(tmp_path / "i"), method="simhash"))
+    with pytest.raises(IndexConfigError, match="ngram=5"):
+        run_dedup([day2], str(tmp_path / "o2"), _cfg(index=str(tmp_path / "i"), ngram=3))
+    assert (tmp_path / "i" / "MANIFEST").read_bytes() == before
+    # ids that cannot be index keys
+    bad = tmp_path / "floats.jsonl"
+    bad.write_text('{"id": 1.5, "text": "a b c d e f"}\n{"id": 2, "text": "g h i j k l"}\n')
+    with pytest.raises(InputFormatError, match=r"floats.jsonl:1.*1.5"):
+        run_dedup([str(bad)], str(tmp_path / "o3"), _cfg(index=str(tmp_path / "i")))
+    assert (tmp_path / "i" / "MANIFEST").read_bytes() == before
+    # a folder that is not an index
+    (tmp_path / "notidx").mkdir()
+    (tmp_path / "notidx" / "x").write_text("x")
+    res = CliRunner().invoke(main, ["dedup", day2, "-o", str(tmp_path / "o4"), "--id-field", "id", "--index",
+                                    str(tmp_path / "notidx"), "-q"])
+    assert res.exit_code == 1 and "not a neardup index" in res.output and "Traceback" not in res.output
+
+
+def test_second_writer_is_refused_with_the_holder(days, tmp_path):
+    from neardup.index.segments import SegmentStore
+    from neardup.index.store import IndexStoreError
+
+    idx = tmp_path / "idx"
+    run_dedup([str(days / "day1.jsonl")], str(tmp_path / "o1"), _cfg(index=str(idx)))
+    holder = DiskIndex.open(idx)           # another writer holds it
+    try:
+        with pytest.raises(IndexStoreError, match=f"pid {os.getpid()}"):
+            SegmentStore.open(idx, timeout=0.1)
+    finally:
+        holder.close()
