@@ -2,7 +2,7 @@
 # Create/refresh .venv with the test and Spark extras, check the code with ruff (configured in
 # pyproject.toml), and run the whole test suite (Spark runs in local mode: Java 17 must be there).
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" "[test,spark]"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" "[test,spark,serve]"
 cd "$ROOT"
 python -m ruff check src tests benchmarks scripts
 exec python -m pytest -q "$@"

@@ -28,12 +28,12 @@ _ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits"
 _BATCH = 20000
 
 
-def _open(path: str, readonly: bool):
+def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
     from ..index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
     from ..pipeline.incremental import _stored_kind  # noqa: PLC0415
 
     cls = SimHashDiskIndex if _stored_kind(path) == "simhash" else DiskIndex
-    return cls.open(path, readonly=readonly)
+    return cls.open(path, readonly=readonly, synchronous=synchronous)
 
 
 def _rows(inputs, text_field, id_field, on_error, texts=()):

@@ -287,6 +287,86 @@ class _BaseDiskIndex:
     def __contains__(self, key) -> bool:
         return self._st.contains(key)
 
+    # -- the crawler's question -------------------------------------------------------------------
+    def _within(self, values: np.ndarray, empty: np.ndarray, accept) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pairs (i < j) of one batch that the index would match with each other: sharing a band
+        key, and accepted on the full signatures."""
+        rows = np.flatnonzero(~empty)
+        if rows.shape[0] < 2:
+            z = np.zeros(0, np.int64)
+            return z, z, np.zeros(0)
+        bands = self._bands(values[rows])
+        los, his = [], []
+        for b in range(bands.shape[1]):
+            order = np.argsort(bands[:, b], kind="stable")
+            k = bands[order, b]
+            start = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+            ends = np.concatenate([start[1:], [k.shape[0]]])
+            for s0, e0 in zip(start.tolist(), ends.tolist()):
+                if e0 - s0 > 1:
+                    g = np.sort(rows[order[s0:e0]])
+                    i, j = np.triu_indices(g.shape[0], 1)
+                    los.append(g[i])
+                    his.append(g[j])
+        if not los:
+            z = np.zeros(0, np.int64)
+            return z, z, np.zeros(0)
+        pairs = np.unique(np.column_stack([np.concatenate(los), np.concatenate(his)]), axis=0)
+        lo, hi = pairs[:, 0], pairs[:, 1]
+        scores = self._scores(values, values, lo, hi)
+        ok = accept(scores)
+        return lo[ok], hi[ok], scores[ok]
+
+    def _check_and_add(self, keys: list, values: np.ndarray, empty: np.ndarray, accept) -> list[dict]:
+        st = self._st
+        keys = [check_key(k) for k in keys]
+        if len(keys) != values.shape[0]:
+            raise ValueError(f"{len(keys)} keys for {values.shape[0]} documents")
+        found = self._query(values, empty, accept)
+        lo, hi, sc = self._within(values, empty, accept)
+        added = np.zeros(len(keys), dtype=bool)
+        out = []
+        seen: set = set()
+        for j in range(len(keys)):
+            matches = list(found[j])
+            for i, s in zip(lo[hi == j].tolist(), sc[hi == j].tolist()):
+                if added[i]:
+                    matches.append((keys[i], s))
+            matches.sort(key=lambda m: self._rank(np.array([m[1]]))[0])
+            res = {"id": keys[j], "duplicate": bool(matches), "added": False, "matches": matches}
+            if not matches:
+                if keys[j] in seen or st.contains(keys[j]):
+                    res["reason"] = "id already in the index"
+                else:
+                    added[j] = True
+                    seen.add(keys[j])
+                    res["added"] = True
+            out.append(res)
+        take = np.flatnonzero(added)
+        if take.shape[0]:
+            self._put([keys[i] for i in take.tolist()], values[take], empty[take], replace=False, bulk=False)
+        return out
+
+    def check_and_add(self, keys: Sequence, texts: Sequence) -> list[dict]:
+        """The crawler's question for a batch, answered and acted on at once: each document, in
+        order, is a duplicate when it matches an indexed document or an earlier document of this
+        batch that was added; every other one is added (one atomic write). Per document:
+        ``{"id", "duplicate", "added", "matches": [(key, score), …]}`` (best first; ``"reason"``
+        when a new document is not added because its id is taken). Call it from one thread at a
+        time per index (a service serialises its requests) so that two near-identical documents
+        sent at once are never both added."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("check_and_add() takes sequences of keys and texts")
+        keys, texts = list(keys), list(texts)
+        if len(keys) != len(texts):
+            raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
+        if self._st.readonly:
+            raise ReadOnlyError(f"{self.path} was opened read-only")
+        if not keys:
+            return []
+        values, empty = self._sign(texts)
+        return self._check_and_add(keys, values, empty, self._default_accept())
+
     def flush(self) -> None:
         """Folder store: make the logged online adds a segment now (they are durable already)."""
         if hasattr(self._st, "flush"):
@@ -415,6 +495,10 @@ class DiskIndex(_BaseDiskIndex):
     def _rank(scores):
         return -scores
 
+    def _default_accept(self):
+        t = self.threshold
+        return lambda s: s >= t
+
     def add_signatures(self, keys: Sequence, values, replace: bool = False) -> None:
         """Add precomputed signatures: a :class:`Signatures` or an (n, num_perm) array, made
         with this index's scheme, seed and text pipeline."""
@@ -539,6 +623,10 @@ class SimHashDiskIndex(_BaseDiskIndex):
     @staticmethod
     def _rank(scores):
         return scores
+
+    def _default_accept(self):
+        k = self.max_distance
+        return lambda d: d <= k
 
     def add_signatures(self, keys: Sequence, fingerprints, replace: bool = False) -> None:
         """Add precomputed 64-bit fingerprints (made with this index's SimHasher settings)."""
