@@ -235,21 +235,36 @@ class _BaseDiskIndex:
     def _matches(self, values: np.ndarray, empty: np.ndarray, accept):
         """Vectorised matching (stores with ``candidate_pairs``/``fetch_arrays``): arrays (query row,
         candidate position, score) sorted by query, best first, then oldest document; and per
-        candidate position its key, document id and signature."""
+        candidate position its key, document id and signature. Candidates are scored as found
+        (narrow signatures, e.g. SimHash: gathered per pair; wide ones: once per document) and only
+        the accepted pairs are de-duplicated and have their keys read."""
         rows = np.flatnonzero(~empty)
         st = self._st
+        le = self._dtype.newbyteorder("<")
         with st.snapshot():
-            qi, docs = st.candidate_pairs(self._bands(values[rows]))
+            qi, docs = st.candidate_pairs(self._bands(values[rows]), unique=False)
             if qi.shape[0] == 0:
                 z = np.zeros(0, np.int64)
                 return z, z, np.zeros(0), [], z, np.zeros((0, self._width), self._dtype)
+            qi = rows[qi]
+            if self._dtype.itemsize * self._width <= 16:
+                _, raw = st.fetch_arrays(docs, keys=False)
+                at = np.arange(docs.shape[0], dtype=np.int64)
+            else:
+                uniq, at = np.unique(docs, return_inverse=True)
+                _, raw = st.fetch_arrays(uniq, keys=False)
+            cand = raw.view(le).reshape(raw.shape[0], self._width).astype(self._dtype)
+            scores = self._scores(values, cand, qi, at)
+            ok = accept(scores)
+            qi, docs, scores = qi[ok], docs[ok], scores[ok]
+            order = np.lexsort((docs, qi))
+            qi, docs, scores = qi[order], docs[order], scores[order]
+            first = np.ones(qi.shape[0], dtype=bool)
+            first[1:] = (qi[1:] != qi[:-1]) | (docs[1:] != docs[:-1])
+            qi, docs, scores = qi[first], docs[first], scores[first]
             ids, ci = np.unique(docs, return_inverse=True)
             keys, raw = st.fetch_arrays(ids)
-        cvals = raw.view(self._dtype.newbyteorder("<")).reshape(ids.shape[0], self._width).astype(self._dtype)
-        qi = rows[qi]
-        scores = self._scores(values, cvals, qi, ci)
-        ok = accept(scores)
-        qi, ci, scores = qi[ok], ci[ok], scores[ok]
+        cvals = raw.view(le).reshape(ids.shape[0], self._width).astype(self._dtype)
         order = np.lexsort((ids[ci], self._rank(scores), qi))
         return qi[order], ci[order], scores[order], keys, ids, cvals
 

@@ -8,19 +8,22 @@ Layout of an index folder ``IDX/``::
                           the name of the current write-ahead log
     seg-<gen>-<rand>/     one immutable segment (all ``.npy``, opened with ``mmap_mode="r"``):
         sigs.npy            (n, w) uint8 — each document's signature bytes
-        key_off.npy         (n + 1,) int64 — offsets into key_bytes
+        key_off.npy         (n + 1,) uint32 (int64 past 4 GiB of keys) — offsets into key_bytes
         key_bytes.npy       tagged key bytes (``s`` + UTF-8, ``i`` + 8 bytes, ``b`` + raw)
-        key_hash.npy        (n,) uint64 sorted — xxh64 of the tagged key
+        key_hash.npy        (n,) uint32 sorted — xxh64 of the tagged key, folded to 32 bits
         key_row.npy         (n,) uint32 — the row of each key_hash entry
-        bands.npy           (b, m) uint64 — per band, the m banded rows' keys, sorted
+        bands.npy           (b, m) uint32 — per band, the m banded rows' keys folded to 32 bits, sorted
         band_row.npy        (b, m) uint32 — the row of each band key
     deleted-<gen>.npy     sorted int64 document ids removed since their segment was written
     wal-<gen>.log         records appended since the manifest: [magic, length, crc32, payload]
     LOCK                  flock'ed by the one writer
 
 Why this shape (against the SQLite store, 1,219 B and 6,800 adds/s per document): a MinHash
-document costs its signature (4k bytes), b × 12 bytes of band table and ~20 bytes of key — 740 B at
-k = 128, b = 16 — and a bulk add writes arrays at disk speed. Lookups are binary searches in
+document costs its signature (4k bytes), b × 8 bytes of band table and ~20 bytes of key — 660 B at
+k = 128, b = 16; a SimHash document 8 + 4 tables × 8 + ~20 — and a bulk add writes arrays at disk
+speed. Band keys and key hashes are folded to 32 bits (x ⊕ x ≫ 32): two equal keys stay equal, so no
+candidate is lost; unequal ones collide with probability 2⁻³² per comparison, a spurious candidate
+that verification on the full signature (or the key bytes) discards. Lookups are binary searches in
 sorted memory-mapped arrays: opening maps files and reads no data, and memory is the OS's page cache.
 
 Guarantees:
@@ -102,6 +105,12 @@ def _ragged_xxh64(data, offsets, seed):
     return out
 
 
+def fold32(x) -> np.ndarray:
+    """64-bit keys folded to 32 bits (x ⊕ x ≫ 32, low half); idempotent on values below 2³²."""
+    x = np.asarray(x, dtype=np.uint64)
+    return ((x ^ (x >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
 def _pack_keys(raw: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets, bytes, xxh64 per key) of tagged keys."""
     off = np.zeros(len(raw) + 1, dtype=np.int64)
@@ -160,12 +169,13 @@ class _Segment:
         return self.sigs.shape[0]
 
     def key(self, row: int) -> bytes:
-        return bytes(self.key_bytes[self.key_off[row]:self.key_off[row + 1]])
+        return bytes(self.key_bytes[int(self.key_off[row]):int(self.key_off[row + 1])])
 
     def find_key(self, raw: bytes, h: int) -> int:
         """The row holding ``raw`` (hash ``h``), or −1."""
-        lo = int(np.searchsorted(self.key_hash, np.uint64(h), "left"))
-        hi = int(np.searchsorted(self.key_hash, np.uint64(h), "right"))
+        h = fold32(h)
+        lo = int(np.searchsorted(self.key_hash, h, "left"))
+        hi = int(np.searchsorted(self.key_hash, h, "right"))
         for j in range(lo, hi):
             row = int(self.key_row[j])
             if self.key(row) == raw:
@@ -177,9 +187,11 @@ class _Segment:
               banded: np.ndarray) -> _Segment:
         n = len(raw_keys)
         off, data, h = _pack_keys(raw_keys)
+        h = fold32(h)
         order = np.argsort(h, kind="stable")
+        off = off.astype(np.uint32) if off[-1] < 2**32 else off
         rows = np.flatnonzero(banded).astype(np.uint32)
-        bk = np.ascontiguousarray(np.asarray(band_keys, dtype=np.uint64)[rows].T)     # (b, m)
+        bk = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64)[rows]).T)     # (b, m)
         b = bk.shape[0]
         border = np.argsort(bk, axis=1, kind="stable")
         bands = np.take_along_axis(bk, border, axis=1) if b else bk
@@ -204,12 +216,13 @@ class _Segment:
         """(query row, document id) for every band-key equality of the (q, b) ``band_keys``."""
         qs, ds = [], []
         q = band_keys.shape[0]
+        folded = fold32(band_keys)
         for i in range(min(self.bands.shape[0], band_keys.shape[1])):
             col = self.bands[i]
             if col.shape[0] == 0:
                 continue
-            lo = np.searchsorted(col, band_keys[:, i], "left")
-            hi = np.searchsorted(col, band_keys[:, i], "right")
+            lo = np.searchsorted(col, folded[:, i], "left")
+            hi = np.searchsorted(col, folded[:, i], "right")
             cnt = hi - lo
             tot = int(cnt.sum())
             if tot == 0:
@@ -233,7 +246,7 @@ def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray)
         live = ~np.isin(ids, deleted)
         rows = np.flatnonzero(live)
         b = s.bands.shape[0]
-        full = np.zeros((s.n, b), dtype=np.uint64)
+        full = np.zeros((s.n, b), dtype=np.uint64)     # folded keys (fold32 keeps them as they are)
         has = np.zeros(s.n, dtype=bool)
         if b and s.band_row.shape[1]:
             r = s.band_row.astype(np.int64)
@@ -747,9 +760,9 @@ class SegmentStore(IndexStore):
         self._publish(merge_all=True)
 
     # -- reading ----------------------------------------------------------------------------------
-    def candidate_pairs(self, band_keys) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, document id) pairs, unique, sorted by query then id: every live document
-        sharing a band key with a query row."""
+    def candidate_pairs(self, band_keys, unique: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, document id) pairs: every live document sharing a band key with a query row;
+        ``unique``: each pair once, sorted by query then id (else as found, repeats included)."""
         band_keys = np.ascontiguousarray(np.asarray(band_keys, dtype=np.uint64))
         with self.snapshot():
             qs, ds = [], []
@@ -764,7 +777,7 @@ class SegmentStore(IndexStore):
         if dead.shape[0]:
             live = ~np.isin(d, dead)
             q, d = q[live], d[live]
-        if q.shape[0] == 0:
+        if q.shape[0] == 0 or not unique:
             return q, d
         order = np.lexsort((d, q))
         q, d = q[order], d[order]
@@ -779,14 +792,16 @@ class SegmentStore(IndexStore):
         bounds = np.searchsorted(qi, np.arange(q + 1))
         return [d[bounds[i]:bounds[i + 1]] for i in range(q)]
 
-    def fetch_arrays(self, ids) -> tuple[list, np.ndarray]:
-        """Keys and the (len(ids), w) uint8 signature bytes of documents ``ids``, in that order."""
+    def fetch_arrays(self, ids, keys: bool = True) -> tuple[list | None, np.ndarray]:
+        """Keys (None unless ``keys``) and the (len(ids), w) uint8 signature bytes of documents
+        ``ids``, in that order (repeats allowed)."""
         ids = np.asarray(ids, dtype=np.int64)
         with self.snapshot():
             segs = self._all()
             width = self._width() or 0
             out = np.zeros((ids.shape[0], width), dtype=np.uint8)
-            keys: list = [None] * ids.shape[0]
+            want_keys = keys
+            keys = [None] * ids.shape[0] if want_keys else None
             found = np.zeros(ids.shape[0], dtype=bool)
             for s in segs:
                 sel = np.flatnonzero((ids >= s.first_id) & (ids < s.first_id + s.n))
@@ -794,8 +809,9 @@ class SegmentStore(IndexStore):
                     continue
                 rows = ids[sel] - s.first_id
                 out[sel] = s.sigs[rows]
-                for j, r in zip(sel.tolist(), rows.tolist()):
-                    keys[j] = decode_key(s.key(r))
+                if want_keys:
+                    for j, r in zip(sel.tolist(), rows.tolist()):
+                        keys[j] = decode_key(s.key(r))
                 found[sel] = True
         if not found.all():
             raise KeyError(f"no documents with ids {ids[~found][:5].tolist()}")
