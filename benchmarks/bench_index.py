@@ -13,7 +13,8 @@ Steps, per method (MinHash k = 128, SimHash k = 3 bits), each a fresh `neardup` 
 2. the index on disk: bytes per indexed document; opening it read-only in a fresh process;
 3. day 2: ``neardup dedup day2 -o OUT2 --index IDX`` — the target: ≤ 10 s, memory not growing
    with the index;
-4. the same day 2 without the index, for the cost of the index lookups.
+4. the same day 2 without the index, for the cost of the index lookups;
+5. with --check-union: one run over day 1 ∪ day 2, and how many kept rows differ.
 
     python benchmarks/bench_index.py [--base 1000000] [--new 100000] [--methods minhash simhash]
 
@@ -57,6 +58,11 @@ def split(corpus: str, base: int, new: int, folder: str) -> tuple[str, str]:
     return a, b
 
 
+def kept_ids(out: str) -> set:
+    with open(os.path.join(out, "clusters.jsonl"), encoding="utf-8") as fh:
+        return {r["id"] for r in map(json.loads, fh) if r["kept"]}
+
+
 def du(path: str) -> int:
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
 
@@ -68,6 +74,8 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=100_000)
     ap.add_argument("--methods", nargs="+", default=["minhash", "simhash"])
     ap.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
+    ap.add_argument("--check-union", action="store_true",
+                    help="also run one dedup over day 1 ∪ day 2 and compare the kept rows")
     args = ap.parse_args()
     if not os.path.exists(args.corpus):
         subprocess.run([sys.executable, os.path.join(HERE, "build_synthetic.py"), "--n", str(args.base + args.new),
@@ -100,6 +108,19 @@ def main() -> None:
                           "timings": rep2["timings"]})
         r["day2_without_index"] = timed([NEARDUP, "dedup", day2, "-o", os.path.join(work, f"{method}_d2x"),
                                          "--method", method, *common])
+        if args.check_union:   # the defining equality, at scale: day 1 then day 2 vs one run over both
+            both = os.path.join(work, "both.jsonl")
+            if not os.path.exists(both):
+                with open(both, "w", encoding="utf-8") as out:
+                    for part in (day1, day2):
+                        with open(part, encoding="utf-8") as src:
+                            shutil.copyfileobj(src, out)
+            r["union"] = timed([NEARDUP, "dedup", both, "-o", os.path.join(work, f"{method}_u"), "--method", method,
+                                *common])
+            kept_union = kept_ids(os.path.join(work, f"{method}_u"))
+            kept_days = kept_ids(os.path.join(work, f"{method}_d1")) | kept_ids(os.path.join(work, f"{method}_d2"))
+            r["union"].update({"kept_union": len(kept_union), "kept_days": len(kept_days),
+                               "only_union": len(kept_union - kept_days), "only_days": len(kept_days - kept_union)})
         results["methods"][method] = r
         print(json.dumps({method: r}), flush=True)
     os.makedirs(os.path.join(HERE, "out"), exist_ok=True)

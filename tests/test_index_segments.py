@@ -227,3 +227,36 @@ def test_killed_writer_leaves_whole_batches(tmp_path, mode):
                 f"w{(last * 7919 + 7 * 104729 + t * 31) % 5000}" for t in range(40))
             assert idx.query(probe)[0] == (f"b{last}-7", 1.0)
             assert all(f"b{i}-0" in idx for i in range(last + 1)) and f"b{last + 1}-0" not in idx
+
+
+def test_parallel_probe_gives_the_sequential_answers(tmp_path, monkeypatch):
+    """A batch large enough for the all-cores probe answers exactly as the one-thread probe."""
+    texts = {f"k{i}": _text(i, 0, 40) for i in range(3000)}
+    queries = [_text(i, 1 if i % 3 else 0, 40) + (" extra words" if i % 5 == 0 else "") for i in range(2500)]
+    for cls in (DiskIndex, SimHashDiskIndex):
+        with cls.create(tmp_path / cls.__name__) as idx:
+            idx.add_batch(list(texts), list(texts.values()), bulk=True)
+            assert len(queries) >= segments.PARALLEL_QUERIES
+            fast = idx.query_batch(queries)
+            monkeypatch.setattr(segments, "PARALLEL_QUERIES", 10**9)
+            slow = idx.query_batch(queries)
+            monkeypatch.undo()
+            assert fast == slow and sum(map(len, fast)) > 800
+
+
+def test_a_huge_band_bucket_is_checked_against_its_oldest_document(tmp_path):
+    """MinHash: past index.lsh.MAX_BUCKET documents sharing a band key, a query meets the oldest
+    of them only (the batch engine's star rule); SimHash finds every one (it is exact)."""
+    from neardup.index.lsh import MAX_BUCKET
+
+    same = _text(1)
+    keys = [f"c{i}" for i in range(MAX_BUCKET + 5)]
+    with DiskIndex.create(tmp_path / "m") as idx:
+        idx.add_batch(keys, [same] * len(keys))
+        assert idx.query(same) == [("c0", 1.0)]
+    with DiskIndex.create(tmp_path / "m2") as idx:
+        idx.add_batch(keys[:MAX_BUCKET - 1], [same] * (MAX_BUCKET - 1))
+        assert idx.query(same) == [(k, 1.0) for k in keys[:MAX_BUCKET - 1]]
+    with SimHashDiskIndex.create(tmp_path / "s") as idx:
+        idx.add_batch(keys, [same] * len(keys))
+        assert idx.query(same) == [(k, 0) for k in keys]

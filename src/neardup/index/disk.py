@@ -21,6 +21,7 @@ One :class:`DiskIndex` object belongs to one thread; open one per thread or proc
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ..errors import NeardupError
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from ..sketches.simhash import SimHasher, hamming_array
-from .lsh import choose_params
+from .lsh import MAX_BUCKET, choose_params
 from .segments import SegmentStore
 from .store import (
     DuplicateKeyError,
@@ -53,6 +54,25 @@ BULK_DOCS = 4096     # a batch at least this large becomes a segment directly (f
 # between neardup versions shows up as a different signature, before any query is answered.
 PROBE_TEXT = ("neardup probe: The quick brown fox jumps over the lazy dog, 0123456789 times; "
               "Ærøskøbing naïve café — ΑΒΓ δέλτα; 近似重复文档检测 near-duplicate detection.")
+
+
+class AtLeast:
+    """Accept scores ≥ ``limit`` (MinHash similarity); ``kind`` 0 for the probe kernel."""
+    kind = 0
+
+    def __init__(self, limit):
+        self.limit = float(limit)
+
+    def __call__(self, scores):
+        return scores >= self.limit
+
+
+class AtMost(AtLeast):
+    """Accept scores ≤ ``limit`` (SimHash distance); ``kind`` 1 for the probe kernel."""
+    kind = 1
+
+    def __call__(self, scores):
+        return scores <= self.limit
 
 
 class IndexConfigError(NeardupError, ValueError):
@@ -233,35 +253,17 @@ class _BaseDiskIndex:
 
     # -- reading ----------------------------------------------------------------------------------
     def _matches(self, values: np.ndarray, empty: np.ndarray, accept):
-        """Vectorised matching (stores with ``candidate_pairs``/``fetch_arrays``): arrays (query row,
-        candidate position, score) sorted by query, best first, then oldest document; and per
-        candidate position its key, document id and signature. Candidates are scored as found
-        (narrow signatures, e.g. SimHash: gathered per pair; wide ones: once per document) and only
-        the accepted pairs are de-duplicated and have their keys read."""
+        """Vectorised matching (the folder store): arrays (query row, candidate position, score)
+        sorted by query, best first, then oldest document; and per candidate position its key,
+        document id and signature. Each segment is probed by one compiled pass
+        (:func:`neardup.kernels.index_probe.probe_segment`); keys are read only of the accepted."""
         rows = np.flatnonzero(~empty)
         st = self._st
         le = self._dtype.newbyteorder("<")
+        values = np.ascontiguousarray(values, dtype=self._dtype)
         with st.snapshot():
-            qi, docs = st.candidate_pairs(self._bands(values[rows]), unique=False)
-            if qi.shape[0] == 0:
-                z = np.zeros(0, np.int64)
-                return z, z, np.zeros(0), [], z, np.zeros((0, self._width), self._dtype)
-            qi = rows[qi]
-            if self._dtype.itemsize * self._width <= 16:
-                _, raw = st.fetch_arrays(docs, keys=False)
-                at = np.arange(docs.shape[0], dtype=np.int64)
-            else:
-                uniq, at = np.unique(docs, return_inverse=True)
-                _, raw = st.fetch_arrays(uniq, keys=False)
-            cand = raw.view(le).reshape(raw.shape[0], self._width).astype(self._dtype)
-            scores = self._scores(values, cand, qi, at)
-            ok = accept(scores)
-            qi, docs, scores = qi[ok], docs[ok], scores[ok]
-            order = np.lexsort((docs, qi))
-            qi, docs, scores = qi[order], docs[order], scores[order]
-            first = np.ones(qi.shape[0], dtype=bool)
-            first[1:] = (qi[1:] != qi[:-1]) | (docs[1:] != docs[:-1])
-            qi, docs, scores = qi[first], docs[first], scores[first]
+            qi, docs, scores = st.probe(values, rows, self._bands(values[rows]), accept.kind, accept.limit,
+                                        self._dtype.type(self._empty_value()), self._max_bucket)
             ids, ci = np.unique(docs, return_inverse=True)
             keys, raw = st.fetch_arrays(ids)
         cvals = raw.view(le).reshape(ids.shape[0], self._width).astype(self._dtype)
@@ -275,7 +277,7 @@ class _BaseDiskIndex:
         if rows.shape[0] == 0:
             return out
         st = self._st
-        if hasattr(st, "candidate_pairs"):
+        if hasattr(st, "probe") and sys.byteorder == "little" and getattr(self, "scheme", "") != "bottomk":
             qi, ci, scores, keys, _, _ = self._matches(values, empty, accept)
             for q, c, s in zip(qi.tolist(), ci.tolist(), scores.tolist()):
                 out[q].append((keys[c], s))
@@ -510,9 +512,16 @@ class DiskIndex(_BaseDiskIndex):
     def _rank(scores):
         return -scores
 
+    def _empty_value(self):
+        return empty_value(self.scheme)
+
+    # a band shared with more than MAX_BUCKET indexed documents is checked against its oldest only:
+    # the batch engine's star rule (index.lsh.MAX_BUCKET), which bounds the cost of boilerplate
+    _max_bucket = MAX_BUCKET
+
     def _default_accept(self):
         t = self.threshold
-        return lambda s: s >= t
+        return AtLeast(t)
 
     def add_signatures(self, keys: Sequence, values, replace: bool = False) -> None:
         """Add precomputed signatures: a :class:`Signatures` or an (n, num_perm) array, made
@@ -559,7 +568,7 @@ class DiskIndex(_BaseDiskIndex):
             return []
         t = self._threshold(threshold)
         values, empty = self._sign(texts)
-        return self._query(values, empty, lambda s: s >= t)
+        return self._query(values, empty, AtLeast(t))
 
     def query_signatures(self, values, threshold: float | None = None) -> list[list[tuple[object, float]]]:
         """:meth:`query_batch` for precomputed signatures."""
@@ -567,7 +576,7 @@ class DiskIndex(_BaseDiskIndex):
         if isinstance(values, Signatures):
             values = values.values
         values = self._as_values(values)
-        return self._query(values, np.all(values == self._empty, axis=1), lambda s: s >= t)
+        return self._query(values, np.all(values == self._empty, axis=1), AtLeast(t))
 
 
 def _block_masks(k: int, expected_n: int | None) -> tuple[list[int], str]:
@@ -639,9 +648,14 @@ class SimHashDiskIndex(_BaseDiskIndex):
     def _rank(scores):
         return scores
 
+    def _empty_value(self):
+        return 0
+
+    _max_bucket = 0     # exact: every fingerprint within the distance is found
+
     def _default_accept(self):
         k = self.max_distance
-        return lambda d: d <= k
+        return AtMost(k)
 
     def add_signatures(self, keys: Sequence, fingerprints, replace: bool = False) -> None:
         """Add precomputed 64-bit fingerprints (made with this index's SimHasher settings)."""
@@ -667,9 +681,9 @@ class SimHashDiskIndex(_BaseDiskIndex):
             return []
         k = self._distance(max_distance)
         values, empty = self._sign(texts)
-        return self._query(values, empty, lambda d: d <= k)
+        return self._query(values, empty, AtMost(k))
 
     def query_signatures(self, fingerprints, max_distance: int | None = None) -> list[list[tuple[object, int]]]:
         k = self._distance(max_distance)
         fps = np.asarray(fingerprints, dtype=np.uint64).reshape(-1, 1)
-        return self._query(fps, np.zeros(fps.shape[0], dtype=bool), lambda d: d <= k)
+        return self._query(fps, np.zeros(fps.shape[0], dtype=bool), AtMost(k))

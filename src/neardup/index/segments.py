@@ -73,8 +73,15 @@ MANIFEST = "MANIFEST"
 _MAGIC = b"NDW1"
 _HEAD = struct.Struct("<4sII")  # magic, payload length, crc32(payload)
 _KEY_SEED = 0x6B6579            # xxh64 seed of key hashes
+PARALLEL_QUERIES = 2048         # query batches at least this large are probed on all cores
 FLUSH_DOCS = 65536              # online adds kept in the log (and memory) before they become a segment
 MERGE_SEGMENTS = 24             # more segments than this: an add merges the smaller ones
+
+
+def _threads() -> int:
+    import numba  # noqa: PLC0415
+
+    return max(1, int(numba.get_num_threads()))
 
 
 # -- keys -------------------------------------------------------------------------------------------
@@ -784,6 +791,50 @@ class SegmentStore(IndexStore):
         first = np.ones(q.shape[0], dtype=bool)
         first[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
         return q[first], d[first]
+
+    def probe(self, values: np.ndarray, rows: np.ndarray, band_keys, kind: int, limit: float,
+              empty, max_bucket: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query row, document id, score) of every accepted match of the query rows ``rows`` of
+        ``values`` (their band keys ``band_keys``), each segment probed by one compiled pass
+        (:func:`~neardup.kernels.index_probe.probe_segment`; ``kind``/``limit`` as there)."""
+        from ..kernels.index_probe import probe_segment, probe_segment_parallel  # noqa: PLC0415
+
+        rows = np.asarray(rows, dtype=np.int64)
+        folded = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64).reshape(rows.shape[0], -1)))
+        qs, ds, ss = [], [], []
+        with self.snapshot():
+            dead = self._dead()
+            for s in self._all():
+                if s.n == 0 or rows.shape[0] == 0:
+                    continue
+                sig = s.sigs.view(values.dtype).reshape(s.n, -1)
+                lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
+                mask = np.zeros(s.n if hi > lo else 0, dtype=np.bool_)
+                if hi > lo:
+                    mask[dead[lo:hi] - s.first_id] = True
+                chunks = _threads() if rows.shape[0] >= PARALLEL_QUERIES else 1
+                cap = max(1024, 2 * rows.shape[0] // chunks)
+                while True:     # per slice of queries a stretch of `cap` outputs; larger if one overflowed
+                    n = cap * chunks
+                    oq, orow, osc = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.float64)
+                    if chunks == 1:
+                        counts = np.array([probe_segment(values, rows, folded, s.bands, s.band_row, sig, mask, empty,
+                                                         kind, limit, max_bucket, oq, orow, osc)])
+                    else:
+                        counts = np.zeros(chunks, np.int64)
+                        probe_segment_parallel(values, rows, folded, s.bands, s.band_row, sig, mask, empty, kind,
+                                               limit, max_bucket, chunks, oq, orow, osc, counts)
+                    if counts.max() <= cap:
+                        break
+                    cap = int(counts.max())
+                take = np.concatenate([np.arange(c * cap, c * cap + counts[c]) for c in range(chunks)])
+                qs.append(oq[take])
+                ds.append(orow[take] + s.first_id)
+                ss.append(osc[take])
+        if not qs:
+            z = np.zeros(0, np.int64)
+            return z, z, np.zeros(0)
+        return np.concatenate(qs), np.concatenate(ds), np.concatenate(ss)
 
     def candidates(self, band_keys) -> list[np.ndarray]:
         band_keys = np.asarray(band_keys, dtype=np.uint64)

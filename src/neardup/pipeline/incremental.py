@@ -31,7 +31,7 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputFormatError
-from ..index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
+from ..index.disk import AtLeast, AtMost, DiskIndex, IndexConfigError, SimHashDiskIndex
 from ..index.segments import MANIFEST
 
 RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
@@ -124,10 +124,10 @@ def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key:
     try:
         if cfg.method == "minhash":
             t = float(cfg.threshold)
-            _, ci, _, keys, ids, cvals = index._matches(values, empty, lambda s: s >= t)
+            _, ci, _, keys, ids, cvals = index._matches(values, empty, AtLeast(t))
         else:
             k = int(cfg.bits)
-            _, ci, _, keys, ids, cvals = index._matches(values.reshape(-1, 1), empty, lambda d: d <= k)
+            _, ci, _, keys, ids, cvals = index._matches(values.reshape(-1, 1), empty, AtMost(k))
         documents = len(index)
     finally:
         st.hide(())
