@@ -306,30 +306,13 @@ class _BaseDiskIndex:
 
     # -- the crawler's question -------------------------------------------------------------------
     def _within(self, values: np.ndarray, empty: np.ndarray, accept) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pairs (i < j) of one batch that the index would match with each other: sharing a band
-        key, and accepted on the full signatures."""
+        """Pairs (i < j) of one batch that the index would match with each other (candidates as the
+        flavour finds them — :meth:`_batch_pairs` — accepted on the full signatures)."""
         rows = np.flatnonzero(~empty)
         if rows.shape[0] < 2:
             z = np.zeros(0, np.int64)
             return z, z, np.zeros(0)
-        bands = self._bands(values[rows])
-        los, his = [], []
-        for b in range(bands.shape[1]):
-            order = np.argsort(bands[:, b], kind="stable")
-            k = bands[order, b]
-            start = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
-            ends = np.concatenate([start[1:], [k.shape[0]]])
-            for s0, e0 in zip(start.tolist(), ends.tolist()):
-                if e0 - s0 > 1:
-                    g = np.sort(rows[order[s0:e0]])
-                    i, j = np.triu_indices(g.shape[0], 1)
-                    los.append(g[i])
-                    his.append(g[j])
-        if not los:
-            z = np.zeros(0, np.int64)
-            return z, z, np.zeros(0)
-        pairs = np.unique(np.column_stack([np.concatenate(los), np.concatenate(his)]), axis=0)
-        lo, hi = pairs[:, 0], pairs[:, 1]
+        lo, hi = self._batch_pairs(values, rows)
         scores = self._scores(values, values, lo, hi)
         ok = accept(scores)
         return lo[ok], hi[ok], scores[ok]
@@ -341,18 +324,24 @@ class _BaseDiskIndex:
             raise ValueError(f"{len(keys)} keys for {values.shape[0]} documents")
         found = self._query(values, empty, accept)
         lo, hi, sc = self._within(values, empty, accept)
+        by_hi: dict = {}
+        for i, j, s in zip(lo.tolist(), hi.tolist(), sc.tolist()):
+            by_hi.setdefault(j, []).append((i, s))
+        taken = (st.lookup_many(keys) >= 0) if hasattr(st, "lookup_many") else [st.contains(k) for k in keys]
         added = np.zeros(len(keys), dtype=bool)
         out = []
         seen: set = set()
+        sign = -1.0 if self._rank(np.ones(1))[0] < 0 else 1.0     # best first: highest similarity, least distance
         for j in range(len(keys)):
             matches = list(found[j])
-            for i, s in zip(lo[hi == j].tolist(), sc[hi == j].tolist()):
+            for i, s in by_hi.get(j, ()):
                 if added[i]:
                     matches.append((keys[i], s))
-            matches.sort(key=lambda m: self._rank(np.array([m[1]]))[0])
+            if len(matches) > 1:
+                matches.sort(key=lambda m: sign * m[1])
             res = {"id": keys[j], "duplicate": bool(matches), "added": False, "matches": matches}
             if not matches:
-                if keys[j] in seen or st.contains(keys[j]):
+                if keys[j] in seen or taken[j]:
                     res["reason"] = "id already in the index"
                 else:
                     added[j] = True
@@ -515,6 +504,12 @@ class DiskIndex(_BaseDiskIndex):
     def _empty_value(self):
         return empty_value(self.scheme)
 
+    def _batch_pairs(self, values, rows):
+        """Candidate pairs among ``rows`` of a batch: the batch engine's banding (same b, r, star rule)."""
+        from .lsh import candidate_pairs  # noqa: PLC0415
+
+        return candidate_pairs(np.ascontiguousarray(values), self.b, self.r, rows=rows)
+
     # a band shared with more than MAX_BUCKET indexed documents is checked against its oldest only:
     # the batch engine's star rule (index.lsh.MAX_BUCKET), which bounds the cost of boilerplate
     _max_bucket = MAX_BUCKET
@@ -650,6 +645,14 @@ class SimHashDiskIndex(_BaseDiskIndex):
 
     def _empty_value(self):
         return 0
+
+    def _batch_pairs(self, values, rows):
+        """Every pair of ``rows`` within the distance (exact: permuted tables)."""
+        from .simhash_index import all_pairs  # noqa: PLC0415
+
+        res = all_pairs(np.ascontiguousarray(values[rows, 0], dtype=np.uint64), k=self.max_distance)
+        a, b = rows[np.asarray(res.i, dtype=np.int64)], rows[np.asarray(res.j, dtype=np.int64)]
+        return np.minimum(a, b), np.maximum(a, b)
 
     _max_bucket = 0     # exact: every fingerprint within the distance is found
 

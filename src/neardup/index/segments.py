@@ -558,6 +558,46 @@ class SegmentStore(IndexStore):
                 return doc
         return -1
 
+    def _locate_many(self, raw: list[bytes], hashes: np.ndarray, dead: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`_locate` for many keys: hash ranges found by vectorised binary search per segment
+        (newest first), key bytes compared only where a hash is present."""
+        dead = self._dead() if dead is None else dead
+        out = np.full(len(raw), -1, dtype=np.int64)
+        todo = np.arange(len(raw))
+        h = fold32(hashes)
+        for s in reversed(self._all()):
+            if todo.shape[0] == 0:
+                break
+            if s.n == 0:
+                continue
+            lo = np.searchsorted(s.key_hash, h[todo], "left")
+            hi = np.searchsorted(s.key_hash, h[todo], "right")
+            hit = np.flatnonzero(hi > lo)
+            found = []
+            for t in hit.tolist():
+                i = int(todo[t])
+                for j in range(int(lo[t]), int(hi[t])):
+                    row = int(s.key_row[j])
+                    if s.key(row) != raw[i]:
+                        continue
+                    doc = s.first_id + row
+                    k = np.searchsorted(dead, doc)
+                    if k < dead.shape[0] and dead[k] == doc:
+                        continue
+                    out[i] = doc
+                    found.append(t)
+                    break
+            if found:
+                todo = np.delete(todo, found)
+        return out
+
+    def lookup_many(self, keys) -> np.ndarray:
+        """Document ids of ``keys`` (−1 where absent), vectorised."""
+        raw = [encode_key(k) for k in keys]
+        _, _, h = _pack_keys(raw)
+        with self.snapshot():
+            return self._locate_many(raw, h)
+
     def _segment_of(self, doc: int) -> _Segment:
         for s in self._all():
             if s.first_id <= doc < s.first_id + s.n:
@@ -590,8 +630,8 @@ class SegmentStore(IndexStore):
             raise ValueError(f"signatures of {sigs.shape[1]} bytes; this index stores {have}")
         _, _, hashes = _pack_keys(raw)
         dead = self._dead()
-        existing = [(k, self._locate(r, int(h), dead)) for k, r, h in zip(keys, raw, hashes)]
-        clash = [(k, d) for k, d in existing if d >= 0]
+        where = self._locate_many(raw, hashes, dead)
+        clash = [(k, int(d)) for k, d in zip(keys, where.tolist()) if d >= 0]
         if clash and not replace:
             raise DuplicateKeyError(f"already in the index: {[k for k, _ in clash][:5]!r} "
                                     "(pass replace=True to overwrite)")
@@ -641,7 +681,7 @@ class SegmentStore(IndexStore):
         raw = [encode_key(k) for k in keys]
         _, _, hashes = _pack_keys(raw)
         dead = self._dead()
-        docs = sorted({d for d in (self._locate(r, int(h), dead) for r, h in zip(raw, hashes)) if d >= 0})
+        docs = sorted({d for d in self._locate_many(raw, hashes, dead).tolist() if d >= 0})
         if not docs:
             return 0
         first = int(self._manifest["next_id"]) + sum(s.n for s in self._tail)
