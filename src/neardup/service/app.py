@@ -89,15 +89,33 @@ def parse_documents(body: bytes, need_id: bool, max_batch: int) -> tuple:
     return ids, texts
 
 
+class _Pending:
+    __slots__ = ("ids", "values", "empty", "done", "result", "error")
+
+    def __init__(self, ids, values, empty):
+        self.ids, self.values, self.empty = ids, values, empty
+        self.done = threading.Event()
+        self.result = self.error = None
+
+
 class IndexService:
     """The operations behind the endpoints, serialised by one lock (the index object belongs to one
-    thread at a time; check-and-add must be atomic)."""
+    thread at a time; check-and-add must be atomic).
 
-    def __init__(self, index):
+    Group commit: check-and-add requests that arrive while one is being processed wait in a queue;
+    the next round takes all of them, in arrival order, as one batch — one probe of the index, one
+    log record, one fsync — and gives each request its own results. The outcome is the one of
+    processing the requests one after another in that order (a document is checked against
+    everything added before it, including by earlier requests of the round)."""
+
+    def __init__(self, index, max_group: int = 4096):
         self.index = index
         self.lock = threading.Lock()
         self.simhash = index.kind == "simhash"
         self.field = "distance" if self.simhash else "similarity"
+        self.max_group = max_group
+        self._queue: list[_Pending] = []
+        self._qlock = threading.Lock()
 
     def _matches(self, ms) -> list:
         return [{"id": k, self.field: (int(s) if self.simhash else float(s))} for k, s in ms]
@@ -120,11 +138,47 @@ class IndexService:
 
     def check_and_add(self, ids, texts) -> list:
         values, empty = self.index._sign(texts)
-        with self.lock:
-            res = self.index._check_and_add(ids, values, empty, self.index._default_accept())
-        for r in res:
+        me = _Pending(ids, values, empty)
+        with self._qlock:
+            self._queue.append(me)
+        while not me.done.is_set():
+            with self.lock:                 # whoever holds the lock serves every queued request
+                if me.done.is_set():
+                    break
+                self._serve_queue()
+        if me.error is not None:
+            raise me.error
+        for r in me.result:
             r["matches"] = self._matches(r["matches"])
-        return res
+        return me.result
+
+    def _serve_queue(self) -> None:
+        with self._qlock:
+            group, size = [], 0
+            while self._queue and (not group or size + len(self._queue[0].ids) <= self.max_group):
+                p = self._queue.pop(0)
+                group.append(p)
+                size += len(p.ids)
+        if not group:
+            return
+        try:
+            # one batch in arrival order: the same outcome as the requests one after another (an id
+            # sent by two requests is added at most once, by the first that adds it)
+            ids = [k for p in group for k in p.ids]
+            values = np.concatenate([p.values for p in group])
+            empty = np.concatenate([p.empty for p in group])
+            res = self.index._check_and_add(ids, values, empty, self.index._default_accept())
+            results, at = [], 0
+            for p in group:
+                results.append(res[at:at + len(p.ids)])
+                at += len(p.ids)
+            for p, r in zip(group, results):
+                p.result = r
+        except BaseException as exc:   # every request of the group learns of it; nothing was added
+            for p in group:
+                p.error = exc
+        for p in group:
+            p.done.set()
 
     def _key(self, raw: str):
         """A path id: the string, or (when only that exists) the integer it spells."""
