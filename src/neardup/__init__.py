@@ -11,6 +11,7 @@ from .errors import ConfigError, InputChangedError, InputFormatError, NeardupErr
 from .features import Features, IdfTable, Shingler
 from .index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
 from .index.lsh import LSHParams, choose_params
+from .index.memory import MinHashLSH
 from .index.simhash_index import SimHashIndex, all_pairs
 from .index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
 from .io import InputSpec, expand_inputs, iter_documents
@@ -39,7 +40,7 @@ __all__ = [
     "DedupConfig", "run_dedup", "DuplicateResult", "find_minhash_duplicates", "find_simhash_duplicates",
     "find_equal_duplicates", "LSHParams", "choose_params", "InputSpec", "expand_inputs", "iter_documents",
     # indexes
-    "DiskIndex", "SimHashDiskIndex", "SimHashIndex", "all_pairs",
+    "DiskIndex", "SimHashDiskIndex", "SimHashIndex", "MinHashLSH", "all_pairs",
     # errors: every error about the user's input, output or parameters is a NeardupError
     "NeardupError", "ConfigError", "InputFormatError", "InputChangedError", "OutputError", "WorkerError",
     "IndexConfigError",

@@ -1,0 +1,226 @@
+"""MinHash LSH in memory, for people coming from datasketch: ``insert(key, sketch)``,
+``query(sketch)``, ``remove(key)``, ``key in lsh``, batch insertion, and ``top_k`` (an LSH Forest).
+
+Sketches may be neardup :class:`~neardup.sketches.minhash.MinHash` objects, rows of a
+:class:`~neardup.sketches.minhash.Signatures` matrix or plain arrays — and datasketch ``MinHash`` /
+``LeanMinHash`` objects when the index uses the scheme that reproduces them bit for bit
+(``datasketch-legacy``: datasketch's own permutations, same seed and ``num_perm``).
+
+``query`` returns the keys whose estimated Jaccard is at least the threshold (banding finds a pair
+at the threshold with probability ≥ ``recall``; candidates are verified on the full signature,
+which datasketch leaves to the caller). :meth:`save` writes the on-disk format of
+:class:`~neardup.index.disk.DiskIndex`, so an index built here can be grown by ``dedup --index``
+and served by ``neardup serve``.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from ..kernels.lsh import band_keys
+from ..sketches.minhash import _DTYPES, MinHash, Signatures, empty_value, jaccard_rows
+from .lsh import choose_params
+
+
+class MinHashLSH:
+    """Banded MinHash LSH over sketches of ``num_perm`` slots (``scheme``, ``seed``), all in memory."""
+
+    def __init__(self, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1,
+                 lsh_mode: str = "recall", recall: float = 0.99, b: int | None = None, r: int | None = None,
+                 trees: int = 8):
+        if scheme == "bottomk":
+            raise ValueError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
+        params = choose_params(float(threshold), int(num_perm), lsh_mode, recall, b, r)
+        self.threshold, self.num_perm, self.scheme, self.seed = float(threshold), int(num_perm), scheme, int(seed)
+        self.b, self.r = params.b, params.r
+        self.lsh_mode, self.recall = params.mode, recall
+        if trees < 1 or num_perm // trees < 1:
+            raise ValueError(f"trees must be in [1, num_perm]; got {trees}")
+        self.trees = int(trees)
+        self._dtype = np.dtype(_DTYPES[scheme])
+        self._empty = self._dtype.type(empty_value(scheme))
+        self._sig = np.zeros((0, self.num_perm), dtype=self._dtype)
+        self._n = 0
+        self._keys: list = []
+        self._row: dict = {}
+        self._live = np.zeros(0, dtype=bool)
+        self._tables: list[dict] = [{} for _ in range(self.b)]
+        self._perms = None
+
+    # -- sketches in ------------------------------------------------------------------------------
+    def _values(self, sketches) -> np.ndarray:
+        """An (n, num_perm) matrix of this index's dtype from sketches of any accepted kind."""
+        if isinstance(sketches, Signatures):
+            self._same(sketches.scheme, sketches.seed, sketches.num_perm, "Signatures")
+            return np.ascontiguousarray(sketches.values, dtype=self._dtype)
+        if isinstance(sketches, np.ndarray) and sketches.ndim == 2:
+            rows = sketches
+        else:
+            rows = np.stack([self._one(s) for s in sketches]) if len(sketches) else \
+                np.zeros((0, self.num_perm), self._dtype)
+        if rows.shape[1:] != (self.num_perm,):
+            raise ValueError(f"sketches must have {self.num_perm} slots; got shape {rows.shape}")
+        info = np.iinfo(self._dtype)
+        if rows.size and (rows.min() < 0 or rows.max() > info.max):
+            raise ValueError(f"sketch values out of range for {self._dtype} (scheme {self.scheme!r})")
+        return np.ascontiguousarray(rows, dtype=self._dtype)
+
+    def _one(self, s) -> np.ndarray:
+        if isinstance(s, MinHash):
+            self._same(s.scheme, s.seed, s.num_perm, "MinHash")
+            return s.hashvalues
+        hv = getattr(s, "hashvalues", None)
+        if hv is not None and type(s).__module__.startswith("datasketch"):
+            if not self.scheme.startswith("datasketch"):
+                raise ValueError(f"a datasketch {type(s).__name__} matches neardup's datasketch-legacy scheme; this "
+                                 f"index uses {self.scheme!r} — create it with scheme='datasketch-legacy'")
+            self._same(self.scheme, int(getattr(s, "seed", self.seed)), len(hv), f"datasketch {type(s).__name__}")
+            return np.asarray(hv)
+        return np.asarray(s)
+
+    def _same(self, scheme, seed, num_perm, what) -> None:
+        if (scheme, int(seed), int(num_perm)) != (self.scheme, self.seed, self.num_perm):
+            raise ValueError(f"{what} made with (scheme, seed, num_perm) = {(scheme, seed, num_perm)}; this index "
+                             f"uses {(self.scheme, self.seed, self.num_perm)}")
+
+    # -- writing ------------------------------------------------------------------------------------
+    def insert(self, key: Hashable, sketch) -> None:
+        """Add one sketch under ``key`` (``ValueError`` if the key is there)."""
+        self.insert_batch([key], [sketch])
+
+    def insert_batch(self, keys: Sequence, sketches) -> None:
+        """Add many sketches at once (band keys by the batch kernel); all or nothing."""
+        keys = list(keys)
+        values = self._values(sketches)
+        if len(keys) != values.shape[0]:
+            raise ValueError(f"{len(keys)} keys for {values.shape[0]} sketches")
+        if len(set(keys)) != len(keys):
+            raise ValueError("a key appears twice in the batch")
+        taken = [k for k in keys if k in self._row]
+        if taken:
+            raise ValueError(f"already in the index: {taken[:5]!r}")
+        if not keys:
+            return
+        start = self._n
+        need = start + len(keys)
+        if need > self._sig.shape[0]:
+            grown = np.empty((max(need, 2 * self._sig.shape[0], 64), self.num_perm), dtype=self._dtype)
+            grown[:start] = self._sig[:start]
+            self._sig = grown
+            live = np.zeros(grown.shape[0], dtype=bool)
+            live[:start] = self._live[:start]
+            self._live = live
+        self._sig[start:need] = values
+        self._live[start:need] = True
+        empty = np.all(values == self._empty, axis=1)
+        bk = band_keys(values, self.b, self.r)
+        for i, k in enumerate(keys):
+            row = start + i
+            self._row[k] = row
+            self._keys.append(k)
+            if empty[i]:
+                continue
+            for t in range(self.b):
+                self._tables[t].setdefault(int(bk[i, t]), []).append(row)
+        self._n = need
+        self._perms = None
+
+    def remove(self, key: Hashable) -> None:
+        """Remove ``key`` (``KeyError`` if absent)."""
+        row = self._row.pop(key)
+        self._live[row] = False
+        if not np.all(self._sig[row] == self._empty):
+            bk = band_keys(self._sig[row:row + 1], self.b, self.r)[0]
+            for t in range(self.b):
+                bucket = self._tables[t].get(int(bk[t]))
+                if bucket is not None:
+                    bucket.remove(row)
+                    if not bucket:
+                        del self._tables[t][int(bk[t])]
+
+    # -- reading ------------------------------------------------------------------------------------
+    def __contains__(self, key) -> bool:
+        return key in self._row
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def query(self, sketch, threshold: float | None = None, with_scores: bool = False) -> list:
+        """Keys whose estimated Jaccard with ``sketch`` is ≥ the threshold (default: the index's),
+        best first (ties: the older key); ``with_scores``: (key, estimate) pairs."""
+        return self.query_batch([sketch], threshold, with_scores)[0]
+
+    def query_batch(self, sketches, threshold: float | None = None, with_scores: bool = False) -> list[list]:
+        t = self.threshold if threshold is None else float(threshold)
+        values = self._values(sketches)
+        bk = band_keys(values, self.b, self.r)
+        out = []
+        for i in range(values.shape[0]):
+            if np.all(values[i] == self._empty):
+                out.append([])
+                continue
+            rows: set = set()
+            for b in range(self.b):
+                rows.update(self._tables[b].get(int(bk[i, b]), ()))
+            cand = np.array(sorted(rows), dtype=np.int64)
+            if cand.shape[0] == 0:
+                out.append([])
+                continue
+            both = np.concatenate([values[i:i + 1], self._sig[cand]])
+            est = jaccard_rows(both, np.zeros(cand.shape[0], np.int64), np.arange(1, cand.shape[0] + 1), self.scheme)
+            order = np.lexsort((cand, -est))
+            hits = [(self._keys[cand[j]], float(est[j])) for j in order if est[j] >= t]
+            out.append(hits if with_scores else [k for k, _ in hits])
+        return out
+
+    def top_k(self, sketch, k: int = 10, candidates: int | None = None) -> list[tuple]:
+        """The ``k`` indexed sketches most similar to ``sketch``, as (key, estimated Jaccard), best
+        first — from an LSH Forest of ``trees`` trees (:mod:`neardup.kernels.forest`) that gathers at
+        least ``candidates`` (default 4k) by longest shared prefix, ranked on the full signature.
+        Fewer than ``k`` when fewer indexed sketches share even the first slot of a tree with it
+        (they are then dissimilar: a slot agrees with probability J)."""
+        from ..kernels.forest import build_perms, forest_top_k  # noqa: PLC0415
+
+        if k < 1:
+            raise ValueError(f"k must be ≥ 1; got {k}")
+        q = self._values([sketch])[0]
+        n = self._n
+        if n == 0:
+            return []
+        m = self.num_perm // self.trees
+        if self._perms is None:
+            self._perms = build_perms(self._sig[:n], self.trees, m)
+        rows, est = forest_top_k(self._sig[:n], self._perms, self._live[:n], m, q,
+                                 int(candidates or 4 * k), int(k), self._empty)
+        return [(self._keys[r], float(e)) for r, e in zip(rows.tolist(), est.tolist())]
+
+    # -- on disk -------------------------------------------------------------------------------------
+    def save(self, path, tokenizer: str = "word", ngram: int = 5) -> None:
+        """Write the live sketches as a :class:`~neardup.index.disk.DiskIndex` folder (keys must be
+        str, int or bytes). ``tokenizer``/``ngram`` record the text pipeline that queries by text
+        will use; they do not change the stored sketches."""
+        from .disk import DiskIndex  # noqa: PLC0415
+
+        live = [k for k in self._keys if k in self._row and self._row[k] is not None]
+        rows = np.array([self._row[k] for k in live], dtype=np.int64)
+        with DiskIndex.create(path, threshold=self.threshold, num_perm=self.num_perm, scheme=self.scheme,
+                              seed=self.seed, tokenizer=tokenizer, ngram=ngram, b=self.b, r=self.r) as idx:
+            idx.add_signatures(live, self._sig[rows] if rows.size else np.zeros((0, self.num_perm), self._dtype))
+
+    @classmethod
+    def load(cls, path, trees: int = 8) -> MinHashLSH:
+        """The sketches of a :class:`~neardup.index.disk.DiskIndex` folder, in memory."""
+        from .disk import DiskIndex  # noqa: PLC0415
+
+        with DiskIndex.open(path, readonly=True) as idx:
+            c = idx.config
+            lsh = cls(c["threshold"], c["num_perm"], c["scheme"], c["seed"], b=c["b"], r=c["r"], trees=trees)
+            st = idx.store
+            with st.snapshot():
+                dead = set(st._dead().tolist())
+                ids = [d for s in st._all() for d in range(s.first_id, s.first_id + s.n) if d not in dead]
+                keys, raw = st.fetch_arrays(ids)
+            values = raw.view(np.dtype(lsh._dtype).newbyteorder("<")).reshape(len(ids), -1).astype(lsh._dtype)
+        lsh.insert_batch(keys, values)
+        return lsh

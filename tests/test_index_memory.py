@@ -1,0 +1,128 @@
+"""neardup.index.memory.MinHashLSH: datasketch's interface over neardup's banding, verified answers,
+top-k by LSH Forest, and the on-disk format."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neardup import MinHash, MinHasher
+from neardup.index.disk import DiskIndex
+from neardup.index.memory import MinHashLSH
+from neardup.sketches.compat import datasketch as ds
+from neardup.sketches.minhash import jaccard_rows
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [json.loads(x) for x in gzip.open(ROOT / "examples" / "data" / "debian_copyright.jsonl.gz", "rt")]
+
+
+@pytest.fixture(scope="module")
+def signed():
+    mh = MinHasher(num_perm=128, scheme="oph", seed=1)
+    return mh, mh.sign_batch([d["text"] for d in DOCS])
+
+
+def test_same_answers_as_the_disk_index(signed, tmp_path):
+    mh, sigs = signed
+    keys = [d["id"] for d in DOCS]
+    lsh = MinHashLSH(threshold=0.8, num_perm=128)
+    lsh.insert_batch(keys[:400], sigs.values[:400])
+    with DiskIndex.create(tmp_path / "d", threshold=0.8) as disk:
+        disk.add_signatures(keys[:400], sigs.values[:400])
+        for i in range(400, 550):
+            assert lsh.query(sigs[i], with_scores=True) == disk.query_signatures(sigs.values[i:i + 1])[0]
+    assert len(lsh) == 400 and keys[3] in lsh and keys[500] not in lsh
+    # one at a time, MinHash objects (mergeable sketches made by update) as well as matrix rows
+    one = MinHashLSH(threshold=0.8, num_perm=128)
+    for k in keys[:50]:
+        one.insert(k, sigs[keys.index(k)])
+    m = mh.sign(DOCS[3]["text"])
+    assert isinstance(m, MinHash) and one.query(m)[0] == keys[3]
+
+
+def test_remove_and_bad_uses(signed):
+    _, sigs = signed
+    keys = [d["id"] for d in DOCS]
+    lsh = MinHashLSH()
+    lsh.insert_batch(keys[:100], sigs.values[:100])
+    hits = lsh.query(sigs[5])
+    assert keys[5] in hits
+    lsh.remove(keys[5])
+    assert keys[5] not in lsh and keys[5] not in lsh.query(sigs[5]) and len(lsh) == 99
+    with pytest.raises(KeyError):
+        lsh.remove(keys[5])
+    with pytest.raises(ValueError, match="already in the index"):
+        lsh.insert(keys[6], sigs[6])
+    with pytest.raises(ValueError, match="twice"):
+        lsh.insert_batch(["x", "x"], sigs.values[:2])
+    with pytest.raises(ValueError, match="slots"):
+        lsh.insert("y", np.zeros(64, np.uint32))
+    with pytest.raises(ValueError, match="scheme, seed, num_perm"):
+        lsh.insert("y", MinHash(num_perm=128, seed=2).update(["a", "b"]))
+    assert "y" not in lsh and len(lsh) == 99
+    with pytest.raises(ValueError, match="bottom-k"):
+        MinHashLSH(scheme="bottomk")
+
+
+class _DatasketchMinHash:
+    """What a datasketch MinHash offers: ``hashvalues`` (uint64) and ``seed``."""
+    __module__ = "datasketch.minhash"
+
+    def __init__(self, tokens, num_perm=128, seed=1):
+        self.seed = seed
+        self.hashvalues = ds.hashvalues(tokens, num_perm=num_perm, seed=seed, scheme="legacy").astype(np.uint64)
+
+
+def test_datasketch_sketches_with_the_matching_scheme():
+    docs = [d["text"].split()[:300] for d in DOCS[:60]]
+    lsh = MinHashLSH(threshold=0.5, scheme="datasketch-legacy")
+    lsh.insert_batch([f"d{i}" for i in range(60)], [_DatasketchMinHash([t.encode() for t in d]) for d in docs])
+    q = _DatasketchMinHash([t.encode() for t in docs[7]])
+    assert ("d7", 1.0) in lsh.query(q, with_scores=True)
+    with pytest.raises(ValueError, match="datasketch-legacy"):
+        MinHashLSH().insert("x", q)
+    with pytest.raises(ValueError, match="scheme, seed, num_perm"):
+        lsh.insert("x", _DatasketchMinHash([b"a"], seed=3))
+
+
+def test_top_k_finds_the_nearest(signed):
+    _, sigs = signed
+    keys = [d["id"] for d in DOCS]
+    lsh = MinHashLSH(num_perm=128, trees=8)
+    lsh.insert_batch(keys, sigs.values)
+    vals = sigs.values
+    n = len(keys)
+    recall = []
+    for q in range(0, n, 11):
+        est = jaccard_rows(vals, np.full(n, q), np.arange(n), "oph")
+        got = lsh.top_k(sigs[q], k=10)
+        assert 1 <= len(got) <= 10 and got == sorted(got, key=lambda g: -g[1]) and got[0][1] == 1.0
+        assert all(abs(s - est[keys.index(k)]) < 1e-12 for k, s in got)
+        # the near neighbours (estimate ≥ 0.3) among the true top 10 are what a prefix forest must find
+        bound = max(np.sort(est)[::-1][9], 0.3)
+        want = min(10, int((est >= bound).sum()))
+        recall.append(sum(1 for _, s in got if s >= bound) / want)
+    assert np.mean(recall) >= 0.9
+    lsh.remove(keys[0])
+    assert keys[0] not in [k for k, _ in lsh.top_k(sigs[0], k=5)]
+    many = lsh.top_k(sigs[0], k=10_000)     # every row sharing a first slot of some tree, and no other
+    assert 10 < len(many) < n and len({k for k, _ in many}) == len(many) and keys[0] not in dict(many)
+
+
+def test_save_gives_the_disk_format_and_load_reads_it(signed, tmp_path):
+    mh, sigs = signed
+    keys = [d["id"] for d in DOCS]
+    lsh = MinHashLSH(threshold=0.8)
+    lsh.insert_batch(keys, sigs.values)
+    lsh.remove(keys[1])
+    lsh.save(tmp_path / "idx")
+    with DiskIndex.open(tmp_path / "idx", readonly=True) as disk:
+        assert len(disk) == len(keys) - 1
+        assert disk.query(DOCS[9]["text"])[0] == (keys[9], 1.0)       # by text, the recorded pipeline
+    back = MinHashLSH.load(tmp_path / "idx")
+    assert len(back) == len(keys) - 1 and keys[1] not in back
+    for i in (0, 9, 200, 549):
+        assert back.query(sigs[i], with_scores=True) == lsh.query(sigs[i], with_scores=True)
