@@ -16,10 +16,9 @@ import json
 import os
 import resource
 import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from common import OUT, neardup_cli, synthetic, write_result
 
 
 def main() -> None:
@@ -27,12 +26,10 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     args = ap.parse_args()
     rows = []
-    neardup = os.path.join(os.path.dirname(sys.executable), "neardup")
+    neardup = neardup_cli()
     for n in args.sizes:
-        path = os.path.join(HERE, "data", f"synthetic_{n}.jsonl")
-        if not os.path.exists(path):
-            subprocess.run([sys.executable, os.path.join(HERE, "build_synthetic.py"), "--n", str(n)], check=True)
-        out = os.path.join(HERE, "out", f"dedup_synthetic_{n}")
+        path = synthetic(n)
+        out = os.path.join(OUT, f"dedup_synthetic_{n}")
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t = time.perf_counter()
         subprocess.run([neardup, "dedup", path, "-o", out, "--id-field", "id", "-q", "--no-html"], check=True)
@@ -58,9 +55,7 @@ def main() -> None:
                "removed_by_edit_rate": by_edit, "timings": rep["timings"]}
         rows.append(row)
         print(json.dumps(row))
-    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
-    with open(os.path.join(HERE, "out", "dedup_scale.json"), "w") as fh:
-        json.dump(rows, fh, indent=2)
+    write_result("dedup_scale.json", rows)
     print("\n| documents | MB | wall s | MB/s | peak RSS MB | copies removed, by edit rate |\n|---|---|---|---|---|---|")
     for r in rows:
         edits = ", ".join(f"{k}: {v:.3f}" for k, v in r["removed_by_edit_rate"].items())

@@ -30,18 +30,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-NEARDUP = os.path.join(os.path.dirname(sys.executable), "neardup")
+from common import neardup_cli, synthetic, timed, write_result
 
-
-def timed(cmd: list[str]) -> dict:
-    """Wall seconds and peak RSS (MB) of a command, by /usr/bin/time."""
-    res = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M", *cmd], capture_output=True, text=True)
-    if res.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
-    line = [x for x in res.stderr.splitlines() if x.startswith("TIME ")][-1]
-    _, wall, rss = line.split()
-    return {"wall_s": float(wall), "peak_rss_MB": round(int(rss) / 1024)}
+NEARDUP = neardup_cli()
 
 
 def split(corpus: str, base: int, new: int, folder: str) -> tuple[str, str]:
@@ -69,7 +60,7 @@ def du(path: str) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", default=os.path.join(HERE, "data", "synthetic_1100000.jsonl"))
+    ap.add_argument("--corpus", default=None, help="default: the synthetic corpus of BASE + NEW documents")
     ap.add_argument("--base", type=int, default=1_000_000)
     ap.add_argument("--new", type=int, default=100_000)
     ap.add_argument("--methods", nargs="+", default=["minhash", "simhash"])
@@ -77,9 +68,7 @@ def main() -> None:
     ap.add_argument("--check-union", action="store_true",
                     help="also run one dedup over day 1 ∪ day 2 and compare the kept rows")
     args = ap.parse_args()
-    if not os.path.exists(args.corpus):
-        subprocess.run([sys.executable, os.path.join(HERE, "build_synthetic.py"), "--n", str(args.base + args.new),
-                        "--out", args.corpus], check=True)
+    args.corpus = args.corpus or synthetic(args.base + args.new)
     work = args.work or tempfile.mkdtemp(prefix="neardup-bench-index-")
     os.makedirs(work, exist_ok=True)
     day1, day2 = split(args.corpus, args.base, args.new, work)
@@ -123,9 +112,7 @@ def main() -> None:
                                "only_union": len(kept_union - kept_days), "only_days": len(kept_days - kept_union)})
         results["methods"][method] = r
         print(json.dumps({method: r}), flush=True)
-    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
-    with open(os.path.join(HERE, "out", "index.json"), "w") as fh:
-        json.dump(results, fh, indent=2)
+    write_result("index.json", results)
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
 

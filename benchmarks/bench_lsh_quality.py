@@ -22,6 +22,7 @@ import os
 import time
 
 import numpy as np
+from common import corpus, write_result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -54,7 +55,7 @@ def main() -> None:
     from neardup.pipeline import find_minhash_duplicates, find_simhash_duplicates
 
     texts = []
-    with open(args.corpus, encoding="utf-8") as fh:
+    with open(corpus(args.corpus), encoding="utf-8") as fh:
         for line in fh:
             texts.append(json.loads(line)["text"])
             if args.limit and len(texts) >= args.limit:
@@ -134,9 +135,7 @@ def main() -> None:
         "precision_direct": round(float(direct[same].mean()) if same.any() else 1.0, 5)}
     out = {"documents": n, "truth_pairs_J>=0.75": int(lo.shape[0]), "truth_seconds": round(t_truth, 2),
            "rows": rows}
-    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
-    with open(os.path.join(HERE, "out", "lsh_quality.json"), "w") as fh:
-        json.dump(out, fh, indent=2)
+    write_result("lsh_quality.json", out)
     print("\n| method | recall J≥0.85 | recall J≥0.80 | clustered pairs | share with J<0.75 | kept |\n|---|---|---|---|---|---|")
     for name, r in rows.items():
         if "recall_J>=0.85" in r:

@@ -23,11 +23,10 @@ import multiprocessing as mp
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from common import corpus, neardup_cli, write_result
 
 
 def load_texts(path: str, n: int) -> list[str]:
@@ -84,7 +83,7 @@ def phase(host, port, texts, clients, requests, per, tag, limit) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", help="an index folder to copy (default: a new one of the first 20,000 documents)")
-    ap.add_argument("--corpus", default=os.path.join(HERE, "data", "corpus.jsonl"))
+    ap.add_argument("--corpus", default=None, help="default: benchmarks/data/corpus.jsonl (built when missing)")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=8000)
     ap.add_argument("--batch", type=int, default=500)
@@ -93,8 +92,8 @@ def main() -> None:
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-bench-service-")
     idx = os.path.join(work, "idx")
-    neardup = os.path.join(os.path.dirname(sys.executable), "neardup")
-    texts = load_texts(args.corpus, 20000)
+    neardup = neardup_cli()
+    texts = load_texts(args.corpus or corpus(), 20000)
     if args.index:
         shutil.copytree(args.index, idx)
     else:
@@ -130,9 +129,7 @@ def main() -> None:
         server.wait(30)
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(res, indent=2))
-    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
-    with open(os.path.join(HERE, "out", "service.json"), "w") as fh:
-        json.dump(res, fh, indent=2)
+    write_result("service.json", res)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
+from common import corpus
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CORPUS = os.path.join(HERE, "data", "corpus.jsonl")
@@ -328,9 +329,7 @@ def main(argv=None) -> int:
 
     import neardup
 
-    if not os.path.exists(args.corpus):
-        print(f"no corpus at {args.corpus}: run benchmarks/build_corpus.py first", file=sys.stderr)
-        return 2
+    corpus(args.corpus)
     ids, texts, sources = load_corpus(args.corpus, args.limit_mb)
     nbytes = sum(len(t.encode("utf-8")) for t in texts)
     warm, wb = [], 0

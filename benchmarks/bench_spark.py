@@ -19,12 +19,13 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from common import corpus
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -80,9 +81,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2, help="Spark runs in one session (the first is cold)")
     args = ap.parse_args()
 
-    if not os.path.exists(args.corpus):
-        print(f"building {args.corpus} …", file=sys.stderr)
-        subprocess.run([sys.executable, str(HERE / "build_corpus.py"), "--out", args.corpus], check=True)
+    corpus(args.corpus)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 

@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 
 import numpy as np
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from common import corpus, write_result
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", default=os.path.join(HERE, "data", "corpus.jsonl"))
+    ap.add_argument("--corpus", default=None, help="default: benchmarks/data/corpus.jsonl (built when missing)")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--trees", type=int, default=8)
     ap.add_argument("--candidates", type=int, default=None)
@@ -37,7 +35,7 @@ def main() -> None:
     from neardup import MinHasher, MinHashLSH, Shingler
     from neardup.kernels.jaccard import pair_stats
 
-    texts = [json.loads(line)["text"] for line in open(args.corpus, encoding="utf-8")]
+    texts = [json.loads(line)["text"] for line in open(args.corpus or corpus(), encoding="utf-8")]
     n = len(texts)
     sigs = MinHasher(num_perm=128, scheme="oph", seed=1).sign_batch(texts)
     feats = Shingler(tokenizer="word", ngram=5).features(texts).unique()
@@ -63,9 +61,7 @@ def main() -> None:
     out = {"documents": n, "queries": len(recalls), "trees": args.trees, "recall_at_10": round(float(np.mean(recalls)), 4),
            "queries_per_s_one_core": round(qps, 1), "insert_s": round(insert_s, 2)}
     print(json.dumps(out))
-    os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
-    with open(os.path.join(HERE, "out", "topk.json"), "w") as fh:
-        json.dump(out, fh, indent=2)
+    write_result("topk.json", out)
 
 
 if __name__ == "__main__":

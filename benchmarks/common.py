@@ -1,0 +1,60 @@
+"""What the benchmarks share: where data and results live, the corpora built on demand, results
+written to benchmarks/out/, and a command timed with its peak memory.
+
+Benchmarks run as ``python benchmarks/NAME.py``, so this folder is on ``sys.path`` and they
+``from common import ...``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+OUT = os.path.join(HERE, "out")
+CORPUS = os.path.join(DATA, "corpus.jsonl")
+
+
+def corpus(path: str = CORPUS) -> str:
+    """The real corpus (≈ 92 MB of copyright files and man pages of this machine), built by
+    build_corpus.py when missing."""
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(HERE, "build_corpus.py"), "--out", path], check=True)
+    return path
+
+
+def synthetic(n: int, path: str | None = None) -> str:
+    """The synthetic corpus of ``n`` documents (build_synthetic.py; deterministic), built when missing."""
+    path = path or os.path.join(DATA, f"synthetic_{n}.jsonl")
+    if not os.path.exists(path):
+        corpus()
+        subprocess.run([sys.executable, os.path.join(HERE, "build_synthetic.py"), "--n", str(n), "--out", path],
+                       check=True)
+    return path
+
+
+def write_result(name: str, obj) -> str:
+    """``obj`` as indented JSON in benchmarks/out/NAME (the folder made when missing); its path."""
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=2)
+    return path
+
+
+def neardup_cli() -> str:
+    """The ``neardup`` console script of the running interpreter's environment."""
+    return os.path.join(os.path.dirname(sys.executable), "neardup")
+
+
+def timed(cmd: list[str]) -> dict:
+    """Wall seconds and peak resident memory (MB, of the largest process of the command's tree that
+    was waited for) of a command, measured by /usr/bin/time; stops the benchmark if it fails."""
+    res = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M", *cmd], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
+    line = [x for x in res.stderr.splitlines() if x.startswith("TIME ")][-1]
+    _, wall, rss = line.split()
+    return {"wall_s": float(wall), "peak_rss_MB": round(int(rss) / 1024)}
