@@ -68,12 +68,12 @@ def test_remove_and_bad_uses(signed):
 
 
 class _DatasketchMinHash:
-    """What a datasketch MinHash offers: ``hashvalues`` (uint64) and ``seed``."""
+    """What a datasketch (2.0) MinHash offers: ``hashvalues`` (uint64), ``seed`` and ``scheme``."""
     __module__ = "datasketch.minhash"
 
-    def __init__(self, tokens, num_perm=128, seed=1):
-        self.seed = seed
-        self.hashvalues = ds.hashvalues(tokens, num_perm=num_perm, seed=seed, scheme="legacy").astype(np.uint64)
+    def __init__(self, tokens, num_perm=128, seed=1, scheme="legacy"):
+        self.seed, self.scheme = seed, scheme
+        self.hashvalues = ds.hashvalues(tokens, num_perm=num_perm, seed=seed, scheme=scheme).astype(np.uint64)
 
 
 def test_datasketch_sketches_with_the_matching_scheme():
@@ -84,6 +84,11 @@ def test_datasketch_sketches_with_the_matching_scheme():
     assert ("d7", 1.0) in lsh.query(q, with_scores=True)
     with pytest.raises(ValueError, match="datasketch-legacy"):
         MinHashLSH().insert("x", q)
+    with pytest.raises(ValueError, match="datasketch-affine32"):        # datasketch 2.0's default scheme
+        lsh.insert("x", _DatasketchMinHash([b"a"], scheme="affine32"))
+    other = MinHashLSH(threshold=0.5, scheme="datasketch-affine32")
+    other.insert("a", _DatasketchMinHash([b"a", b"b"], scheme="affine32"))
+    assert other.query(_DatasketchMinHash([b"a", b"b"], scheme="affine32")) == ["a"]
     with pytest.raises(ValueError, match="scheme, seed, num_perm"):
         lsh.insert("x", _DatasketchMinHash([b"a"], seed=3))
 

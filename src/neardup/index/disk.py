@@ -1,11 +1,16 @@
 """An index on local disk that new documents are checked against: "have I seen this before?"
 
 :class:`DiskIndex` keeps each document's MinHash signature and its b LSH band keys in an
-:class:`~neardup.index.store.IndexStore` (SQLite by default). A query signs the text, collects the
+:class:`~neardup.index.store.IndexStore` (a folder of memory-mapped segments by default,
+:mod:`neardup.index.segments`; an SQLite file is still read). A query signs the text, collects the
 stored documents that share at least one band key with it (candidates), and keeps those whose
-Jaccard similarity, estimated from the two full signatures, is at least the threshold — the same
-answer as banding plus verification over the whole collection in memory. :class:`SimHashDiskIndex`
-does the same with SimHash fingerprints, Manku-style block keys and exact Hamming distances.
+Jaccard similarity, estimated from the two full signatures, is at least the threshold — the
+answer of the batch engine's banding plus verification, including its one limit: a band key
+shared by more than :data:`~neardup.index.lsh.MAX_BUCKET` (64) stored documents is checked against
+the oldest of them only (on the folder store; the SQLite store checks all). That bounds the cost of
+boilerplate buckets; a pair found only through such buckets can be missed (3 of 2,204 pairs in
+``benchmarks/bench_index_peers.py``). :class:`SimHashDiskIndex` does the same with SimHash
+fingerprints, Manku-style block keys and exact Hamming distances (no bucket limit: it is exact).
 
 Guarantees:
 
@@ -446,9 +451,11 @@ class DiskIndex(_BaseDiskIndex):
 
     ``query(text)`` returns ``[(key, estimated_jaccard), ...]``, best first, for every stored
     document that shares a band with the text and whose estimate from the full signatures is at
-    least the threshold. Banding finds a document at the index threshold t with probability
-    1 − (1 − t^r)^b (≥ ``recall``, 0.99 by default); a query threshold below t finds only the
-    documents that also collide in a band. Empty documents are stored but never match.
+    least the threshold — except that a band shared by more than ``MAX_BUCKET`` stored documents
+    brings in only the oldest of them (see the module docstring). Banding finds a document at the
+    index threshold t with probability 1 − (1 − t^r)^b (≥ ``recall``, 0.99 by default); a query
+    threshold below t finds only the documents that also collide in a band. Empty documents are
+    stored but never match.
     """
 
     kind = "minhash"

@@ -4,7 +4,8 @@
 Sketches may be neardup :class:`~neardup.sketches.minhash.MinHash` objects, rows of a
 :class:`~neardup.sketches.minhash.Signatures` matrix or plain arrays — and datasketch ``MinHash`` /
 ``LeanMinHash`` objects when the index uses the scheme that reproduces them bit for bit
-(``datasketch-legacy``: datasketch's own permutations, same seed and ``num_perm``).
+(``datasketch-legacy`` or ``datasketch-affine32``, as the sketch's own ``scheme`` says; same seed
+and ``num_perm``).
 
 ``query`` returns the keys whose estimated Jaccard is at least the threshold (banding finds a pair
 at the threshold with probability ≥ ``recall``; candidates are verified on the full signature,
@@ -72,10 +73,13 @@ class MinHashLSH:
             return s.hashvalues
         hv = getattr(s, "hashvalues", None)
         if hv is not None and type(s).__module__.startswith("datasketch"):
-            if not self.scheme.startswith("datasketch"):
-                raise ValueError(f"a datasketch {type(s).__name__} matches neardup's datasketch-legacy scheme; this "
-                                 f"index uses {self.scheme!r} — create it with scheme='datasketch-legacy'")
-            self._same(self.scheme, int(getattr(s, "seed", self.seed)), len(hv), f"datasketch {type(s).__name__}")
+            # datasketch ≥ 2.0 names its scheme ("legacy", its old default, or "affine32", the new
+            # default); earlier versions have only the legacy one
+            scheme = "datasketch-" + str(getattr(s, "scheme", "legacy"))
+            if scheme != self.scheme:
+                raise ValueError(f"a datasketch {type(s).__name__} of scheme {scheme!r} (neardup's name); this index "
+                                 f"uses {self.scheme!r} — create it with scheme={scheme!r}")
+            self._same(scheme, int(getattr(s, "seed", self.seed)), len(hv), f"datasketch {type(s).__name__}")
             return np.asarray(hv)
         return np.asarray(s)
 
@@ -152,26 +156,39 @@ class MinHashLSH:
         return self.query_batch([sketch], threshold, with_scores)[0]
 
     def query_batch(self, sketches, threshold: float | None = None, with_scores: bool = False) -> list[list]:
+        """:meth:`query` for many sketches: candidates gathered from the band tables, then scored in
+        one call and sorted once."""
         t = self.threshold if threshold is None else float(threshold)
         values = self._values(sketches)
-        bk = band_keys(values, self.b, self.r)
-        out = []
-        for i in range(values.shape[0]):
-            if np.all(values[i] == self._empty):
-                out.append([])
+        nq = values.shape[0]
+        bk = band_keys(values, self.b, self.r).tolist()
+        empty = np.all(values == self._empty, axis=1)
+        qs, rows = [], []
+        tables = self._tables
+        for i in range(nq):
+            if empty[i]:
                 continue
-            rows: set = set()
-            for b in range(self.b):
-                rows.update(self._tables[b].get(int(bk[i, b]), ()))
-            cand = np.array(sorted(rows), dtype=np.int64)
-            if cand.shape[0] == 0:
-                out.append([])
-                continue
-            both = np.concatenate([values[i:i + 1], self._sig[cand]])
-            est = jaccard_rows(both, np.zeros(cand.shape[0], np.int64), np.arange(1, cand.shape[0] + 1), self.scheme)
-            order = np.lexsort((cand, -est))
-            hits = [(self._keys[cand[j]], float(est[j])) for j in order if est[j] >= t]
-            out.append(hits if with_scores else [k for k, _ in hits])
+            found: set = set()
+            for b, key in enumerate(bk[i]):
+                bucket = tables[b].get(key)
+                if bucket:
+                    found.update(bucket)
+            qs.extend([i] * len(found))
+            rows.extend(found)
+        out: list[list] = [[] for _ in range(nq)]
+        if not rows:
+            return out
+        qi = np.asarray(qs, dtype=np.int64)
+        ri = np.asarray(rows, dtype=np.int64)
+        uniq, at = np.unique(ri, return_inverse=True)          # only the candidates' rows are read
+        both = np.concatenate([values, self._sig[uniq]])
+        est = jaccard_rows(both, qi, at.astype(np.int64) + nq, self.scheme)
+        ok = est >= t
+        qi, ri, est = qi[ok], ri[ok], est[ok]
+        order = np.lexsort((ri, -est, qi))
+        keys = self._keys
+        for q, r, e in zip(qi[order].tolist(), ri[order].tolist(), est[order].tolist()):
+            out[q].append((keys[r], e) if with_scores else keys[r])
         return out
 
     def top_k(self, sketch, k: int = 10, candidates: int | None = None) -> list[tuple]:
