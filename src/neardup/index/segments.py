@@ -190,10 +190,18 @@ class _Segment:
         return -1
 
     @classmethod
-    def build(cls, name: str, first_id: int, raw_keys: list[bytes], sigs: np.ndarray, band_keys: np.ndarray,
+    def build(cls, name: str, first_id: int, raw_keys, sigs: np.ndarray, band_keys: np.ndarray,
               banded: np.ndarray) -> _Segment:
-        n = len(raw_keys)
-        off, data, h = _pack_keys(raw_keys)
+        """A segment of tagged keys (a list of bytes, or already packed: (offsets, bytes)),
+        signatures and (n, b) band keys; rows where ``banded`` is False get no band entries."""
+        if isinstance(raw_keys, tuple):
+            off, data = raw_keys
+            off = np.asarray(off, dtype=np.int64)
+            data = data if data.shape[0] else np.zeros(1, np.uint8)
+            h = _ragged_xxh64(data, off, np.uint64(_KEY_SEED))
+        else:
+            off, data, h = _pack_keys(raw_keys)
+        n = off.shape[0] - 1
         h = fold32(h)
         order = np.argsort(h, kind="stable")
         off = off.astype(np.uint32) if off[-1] < 2**32 else off
@@ -247,7 +255,7 @@ class _Segment:
 def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray) -> tuple[_Segment, np.ndarray]:
     """One segment of the live documents of ``parts`` (ids renumbered from ``first_id`` in order);
     returns it and the old ids of its rows."""
-    keys, sigs, bks, banded, old = [], [], [], [], []
+    koffs, kdata, sigs, bks, banded, old = [], [], [], [], [], []
     for s in parts:
         ids = np.arange(s.first_id, s.first_id + s.n, dtype=np.int64)
         live = ~np.isin(ids, deleted)
@@ -260,7 +268,13 @@ def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray)
             for i in range(b):
                 full[r[i], i] = s.bands[i]
             has[r[0]] = True
-        keys += [s.key(int(j)) for j in rows]
+        koff = np.asarray(s.key_off, dtype=np.int64)
+        start, length = koff[rows], koff[rows + 1] - koff[rows]
+        at = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(length, out=at[1:])
+        take = np.repeat(start - at[:-1], length) + np.arange(at[-1], dtype=np.int64)
+        koffs.append(length)
+        kdata.append(np.asarray(s.key_bytes)[take])
         sigs.append(np.asarray(s.sigs[rows]))
         bks.append(full[rows])
         banded.append(has[rows])
@@ -269,7 +283,12 @@ def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray)
     width = max((s.sigs.shape[1] for s in parts), default=0)
     sig = np.concatenate(sigs) if sigs else np.zeros((0, width), np.uint8)
     bk = np.concatenate(bks) if bks else np.zeros((0, b), np.uint64)
-    return (_Segment.build(name, first_id, keys, sig, bk, np.concatenate(banded) if banded else np.zeros(0, bool)),
+    lengths = np.concatenate(koffs) if koffs else np.zeros(0, np.int64)
+    off = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    data = np.concatenate(kdata) if kdata else np.zeros(0, np.uint8)
+    return (_Segment.build(name, first_id, (off, data), sig, bk,
+                           np.concatenate(banded) if banded else np.zeros(0, bool)),
             np.concatenate(old) if old else np.zeros(0, np.int64))
 
 
