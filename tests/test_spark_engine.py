@@ -164,6 +164,17 @@ def test_planted_corpus_matches_local(spark, planted, tmp_path, keep, linkage):
     assert c["input_rows"] == c["kept"] + c["removed"] + c["skipped_records"]
 
 
+@pytest.mark.parametrize("linkage,drift", [("bounded", 0.05), ("components", 0.05)])
+def test_components_by_star_rounds_match_local(spark, planted, tmp_path, monkeypatch, linkage, drift):
+    """Connected components on the executors (star rounds, used past DRIVER_EDGES edges) give what
+    the driver's union–find gives: the local engine's outputs."""
+    import neardup.engines.spark as engine
+
+    monkeypatch.setattr(engine, "DRIVER_EDGES", 0)
+    rep, report = _both(spark, [planted], tmp_path, linkage=linkage, max_drift=drift, on_error="skip")
+    assert rep["counts"]["removed"] > 100
+
+
 @pytest.mark.parametrize("keep,linkage", [("first", "components"), ("longest", "bounded")])
 def test_demo_corpus_matches_local(spark, tmp_path, keep, linkage):
     rep, _ = _both(spark, [DEMO], tmp_path, keep=keep, linkage=linkage)

@@ -816,11 +816,30 @@ def _exact(cfg) -> bool:
     return get("method") == "minhash" and get("verify") == "exact"
 
 
+# Up to this many verified edges (16 bytes each on the driver: 320 MB), connected components are
+# found on the driver by the local union–find kernel, in one pass; above it, by star rounds on the
+# executors. Both give every node the smallest node of its component, so the outputs do not change.
+DRIVER_EDGES = 20_000_000
+
+
 def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int]:
     """Connected components of the undirected edges (lo, hi), lo < hi: (row, label) for every node of an
-    edge, label = the smallest node of its component. Alternating large-star / small-star rounds until
-    the graph is a forest of stars whose centres are smaller than their leaves and no leaf has two
-    centres — then each star is one component and its centre its smallest node."""
+    edge, label = the smallest node of its component. Few edges (≤ :data:`DRIVER_EDGES`): union–find
+    on the driver (rounds = 0). Otherwise alternating large-star / small-star rounds until the graph
+    is a forest of stars whose centres are smaller than their leaves and no leaf has two centres —
+    then each star is one component and its centre its smallest node."""
+    spark = edges.sparkSession
+    if edges.limit(DRIVER_EDGES + 1).count() <= DRIVER_EDGES:
+        from ..kernels.clusters import components  # noqa: PLC0415
+
+        t = edges.select("lo", "hi").toArrow()
+        lo = t.column("lo").to_numpy().astype(np.int64)
+        hi = t.column("hi").to_numpy().astype(np.int64)
+        nodes = np.unique(np.concatenate([lo, hi]))
+        labels = components(nodes.shape[0], np.searchsorted(nodes, lo), np.searchsorted(nodes, hi))
+        table = pa.table({"row": pa.array(nodes, pa.int64()), "label": pa.array(nodes[labels], pa.int64())})
+        comps = spark.createDataFrame(table).repartition(_shuffle_partitions(spark), "row")
+        return _checkpoint(comps), 0
     e = _checkpoint(edges.select(F.col("lo").alias("u"), F.col("hi").alias("v")).distinct())
     for rounds in range(1, max_rounds + 1):
         # large-star: every node links its larger neighbours to the smallest node of its neighbourhood
