@@ -910,9 +910,9 @@ _SAMPLE = 16   # the local engine's bounded-linkage sample (find_minhash_duplica
 
 
 def _finish_component(table, cfg_json):
-    """applyInArrow per connected component: the local :func:`neardup.clusters.build_clusters` on the
-    component's rows and verified pairs (relabelled 0..m−1 in row order, which the local kernels see
-    the same way) → (row, rep, sim)."""
+    """The local :func:`neardup.clusters.build_clusters` on the rows and verified pairs of one or more
+    whole connected components (relabelled 0..m−1 in row order, which the local kernels see the same
+    way) → (row, rep, sim)."""
     from ..clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
     from ..pipeline.find import minhash_similarity  # noqa: PLC0415
     from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
@@ -974,8 +974,23 @@ def _local_linkage(comps: DataFrame, edges: DataFrame, docs: DataFrame, cfg: Ded
         "label", F.lit(1).alias("kind"), F.col("lo").alias("a"), F.col("hi").alias("b"), F.col("sim").alias("s"),
         F.lit(None).cast("binary").alias("sig"), F.lit(None).cast("long").alias("size"),
         F.lit(None).cast("double").alias("score"), F.lit(None).cast("binary").alias("sh"))
-    return nodes.unionByName(links).groupBy("label").applyInArrow(
-        partial(_finish_component, cfg_json=_cfg_json(cfg)), "row long, rep long, sim double")
+    spark = comps.sparkSession
+    return (nodes.unionByName(links).repartition(_shuffle_partitions(spark), "label")
+            .mapInArrow(partial(_finish_partition, cfg_json=_cfg_json(cfg)), "row long, rep long, sim double"))
+
+
+def _finish_partition(batches, cfg_json):
+    """mapInArrow over a partition holding whole components (partitioned by label): all of them
+    finished by one call of :func:`_finish_component`. Components are independent — no edge joins
+    two, and a merge's checks look only at the two groups merged — so their union clustered at once
+    gives each the result it gets alone, at one Python call per partition instead of one per
+    component (300,000 components at 1 M documents)."""
+    parts = [b for b in batches if b.num_rows]
+    if not parts:
+        return
+    table = pa.Table.from_batches(parts)
+    out = _finish_component(table, cfg_json)
+    yield from out.to_batches(max_chunksize=65536)
 
 
 def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket: int = MAX_BUCKET) -> SparkClusters:
