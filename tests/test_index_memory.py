@@ -123,6 +123,8 @@ def test_save_gives_the_disk_format_and_load_reads_it(signed, tmp_path):
     lsh = MinHashLSH(threshold=0.8)
     lsh.insert_batch(keys, sigs.values)
     lsh.remove(keys[1])
+    lsh.remove(keys[2])
+    lsh.insert(keys[2], sigs[2])                  # removed, then inserted again: saved once
     lsh.save(tmp_path / "idx")
     with DiskIndex.open(tmp_path / "idx", readonly=True) as disk:
         assert len(disk) == len(keys) - 1

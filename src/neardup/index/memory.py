@@ -219,8 +219,8 @@ class MinHashLSH:
         will use; they do not change the stored sketches."""
         from .disk import DiskIndex  # noqa: PLC0415
 
-        live = [k for k in self._keys if k in self._row and self._row[k] is not None]
-        rows = np.array([self._row[k] for k in live], dtype=np.int64)
+        rows = np.flatnonzero(self._live[:self._n])          # a key removed and inserted again: its new row
+        live = [self._keys[r] for r in rows.tolist()]
         with DiskIndex.create(path, threshold=self.threshold, num_perm=self.num_perm, scheme=self.scheme,
                               seed=self.seed, tokenizer=tokenizer, ngram=ngram, b=self.b, r=self.r) as idx:
             idx.add_signatures(live, self._sig[rows] if rows.size else np.zeros((0, self.num_perm), self._dtype))
@@ -235,9 +235,7 @@ class MinHashLSH:
             lsh = cls(c["threshold"], c["num_perm"], c["scheme"], c["seed"], b=c["b"], r=c["r"], trees=trees)
             st = idx.store
             with st.snapshot():
-                dead = set(st._dead().tolist())
-                ids = [d for s in st._all() for d in range(s.first_id, s.first_id + s.n) if d not in dead]
-                keys, raw = st.fetch_arrays(ids)
-            values = raw.view(np.dtype(lsh._dtype).newbyteorder("<")).reshape(len(ids), -1).astype(lsh._dtype)
+                keys, raw = st.fetch_arrays(st.live_ids())
+            values = idx._values_of(raw)
         lsh.insert_batch(keys, values)
         return lsh
