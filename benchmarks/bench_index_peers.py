@@ -251,34 +251,42 @@ def run_neardup_lsh(sig: np.ndarray, qsigs: dict, repeat: int, lsh_mode: str) ->
     return out
 
 
-def run_disk_index(sig: np.ndarray, qsigs: dict, repeat: int, tmp: str) -> dict:
-    from neardup import DiskIndex
-
+def _time_disk(create, values: np.ndarray, queries: dict, repeat: int, describe) -> dict:
+    """A disk index made by ``create(path)`` and filled with ``values`` (warmed on a small one first,
+    then the best of ``repeat`` fills), then each query set timed: insert time, bytes, verified pairs."""
     runs = count()
-
-    def build(values):
-        path = os.path.join(tmp, f"minhash-{next(runs)}")
-        idx = DiskIndex.create(path, threshold=THRESHOLD, num_perm=NUM_PERM, scheme="datasketch-legacy", seed=SEED,
-                               tokenizer="word", ngram=5)
-        idx.add_signatures(range(values.shape[0]), values)
-        return idx
-
-    with build(sig[:WARM_N]) as warm:
-        warm.query_signatures(qsigs["edited"][:WARM_Q])
     idxs = []
 
+    def build(vals):
+        idx = create(next(runs))
+        idx.add_signatures(range(vals.shape[0]), vals)
+        return idx
+
+    with build(values[:WARM_N]) as warm:
+        warm.query_signatures(queries["edited"][:WARM_Q])
+
     def build_keep():
-        idxs.append(build(sig))
+        idxs.append(build(values))
         return idxs[-1]
 
     insert_s, idx = best(build_keep, repeat)
-    out = {"bands": f"{idx.b}x{idx.r}", "insert_s": insert_s, "bytes": idx.stats()["bytes"], "queries": {}}
-    for name, q in qsigs.items():
+    out = {**describe(idx), "insert_s": insert_s, "bytes": idx.stats()["bytes"], "queries": {}}
+    for name, q in queries.items():
         query_s, res = best(lambda q=q: idx.query_signatures(q), repeat)
         out["queries"][name] = {"query_verify_s": query_s, "verified": pairs_of(res, key=lambda kv: kv[0])}
     for i in idxs:
         i.close()
     return out
+
+
+def run_disk_index(sig: np.ndarray, qsigs: dict, repeat: int, tmp: str) -> dict:
+    from neardup import DiskIndex
+
+    def create(run):
+        return DiskIndex.create(os.path.join(tmp, f"minhash-{run}"), threshold=THRESHOLD, num_perm=NUM_PERM,
+                                scheme="datasketch-legacy", seed=SEED, tokenizer="word", ngram=5)
+
+    return _time_disk(create, sig, qsigs, repeat, lambda idx: {"bands": f"{idx.b}x{idx.r}"})
 
 
 def brute_force_estimate(sig: np.ndarray, q: np.ndarray, empty_value: int) -> set[tuple[int, int]]:
@@ -352,29 +360,10 @@ def run_simhash_index(fps: np.ndarray, qfps: dict, repeat: int) -> dict:
 def run_simhash_disk(fps: np.ndarray, qfps: dict, repeat: int, tmp: str) -> dict:
     from neardup import SimHashDiskIndex
 
-    runs = count()
-    idxs = []
+    def create(run):
+        return SimHashDiskIndex.create(os.path.join(tmp, f"simhash-{run}"), max_distance=K_BITS)
 
-    def build(values):
-        idx = SimHashDiskIndex.create(os.path.join(tmp, f"simhash-{next(runs)}"), max_distance=K_BITS)
-        idx.add_signatures(range(values.shape[0]), values)
-        return idx
-
-    with build(fps[:WARM_N]) as warm:
-        warm.query_signatures(qfps["edited"][:WARM_Q])
-
-    def build_keep():
-        idxs.append(build(fps))
-        return idxs[-1]
-
-    build_s, idx = best(build_keep, repeat)
-    out = {"layout": idx.config["layout"], "insert_s": build_s, "bytes": idx.stats()["bytes"], "queries": {}}
-    for name, q in qfps.items():
-        query_s, res = best(lambda q=q: idx.query_signatures(q), repeat)
-        out["queries"][name] = {"query_verify_s": query_s, "verified": pairs_of(res, key=lambda kv: kv[0])}
-    for i in idxs:
-        i.close()
-    return out
+    return _time_disk(create, fps, qfps, repeat, lambda idx: {"layout": idx.config["layout"]})
 
 
 def brute_force_hamming(fps: np.ndarray, q: np.ndarray) -> set[tuple[int, int]]:

@@ -52,8 +52,7 @@ def _index_keys(path: Path, method: str) -> set:
     cls = DiskIndex if method == "minhash" else SimHashDiskIndex
     with cls.open(path, readonly=True) as idx:
         st = idx.store
-        keys, _ = st.fetch_arrays([d for s in st._all() for d in range(s.first_id, s.first_id + s.n)
-                                   if d not in set(st._dead().tolist())])
+        keys, _ = st.fetch_arrays(st.live_ids())
         assert len(keys) == len(idx)
         return set(keys)
 

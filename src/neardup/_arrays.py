@@ -16,3 +16,14 @@ def sorted_unique(x: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(x[1:], x[:-1], out=keep[1:])
     return x[keep]
+
+
+def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct pairs (a[i], b[i]), sorted by a then b: a lexicographic sort and a mask."""
+    if a.shape[0] == 0:
+        return a, b
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    first = np.ones(a.shape[0], dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[first], b[first]

@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ._arrays import sorted_unique
+from ._arrays import sorted_unique, unique_pairs
 from .features.shingles import Features
 from .kernels.clusters import components
 from .similarity.jaccard import exact_jaccard_pairs
@@ -125,13 +125,7 @@ def canonical_pairs(pairs) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
     lo, hi = lo[keep], hi[keep]
-    if lo.size == 0:
-        return lo, hi
-    order = np.lexsort((hi, lo))
-    lo, hi = lo[order], hi[order]
-    first = np.ones(lo.shape[0], dtype=bool)
-    first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
-    return lo[first], hi[first]
+    return unique_pairs(lo, hi)
 
 
 def _pair_keys(lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray:

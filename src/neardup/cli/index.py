@@ -21,6 +21,7 @@ import sys
 import click
 
 from ..config import DedupConfig, click_options
+from ..io.readers import batched
 from . import main
 
 _ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "lsh_mode", "recall", "bands",
@@ -59,17 +60,6 @@ def _rows(inputs, text_field, id_field, on_error, texts=()):
         yield f"--text {i + 1}", t, skipped
 
 
-def _batches(rows, size=_BATCH):
-    batch = []
-    for item in rows:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 @main.group()
 def index():
     """A persistent index of documents that new ones are checked against ("have I seen this?").
@@ -106,7 +96,7 @@ def add(path, inputs, id_field, text_field, on_error, replace):
     added = 0
     skipped: list = []
     with _open(path, readonly=False) as idx:
-        for batch in _batches(_rows(inputs, text_field, id_field, on_error)):
+        for batch in batched(_rows(inputs, text_field, id_field, on_error), _BATCH):
             idx.add_batch([k for k, _, _ in batch], [t for _, t, _ in batch], replace=replace, bulk=True)
             added += len(batch)
             skipped = batch[-1][2]
@@ -138,7 +128,7 @@ def query(path, inputs, texts, id_field, text_field, threshold, max_distance, to
         simhash = idx.kind == "simhash"
         if simhash and threshold is not None or not simhash and max_distance is not None:
             raise click.UsageError("--threshold is for MinHash indexes, --max-distance for SimHash ones")
-        for batch in _batches(_rows(inputs, text_field, id_field, on_error, texts), 4096):
+        for batch in batched(_rows(inputs, text_field, id_field, on_error, texts), 4096):
             docs = [t for _, t, _ in batch]
             found = idx.query_batch(docs, max_distance) if simhash else idx.query_batch(docs, threshold)
             for (rid, _, _), matches in zip(batch, found):
@@ -219,26 +209,24 @@ def export(path, output):
         tmp = f"{output}.part"
         n = 0
         with st.snapshot():
-            dead = set(st._dead().tolist())
+            ids = st.live_ids()
             writer = None
             try:
-                for seg in st._all():
-                    ids = [d for d in range(seg.first_id, seg.first_id + seg.n) if d not in dead]
-                    for lo in range(0, len(ids), 65536):
-                        keys, raw = st.fetch_arrays(ids[lo:lo + 65536])
-                        vals = raw.view(idx._dtype.newbyteorder("<")).reshape(len(keys), -1).astype(idx._dtype)
-                        cols = {"id": pa.array([k.hex() if isinstance(k, bytes) else str(k) for k in keys]),
-                                "id_type": pa.array([type(k).__name__ for k in keys])}
-                        if idx.kind == "simhash":
-                            cols["fingerprint"] = pa.array(vals.reshape(-1))
-                        else:
-                            cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)),
-                                                                                 vals.shape[1])
-                        table = pa.table(cols)
-                        if writer is None:
-                            writer = pq.ParquetWriter(tmp, table.schema)
-                        writer.write_table(table)
-                        n += len(keys)
+                for lo in range(0, len(ids), 65536):
+                    keys, raw = st.fetch_arrays(ids[lo:lo + 65536])
+                    vals = idx._values_of(raw)
+                    cols = {"id": pa.array([k.hex() if isinstance(k, bytes) else str(k) for k in keys]),
+                            "id_type": pa.array([type(k).__name__ for k in keys])}
+                    if idx.kind == "simhash":
+                        cols["fingerprint"] = pa.array(vals.reshape(-1))
+                    else:
+                        cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)),
+                                                                             vals.shape[1])
+                    table = pa.table(cols)
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, table.schema)
+                    writer.write_table(table)
+                    n += len(keys)
             finally:
                 if writer is not None:
                     writer.close()

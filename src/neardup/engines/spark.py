@@ -459,8 +459,7 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
     1 − Hamming distance / 64); with ``exact``, sa and sb are the shingle sets and sim is their exact
     Jaccard (or the larger containment)."""
     from ..features.shingles import Features  # noqa: PLC0415
-    from ..pipeline.find import minhash_similarity  # noqa: PLC0415
-    from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
+    from ..pipeline.find import exact_similarity, minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
@@ -470,33 +469,23 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
         n = lo.shape[0]
         if n == 0:
             continue
+        ii = np.arange(n, dtype=np.int64)
         if exact:
             fa, fb = _ragged_features(_column(batch, "sa")), _ragged_features(_column(batch, "sb"))
             both = Features(np.concatenate([fa.hashes, fb.hashes]),
                             np.concatenate([fa.offsets, fb.offsets[1:] + fa.offsets[-1]]),
                             np.concatenate([fa.counts, fb.counts]))
-            ii = np.arange(n, dtype=np.int64)
-            if metric == "jaccard":
-                j = exact_jaccard_pairs(both, ii, ii + n)
+            j = exact_similarity(both, ii, ii + n, metric)
+        else:
+            a = _binary_rows(_column(batch, "sa"), dtype)
+            b = _binary_rows(_column(batch, "sb"), dtype)
+            if method == "simhash":
+                j = 1.0 - hamming_array(a.ravel(), b.ravel()) / 64.0
             else:
-                j = np.maximum(containment_pairs(both, ii, ii + n), containment_pairs(both, ii + n, ii))
-            yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
-                                              pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
-                                             names=["lo", "hi", "sim"])
-            continue
-        a = _binary_rows(_column(batch, "sa"), dtype)
-        b = _binary_rows(_column(batch, "sb"), dtype)
-        if method == "simhash":
-            j = 1.0 - hamming_array(a.ravel(), b.ravel()) / 64.0
-            yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
-                                              pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
-                                             names=["lo", "hi", "sim"])
-            continue
-        ii = np.arange(n, dtype=np.int64)
-        j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
-        if metric != "jaccard":
-            j = minhash_similarity(j, _column(batch, "za").to_numpy(zero_copy_only=False),
-                                   _column(batch, "zb").to_numpy(zero_copy_only=False), metric)
+                j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
+                if metric != "jaccard":
+                    j = minhash_similarity(j, _column(batch, "za").to_numpy(zero_copy_only=False),
+                                           _column(batch, "zb").to_numpy(zero_copy_only=False), metric)
         yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
                                           pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
                                          names=["lo", "hi", "sim"])
@@ -914,8 +903,7 @@ def _finish_component(table, cfg_json):
     whole connected components (relabelled 0..m−1 in row order, which the local kernels see the same
     way) → (row, rep, sim)."""
     from ..clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
-    from ..pipeline.find import minhash_similarity  # noqa: PLC0415
-    from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
+    from ..pipeline.find import exact_similarity, minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
@@ -939,9 +927,7 @@ def _finish_component(table, cfg_json):
 
     def similarity(a, b):
         if exact:
-            if metric == "jaccard":
-                return exact_jaccard_pairs(feats, a, b)
-            return np.maximum(containment_pairs(feats, a, b), containment_pairs(feats, b, a))
+            return exact_similarity(feats, a, b, metric)
         if simhash:
             return 1.0 - hamming_array(values[a, 0], values[b, 0]) / 64.0
         j = jaccard_rows(values, a, b, scheme)

@@ -204,8 +204,11 @@ class _BaseDiskIndex:
         return [le[i].tobytes() for i in range(le.shape[0])]
 
     def _decode(self, blobs: list[bytes]) -> np.ndarray:
-        flat = np.frombuffer(b"".join(blobs), dtype=self._dtype.newbyteorder("<"))
-        return flat.reshape(len(blobs), self._width).astype(self._dtype)
+        return self._values_of(np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1))
+
+    def _values_of(self, raw: np.ndarray) -> np.ndarray:
+        """Stored signature bytes, an (n, bytes) uint8 matrix, as (n, width) values."""
+        return raw.view(self._dtype.newbyteorder("<")).reshape(raw.shape[0], self._width).astype(self._dtype)
 
     # -- writing ----------------------------------------------------------------------------------
     @property
@@ -264,14 +267,13 @@ class _BaseDiskIndex:
         (:func:`neardup.kernels.index_probe.probe_segment`); keys are read only of the accepted."""
         rows = np.flatnonzero(~empty)
         st = self._st
-        le = self._dtype.newbyteorder("<")
         values = np.ascontiguousarray(values, dtype=self._dtype)
         with st.snapshot():
             qi, docs, scores = st.probe(values, rows, self._bands(values[rows]), accept.kind, accept.limit,
                                         self._dtype.type(self._empty_value()), self._max_bucket)
             ids, ci = np.unique(docs, return_inverse=True)
             keys, raw = st.fetch_arrays(ids)
-        cvals = raw.view(le).reshape(ids.shape[0], self._width).astype(self._dtype)
+        cvals = self._values_of(raw)
         order = np.lexsort((ids[ci], self._rank(scores), qi))
         return qi[order], ci[order], scores[order], keys, ids, cvals
 
@@ -401,7 +403,7 @@ class _BaseDiskIndex:
                 if doc < 0:
                     raise KeyError(key)
                 _, raw = st.fetch_arrays([doc])
-            return raw.view(self._dtype.newbyteorder("<")).reshape(self._width).astype(self._dtype)
+            return self._values_of(raw)[0]
         raise NotImplementedError("get() needs the folder store")
 
     def stats(self) -> dict:

@@ -54,10 +54,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 
-from ..kernels.hashing import xxh64
+from .._arrays import unique_pairs
+from ..kernels.hashing import xxh64_batch
 from .store import (
     DuplicateKeyError,
     IndexStore,
@@ -103,15 +103,6 @@ def decode_key(raw: bytes):
     return struct.unpack("<q", body)[0]
 
 
-@nb.njit(cache=True)
-def _ragged_xxh64(data, offsets, seed):
-    n = offsets.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        out[i] = xxh64(data, offsets[i], offsets[i + 1], seed)
-    return out
-
-
 def fold32(x) -> np.ndarray:
     """64-bit keys folded to 32 bits (x ⊕ x ≫ 32, low half); idempotent on values below 2³²."""
     x = np.asarray(x, dtype=np.uint64)
@@ -124,7 +115,7 @@ def _pack_keys(raw: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     np.cumsum([len(r) for r in raw], out=off[1:])
     data = np.frombuffer(b"".join(raw), dtype=np.uint8) if raw else np.zeros(0, np.uint8)
     data = data.copy() if data.shape[0] else np.zeros(1, np.uint8)
-    return off, data, _ragged_xxh64(data, off, np.uint64(_KEY_SEED))
+    return off, data, xxh64_batch(data, off, np.uint64(_KEY_SEED))
 
 
 # -- durable file operations -----------------------------------------------------------------------
@@ -178,17 +169,6 @@ class _Segment:
     def key(self, row: int) -> bytes:
         return bytes(self.key_bytes[int(self.key_off[row]):int(self.key_off[row + 1])])
 
-    def find_key(self, raw: bytes, h: int) -> int:
-        """The row holding ``raw`` (hash ``h``), or −1."""
-        h = fold32(h)
-        lo = int(np.searchsorted(self.key_hash, h, "left"))
-        hi = int(np.searchsorted(self.key_hash, h, "right"))
-        for j in range(lo, hi):
-            row = int(self.key_row[j])
-            if self.key(row) == raw:
-                return row
-        return -1
-
     @classmethod
     def build(cls, name: str, first_id: int, raw_keys, sigs: np.ndarray, band_keys: np.ndarray,
               banded: np.ndarray) -> _Segment:
@@ -198,7 +178,7 @@ class _Segment:
             off, data = raw_keys
             off = np.asarray(off, dtype=np.int64)
             data = data if data.shape[0] else np.zeros(1, np.uint8)
-            h = _ragged_xxh64(data, off, np.uint64(_KEY_SEED))
+            h = xxh64_batch(data, off, np.uint64(_KEY_SEED))
         else:
             off, data, h = _pack_keys(raw_keys)
         n = off.shape[0] - 1
@@ -393,10 +373,7 @@ class SegmentStore(IndexStore):
                 raise
             _fsync_dir(p.parent if str(p.parent) else Path("."))
         finally:
-            if tmp.exists():
-                for f in tmp.iterdir():
-                    f.unlink()
-                tmp.rmdir()
+            _remove(tmp)       # gone already when it was renamed into place
         return cls.open(p, synchronous=synchronous, timeout=timeout)
 
     @classmethod
@@ -513,12 +490,9 @@ class SegmentStore(IndexStore):
         for f in self.path.iterdir():
             if f.name in named:
                 continue
-            if f.name.startswith(("seg-", ".seg-")) and f.is_dir():
-                for g in f.iterdir():
-                    g.unlink()
-                f.rmdir()
-            elif f.name.startswith(("wal-", "deleted-", f".{MANIFEST}.")) and f.is_file():
-                f.unlink()
+            if (f.name.startswith(("seg-", ".seg-")) and f.is_dir()
+                    or f.name.startswith(("wal-", "deleted-", f".{MANIFEST}.")) and f.is_file()):
+                _remove(f)
 
     # -- state ------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -564,22 +538,9 @@ class SegmentStore(IndexStore):
             return self._deleted
         return np.union1d(self._deleted, np.asarray(self._tail_deleted, dtype=np.int64))
 
-    def _locate(self, raw: bytes, h: int, dead: np.ndarray | None = None) -> int:
-        """The live document id of a tagged key, or −1."""
-        dead = self._dead() if dead is None else dead
-        for s in reversed(self._all()):
-            row = s.find_key(raw, h)
-            if row >= 0:
-                doc = s.first_id + row
-                i = np.searchsorted(dead, doc)
-                if i < dead.shape[0] and dead[i] == doc:
-                    continue
-                return doc
-        return -1
-
     def _locate_many(self, raw: list[bytes], hashes: np.ndarray, dead: np.ndarray | None = None) -> np.ndarray:
-        """:meth:`_locate` for many keys: hash ranges found by vectorised binary search per segment
-        (newest first), key bytes compared only where a hash is present."""
+        """The live document id of each tagged key (−1 where absent): hash ranges found by vectorised
+        binary search per segment (newest first), key bytes compared only where a hash is present."""
         dead = self._dead() if dead is None else dead
         out = np.full(len(raw), -1, dtype=np.int64)
         todo = np.arange(len(raw))
@@ -616,12 +577,6 @@ class SegmentStore(IndexStore):
         _, _, h = _pack_keys(raw)
         with self.snapshot():
             return self._locate_many(raw, h)
-
-    def _segment_of(self, doc: int) -> _Segment:
-        for s in self._all():
-            if s.first_id <= doc < s.first_id + s.n:
-                return s
-        raise KeyError(f"no document with id {doc}")
 
     # -- writing ----------------------------------------------------------------------------------
     def _check_writable(self) -> None:
@@ -826,9 +781,9 @@ class SegmentStore(IndexStore):
         self._publish(merge_all=True)
 
     # -- reading ----------------------------------------------------------------------------------
-    def candidate_pairs(self, band_keys, unique: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, document id) pairs: every live document sharing a band key with a query row;
-        ``unique``: each pair once, sorted by query then id (else as found, repeats included)."""
+    def candidate_pairs(self, band_keys) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, document id) pairs, each once, sorted by query then id: every live document
+        sharing a band key with a query row."""
         band_keys = np.ascontiguousarray(np.asarray(band_keys, dtype=np.uint64))
         with self.snapshot():
             qs, ds = [], []
@@ -843,13 +798,7 @@ class SegmentStore(IndexStore):
         if dead.shape[0]:
             live = ~np.isin(d, dead)
             q, d = q[live], d[live]
-        if q.shape[0] == 0 or not unique:
-            return q, d
-        order = np.lexsort((d, q))
-        q, d = q[order], d[order]
-        first = np.ones(q.shape[0], dtype=bool)
-        first[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
-        return q[first], d[first]
+        return unique_pairs(q, d)
 
     def probe(self, values: np.ndarray, rows: np.ndarray, band_keys, kind: int, limit: float,
               empty, max_bucket: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -927,16 +876,22 @@ class SegmentStore(IndexStore):
             raise KeyError(f"no documents with ids {ids[~found][:5].tolist()}")
         return keys, out
 
+    def live_ids(self) -> np.ndarray:
+        """The ids of every live document (segments, then the log's), in one snapshot."""
+        with self.snapshot():
+            segs = self._all()
+            ids = (np.concatenate([np.arange(s.first_id, s.first_id + s.n, dtype=np.int64) for s in segs])
+                   if segs else np.zeros(0, np.int64))
+            dead = self._dead()
+        return ids[~np.isin(ids, dead)] if dead.shape[0] else ids
+
     def fetch(self, ids) -> tuple[list, list[bytes]]:
         keys, arr = self.fetch_arrays(ids)
         return keys, [arr[i].tobytes() for i in range(arr.shape[0])]
 
     def lookup(self, key) -> int:
         """The document id of ``key``, or −1."""
-        raw = encode_key(key)
-        _, _, h = _pack_keys([raw])
-        with self.snapshot():
-            return self._locate(raw, int(h[0]))
+        return int(self.lookup_many([key])[0])
 
     def contains(self, key) -> bool:
         return self.lookup(key) >= 0

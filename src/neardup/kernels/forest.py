@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .minhash import is_empty_row
+from .minhash import equal_fraction
 
 
 @njit(cache=True)
@@ -55,7 +55,6 @@ def forest_top_k(sig, perms, live, m, q, want, k, empty):
     at least ``want`` candidates (fewer when the forest holds fewer): (rows, estimates)."""
     n = sig.shape[0]
     trees = perms.shape[0]
-    width = sig.shape[1]
     seen = np.zeros(n, dtype=np.bool_)
     cand = np.empty(max(want, 16), dtype=np.int64)
     c = 0
@@ -77,17 +76,8 @@ def forest_top_k(sig, perms, live, m, q, want, k, empty):
             break
     cand = np.sort(cand[:c])                   # ties of the estimate: the older row first
     est = np.empty(c, dtype=np.float64)
-    q_empty = is_empty_row(q, empty)
     for i in range(c):
-        row = sig[cand[i]]
-        if q_empty or is_empty_row(row, empty):
-            est[i] = 0.0
-            continue
-        eq = 0
-        for j in range(width):
-            if row[j] == q[j]:
-                eq += 1
-        est[i] = eq / width
+        est[i] = equal_fraction(sig[cand[i]], q, empty)
     order = np.argsort(-est, kind="mergesort")
     take = min(k, c)
     rows = np.empty(take, dtype=np.int64)

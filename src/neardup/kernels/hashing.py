@@ -154,6 +154,16 @@ def combine(hashes, start, end, seed):
     return _avalanche(h)
 
 
+@njit(cache=True)
+def xxh64_batch(buf, offsets, seed):
+    """xxh64 of each CSR item ``buf[offsets[k]:offsets[k+1]]``."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    for k in range(n):
+        out[k] = xxh64(buf, offsets[k], offsets[k + 1], seed)
+    return out
+
+
 def xxh64_bytes(data: bytes, seed: int = 0) -> int:
     """XXH64 of a Python ``bytes`` object (convenience wrapper over the kernel)."""
     arr = np.frombuffer(data, dtype=np.uint8)

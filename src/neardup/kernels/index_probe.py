@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .minhash import is_empty_row
+from .minhash import equal_fraction, is_empty_row
 from .simhash import popcount64
 
 
@@ -52,7 +52,6 @@ def probe_segment(qvals, qrows, qkeys, bands, band_row, sigs, dead, empty, kind,
     larger arrays). ``dead``: per segment row, tombstoned (length 0: none). ``max_bucket`` > 0: a
     band run that would make a bucket of more than that many documents with the query is visited
     at its first (oldest) row only — the batch engine's star rule for large buckets."""
-    k = sigs.shape[1]
     cap = out_q.shape[0]
     cnt = 0
     has_dead = dead.shape[0] > 0
@@ -88,13 +87,9 @@ def probe_segment(qvals, qrows, qkeys, bands, band_row, sigs, dead, empty, kind,
                 continue
             row = sigs[r]
             if kind == 0:
-                if is_empty_row(row, empty):
+                if is_empty_row(row, empty):    # never a match, whatever the limit
                     continue
-                eq = 0
-                for t in range(k):
-                    if a[t] == row[t]:
-                        eq += 1
-                s = eq / k
+                s = equal_fraction(a, row, empty)
                 if not s >= limit:
                     continue
             else:

@@ -203,22 +203,24 @@ def is_empty_row(row, empty):
     return True
 
 
+@njit(inline="always", cache=True)
+def equal_fraction(a, b, empty):
+    """Fraction of equal slots of two signature rows; 0 when either is empty."""
+    if is_empty_row(a, empty) or is_empty_row(b, empty):
+        return 0.0
+    eq = 0
+    for j in range(a.shape[0]):
+        if a[j] == b[j]:
+            eq += 1
+    return eq / a.shape[0]
+
+
 @njit(cache=True)
 def equal_fraction_pairs(sig, ii, jj, empty):
     """Fraction of equal slots for each row pair (ii[p], jj[p]); an empty row scores 0."""
-    k = sig.shape[1]
     out = np.empty(ii.shape[0], dtype=np.float64)
     for p in range(ii.shape[0]):
-        a = sig[ii[p]]
-        b = sig[jj[p]]
-        if is_empty_row(a, empty) or is_empty_row(b, empty):
-            out[p] = 0.0
-            continue
-        eq = 0
-        for j in range(k):
-            if a[j] == b[j]:
-                eq += 1
-        out[p] = eq / k
+        out[p] = equal_fraction(sig[ii[p]], sig[jj[p]], empty)
     return out
 
 

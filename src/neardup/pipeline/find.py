@@ -44,6 +44,14 @@ def minhash_similarity(j, size_a, size_b, metric: str):
     return np.maximum(containment_from_jaccard(j, size_a, size_b), containment_from_jaccard(j, size_b, size_a))
 
 
+def exact_similarity(features: Features, a, b, metric: str) -> np.ndarray:
+    """A pair's exact similarity on its shingle sets (``verify="exact"``): Jaccard, or for containment
+    the larger of the two containments. The one rule both engines use."""
+    if metric == "jaccard":
+        return exact_jaccard_pairs(features, a, b)
+    return np.maximum(containment_pairs(features, a, b), containment_pairs(features, b, a))
+
+
 @dataclass
 class DuplicateResult:
     clusters: Clusters
@@ -110,9 +118,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
 
     def similarity(a, b):
         if verify == "exact" and features is not None:
-            if metric == "jaccard":
-                return exact_jaccard_pairs(features, a, b)
-            return np.maximum(containment_pairs(features, a, b), containment_pairs(features, b, a))
+            return exact_similarity(features, a, b, metric)
         j = jaccard_rows(values, a, b, sigs.scheme)
         return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
 
