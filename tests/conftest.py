@@ -1,3 +1,4 @@
+import gzip
 import math
 import os
 import shutil
@@ -15,6 +16,18 @@ def shared() -> Path:
     if not (SHARED / "corpora").is_dir():
         pytest.skip("../shared (reference corpora) is not beside the repository")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def days(tmp_path_factory) -> Path:
+    """The demo corpus (550 real copyright files with many near-copies) cut into two days, and whole."""
+    folder = tmp_path_factory.mktemp("days")
+    demo = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
+    lines = gzip.open(demo, "rt", encoding="utf-8").read().splitlines(keepends=True)
+    (folder / "day1.jsonl").write_text("".join(lines[:275]), encoding="utf-8")
+    (folder / "day2.jsonl").write_text("".join(lines[275:]), encoding="utf-8")
+    (folder / "all.jsonl").write_text("".join(lines), encoding="utf-8")
+    return folder
 
 
 def chi2_quantile(p_z: float, dof: int) -> float:

@@ -2,7 +2,6 @@
 keeps what one run over both keeps), reruns, crashes at every stage, and hostile use."""
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import signal
@@ -19,20 +18,6 @@ from neardup.config import DedupConfig
 from neardup.errors import ConfigError, InputFormatError
 from neardup.index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
 from neardup.pipeline.dedup import run_dedup
-
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
-
-
-@pytest.fixture(scope="module")
-def days(tmp_path_factory) -> Path:
-    """The demo corpus (550 real copyright files with many near-copies) cut into two days."""
-    folder = tmp_path_factory.mktemp("days")
-    lines = gzip.open(DEMO, "rt", encoding="utf-8").read().splitlines(keepends=True)
-    (folder / "day1.jsonl").write_text("".join(lines[:275]), encoding="utf-8")
-    (folder / "day2.jsonl").write_text("".join(lines[275:]), encoding="utf-8")
-    (folder / "all.jsonl").write_text("".join(lines), encoding="utf-8")
-    return folder
 
 
 def _cfg(**kw) -> DedupConfig:
@@ -202,6 +187,10 @@ def test_bad_uses_are_refused_before_anything_is_written(days, tmp_path):
     with pytest.raises(InputFormatError, match=r"floats.jsonl:1.*1.5"):
         run_dedup([str(bad)], str(tmp_path / "o3"), _cfg(index=str(tmp_path / "i")))
     assert (tmp_path / "i" / "MANIFEST").read_bytes() == before
+    # a failed first run leaves neither the output folder nor the index it created
+    with pytest.raises(InputFormatError, match=r"floats.jsonl:1.*1.5"):
+        run_dedup([str(bad)], str(tmp_path / "o5"), _cfg(index=str(tmp_path / "i5")))
+    assert not (tmp_path / "o5").exists() and not (tmp_path / "i5").exists()
     # a folder that is not an index
     (tmp_path / "notidx").mkdir()
     (tmp_path / "notidx" / "x").write_text("x")

@@ -391,3 +391,82 @@ def test_golden_outputs_on_spark(spark, tmp_path, monkeypatch, run):
     monkeypatch.chdir(tmp_path / "in")
     run_spark_dedup(inputs, str(tmp_path / "o"), _config(run), spark=spark)
     assert _digest(tmp_path / "o") == json.loads(GOLDEN.read_text(encoding="utf-8"))[run]
+
+
+def _index_contents(path: Path, method: str) -> dict:
+    from neardup.index.disk import DiskIndex, SimHashDiskIndex
+
+    cls = DiskIndex if method == "minhash" else SimHashDiskIndex
+    with cls.open(path, readonly=True) as idx:
+        st = idx.store
+        keys, raw = st.fetch_arrays(st.live_ids())
+        return {k: bytes(r) for k, r in zip(keys, raw)}
+
+
+@pytest.mark.parametrize("method,keep,fmt", [("minhash", "first", "jsonl"), ("simhash", "first", "jsonl"),
+                                             ("minhash", "longest", "parquet")])
+def test_index_day1_then_day2_matches_local(spark, days, tmp_path, method, keep, fmt):
+    """``--index`` on Spark: day 1 then day 2 give the local engine's outputs and index contents, and
+    (keep=first) keep what one run over both days keeps; a rerun writes the same and adds nothing."""
+    from neardup.engines.spark import run_spark_dedup
+
+    kw = dict(method=method, keep=keep, id_field="id", clusters_format=fmt)
+    reports = {}
+    for engine in ("local", "spark"):
+        idx = tmp_path / f"idx-{engine}"
+        for day in ("day1", "day2"):
+            cfg = _config(index=str(idx), **kw)
+            out = str(tmp_path / f"{engine}-{day}")
+            inputs = [str(days / f"{day}.jsonl")]
+            rep = run_dedup(inputs, out, cfg) if engine == "local" else run_spark_dedup(inputs, out, cfg, spark=spark)
+            reports[engine, day] = rep
+    for day in ("day1", "day2"):
+        local, sp = tmp_path / f"local-{day}", tmp_path / f"spark-{day}"
+        if fmt == "jsonl":
+            _same_outputs(local, sp)
+        else:
+            assert _files(local).keys() == _files(sp).keys()
+            ta, tb = (pq.read_table(root / "clusters.parquet") for root in (local, sp))
+            assert ta.schema == tb.schema and ta.equals(tb)
+        a, b = reports["local", day]["index"], reports["spark", day]["index"]
+        assert {**a, "path": None} == {**b, "path": None}
+    assert reports["spark", "day2"]["index"]["removed_by_index"] > 10
+    assert _index_contents(tmp_path / "idx-local", method) == _index_contents(tmp_path / "idx-spark", method)
+    if fmt == "jsonl":
+        d2 = tmp_path / "spark-day2"
+        by_index = [json.loads(x) for x in (d2 / "clusters.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert sum(1 for r in by_index if r.get("indexed")) == reports["spark", "day2"]["index"]["removed_by_index"]
+    if keep == "first" and method == "minhash":
+        run_dedup([str(days / "all.jsonl")], str(tmp_path / "all"), _config(**kw))
+
+        def kept(out):
+            return {json.loads(x)["id"] for x in (out / "clusters.jsonl").read_text(encoding="utf-8").splitlines()
+                    if json.loads(x)["kept"]}
+
+        assert kept(tmp_path / "spark-day1") | kept(tmp_path / "spark-day2") == kept(tmp_path / "all")
+        # a rerun of day 2 on Spark: the same outputs, nothing added
+        first = (tmp_path / "spark-day2" / "clusters.jsonl").read_bytes()
+        before = _index_contents(tmp_path / "idx-spark", method)
+        rep = run_spark_dedup([str(days / "day2.jsonl")], str(tmp_path / "spark-day2"),
+                              _config(index=str(tmp_path / "idx-spark"), **kw), spark=spark)
+        assert rep["index"]["rerun"] and rep["index"]["added"] == 0
+        assert (tmp_path / "spark-day2" / "clusters.jsonl").read_bytes() == first
+        assert _index_contents(tmp_path / "idx-spark", method) == before
+
+
+def test_index_refusals_on_spark(spark, days, tmp_path):
+    from neardup.engines.spark import run_spark_dedup
+    from neardup.errors import ConfigError, InputFormatError
+
+    with pytest.raises(ConfigError, match="local OUTDIR"):
+        run_spark_dedup([str(days / "day1.jsonl")], "hdfs://nowhere/out",
+                        _config(index=str(tmp_path / "i"), id_field="id"), spark=spark)
+    bad = tmp_path / "floats.jsonl"
+    bad.write_text('{"id": "a", "text": "one two three four"}\n{"id": 1.5, "text": "five six seven eight"}\n')
+    with pytest.raises(InputFormatError) as local:
+        run_dedup([str(bad)], str(tmp_path / "o"), _config(index=str(tmp_path / "i2"), id_field="id"))
+    with pytest.raises(InputFormatError, match=r"floats.jsonl:2: id 1.5 cannot name") as sp:
+        run_spark_dedup([str(bad)], str(tmp_path / "o"), _config(index=str(tmp_path / "i2"), id_field="id"),
+                        spark=spark)
+    assert str(sp.value) == str(local.value)
+    assert not (tmp_path / "o").exists() and not (tmp_path / "i2").exists()   # a failed first run leaves neither

@@ -51,6 +51,13 @@ sample pairs reach the driver):
    ``abfss://``, ``dbfs:/``, ``file://``) they stay Spark part-file folders (a CSV's header row in
    ``_header.csv`` beside its parts).
 
+With ``--index IDX`` (a local or mounted folder): after signing, each executor opens IDX read-only
+and probes its rows (the local engine's probe); the matched documents (at most one per new row,
+signatures only) are gathered on the driver and join the clustering as rows −m … −1 — first in row
+order, never linked to each other, winning the keep policy — exactly the local engine's fixed
+rows. After the outputs are staged, the kept rows' ids and signatures are gathered on the driver
+and added to IDX as one segment with the run's record (:mod:`neardup.pipeline.incremental`).
+
 Entry points: :func:`run_spark_dedup` (what the CLI calls), :func:`dedup_dataframe` (a DataFrame
 in, the DataFrame with cluster columns out), the building blocks :func:`sign_dataframe` and
 :func:`find_clusters`, and ``python -m neardup.engines.spark_submit INPUT... -o OUT [options]``
@@ -98,7 +105,7 @@ from ..io.compression import split_suffix
 from ..io.formats import InputSpec, check_fields_apply, check_stamp, fmt_for_name, output_name, read_rows, row_place
 from ..io.outdir import StagedOutput
 from ..io.sources import expand_inputs, spool
-from ..pipeline.dedup import DedupConfig, write_report
+from ..pipeline.dedup import INDEXED_TEXT, DedupConfig, write_report
 from ..pipeline.records import id_json, json_default
 from ..pipeline.report import SIMILARITY_BINS, SKIPPED_LISTED, RunSummary, build_report, sample_ranks
 
@@ -109,8 +116,6 @@ _PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, err
 
 
 def _check_supported(cfg: DedupConfig) -> None:
-    if cfg.index is not None:
-        raise ConfigError("index (--index) is not available with --engine spark yet; run it with --engine local")
     if cfg.method == "minhash" and cfg.scheme == "bottomk":
         raise ConfigError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
                           "apply; use scheme 'oph' or 'permutation' to find duplicates")
@@ -491,9 +496,10 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
                                          names=["lo", "hi", "sim"])
 
 
-def _format_records(batches, fmt):
+def _format_records(batches, fmt, indexed=False):
     """mapInArrow: the per-row table → ``clusters.jsonl`` lines (``fmt="jsonl"``) or clusters.parquet
-    columns, by the one record definition (:mod:`neardup.pipeline.records`)."""
+    columns (with the ``indexed`` column when asked), by the one record definition
+    (:mod:`neardup.pipeline.records`)."""
     from ..pipeline.records import document_line, parquet_batch, skipped_line  # noqa: PLC0415
 
     for batch in batches:
@@ -504,15 +510,16 @@ def _format_records(batches, fmt):
         errs = _column(batch, "err").to_pylist()
         empties = _column(batch, "empty").to_pylist()
         kepts = _column(batch, "kept").to_pylist()
+        by_index = _column(batch, "indexed").to_pylist()
         if fmt == "jsonl":
-            out = [_arrow_text(skipped_line(g, e)) if e is not None else document_line(i, c, k, s, g, em)
-                   for g, i, c, s, e, em, k in zip(rows, ids, cids, sims, errs, empties, kepts)]
+            out = [_arrow_text(skipped_line(g, e)) if e is not None else document_line(i, c, k, s, g, em, x)
+                   for g, i, c, s, e, em, k, x in zip(rows, ids, cids, sims, errs, empties, kepts, by_index)]
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["value"])
             continue
         yield parquet_batch(rows, [None if i is None else json.loads(i) for i in ids],
                             [None if c is None else json.loads(c) for c in cids], kepts,
                             [0.0 if x is None else x for x in sims], [_arrow_text(e) for e in errs],
-                            [bool(x) for x in empties])
+                            [bool(x) for x in empties], by_index if indexed else None)
 
 
 def _arrow_text(text):
@@ -979,9 +986,13 @@ def _finish_partition(batches, cfg_json):
     yield from out.to_batches(max_chunksize=65536)
 
 
-def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket: int = MAX_BUCKET) -> SparkClusters:
+def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket: int = MAX_BUCKET,
+                  fixed: bool = False) -> SparkClusters:
     """Clusters of the signed rows (``_SIGNED`` schema; rows with ``err`` set are ignored) by the local
-    engine's rules. ``sig_df`` should be persisted (and ideally hash-partitioned by ``row``)."""
+    engine's rules. ``sig_df`` should be persisted (and ideally hash-partitioned by ``row``).
+    ``fixed``: rows with negative row numbers are documents decided before (an index's, the local
+    ``fixed`` rows): they come first in row order, are never linked to each other (a verified pair
+    lo < hi with hi < 0) and win the keep policy through their score (+inf, or first in row order)."""
     cfg = (cfg or DedupConfig()).resolved()
     _check_supported(cfg)
     timings: dict = {}
@@ -1043,6 +1054,11 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         edges = same.select("lo", "hi", F.lit(1.0).alias("sim")).persist(StorageLevel.MEMORY_AND_DISK)
         n_edges = n_cand = edges.count()
         timings["group"] = time.perf_counter() - t0
+    if fixed:   # the local _unfix: no pair between two fixed rows
+        unfixed = edges.filter(F.col("hi") >= 0).persist(StorageLevel.MEMORY_AND_DISK)
+        n_edges = unfixed.count()
+        edges.unpersist()
+        edges = unfixed
     # clusters: components, representative by the keep policy, similarity to it
     _phase(spark, "clusters")
     t0 = time.perf_counter()
@@ -1122,16 +1138,20 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
     return edges, n_cand, n_edges, {"tables": int(len(plan.key_masks))}
 
 
-def _per_row(signed: DataFrame, found: SparkClusters) -> DataFrame:
-    """Every row: row, id, err, empty, kept, sim, cid (the id of its cluster's representative)."""
+def _per_row(signed: DataFrame, found: SparkClusters, fixed_ids: DataFrame | None = None) -> DataFrame:
+    """Every row: row, id, err, empty, kept, sim, cid (the id of its cluster's representative),
+    indexed (the representative is a fixed row: a document of the index, ``fixed_ids`` (row, id))."""
     ids = signed.filter(F.col("err").isNull()).select(F.col("row").alias("rep"), F.col("id").alias("cid"))
+    if fixed_ids is not None:
+        ids = ids.unionByName(fixed_ids.select(F.col("row").alias("rep"), F.col("id").alias("cid")))
     a = found.assign.join(ids, "rep").select("row", "rep", "sim", "cid")
     return (signed.select("row", "id", "err", "empty").join(a, "row", "left")
                   .select("row", "id", "err", "empty",
                           F.when(F.col("err").isNull(), F.coalesce(F.col("rep"), F.col("row")) == F.col("row"))
                            .otherwise(F.lit(False)).alias("kept"),
                           F.coalesce(F.col("sim"), F.lit(1.0)).alias("sim"),
-                          F.coalesce(F.col("cid"), F.col("id")).alias("cid")))
+                          F.coalesce(F.col("cid"), F.col("id")).alias("cid"),
+                          F.coalesce(F.col("rep") < 0, F.lit(False)).alias("indexed")))
 
 
 def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str = "text", id_col: str | None = None,
@@ -1235,7 +1255,10 @@ def _write_kept(spark, spec: InputSpec, fi: int, num: _Numbering, cfg: DedupConf
         _write_file(spark, folder.rstrip("/") + "/_header.csv", header)
 
 
-def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest: str | None) -> None:
+def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest: str | None,
+                    indexed: bool = False) -> None:
+    """clusters.jsonl / clusters.parquet (``indexed``: the parquet gets the ``indexed`` column, as the
+    local engine writes it when an index's documents took part)."""
     ordered = table.orderBy("row")
     if cfg.clusters_format == "jsonl":
         ordered.mapInArrow(partial(_format_records, fmt="jsonl"), "value string").write.mode("overwrite") \
@@ -1244,14 +1267,15 @@ def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest
             _concat(folder, dest, None)
         return
     schema = ("id string, cluster string, kept boolean, similarity double, status string, row long, reason string, "
-              "empty boolean")
-    ordered.mapInArrow(partial(_format_records, fmt="parquet"), schema).write.mode("overwrite").parquet(folder)
+              "empty boolean" + (", indexed boolean" if indexed else ""))
+    ordered.mapInArrow(partial(_format_records, fmt="parquet", indexed=indexed), schema).write.mode("overwrite") \
+        .parquet(folder)
     if dest is not None:
         import pyarrow.parquet as pq  # noqa: PLC0415
 
         from ..pipeline.records import parquet_schema  # noqa: PLC0415
 
-        schema = parquet_schema()
+        schema = parquet_schema(indexed)
         tables = [pq.read_table(os.path.join(folder, p)).cast(schema) for p in _part_files(folder)]
         pq.write_table(pa.concat_tables(tables) if tables else schema.empty_table(), dest)
 
@@ -1268,16 +1292,26 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
     t_start = time.perf_counter()
     specs = _expand(list(inputs), cfg.input_format)        # inputs and OUTDIR before the JVM starts
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
+    if cfg.index is not None:
+        if _is_uri(outdir) or _is_uri(cfg.index):
+            raise ConfigError("index (--index) with --engine spark needs a local OUTDIR and a local (or mounted) "
+                              "index folder: the outputs and the index change are committed together, by renames "
+                              f"on one file system; got -o {outdir} --index {cfg.index}")
+        from ..pipeline.dedup import check_index_path  # noqa: PLC0415
+
+        check_index_path(cfg.index, outdir, specs)
     if _is_uri(outdir):
         if any(s.pipe for s in specs):
             raise ConfigError("standard input or a pipe can be read by --engine spark only into a local OUTDIR "
                               "(it is copied there first)")
         with _session(spark, cfg) as session:
             return _run(session, specs, cfg, outdir, None, command, t_start)
-    with StagedOutput(outdir, specs) as stage:
+    from ..pipeline.dedup import _open_index  # noqa: PLC0415
+
+    with StagedOutput(outdir, specs) as stage, _open_index(cfg) as index:
         specs = spool(specs, stage.work)
         with _session(spark, cfg) as session:
-            report = _run(session, specs, cfg, stage.out, stage.out, command, t_start)
+            report = _run(session, specs, cfg, stage.out, stage.out, command, t_start, index)
         shutil.rmtree(os.path.join(stage.out, "_spark"), ignore_errors=True)
         stage.commit()
     return report
@@ -1338,7 +1372,8 @@ def _first_message(df: DataFrame, cond, col: str = "err") -> str:
     return df.filter(cond).orderBy("row").select(col).first()[0]
 
 
-def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: str, t_start: float) -> dict:
+def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: str, t_start: float,
+         index=None) -> dict:
     timings: dict = {}
     t0 = time.perf_counter()
     signed, num = _read_signed(spark, specs, cfg)
@@ -1357,7 +1392,7 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
                 signed.unpersist()
                 signed = marked
                 st = _signed_stats(signed)
-        return _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings)
+        return _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings, index)
     finally:
         _phase(spark, None)
         signed.unpersist()
@@ -1450,17 +1485,33 @@ def _mark_duplicate_ids(signed: DataFrame, specs, num: _Numbering, cfg: DedupCon
         dups.unpersist()
 
 
-def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings) -> dict:
-    found = find_clusters(signed, cfg)
+def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings, index=None) -> dict:
+    part = None
+    docs = signed
+    if index is not None:     # the indexed documents the new rows match join the clustering, first
+        _phase(spark, "index")
+        t0 = time.perf_counter()
+        part = _index_part(spark, specs, signed, num, cfg, index)
+        if part.fixed is not None:
+            docs = part.fixed.unionByName(signed).repartition(_shuffle_partitions(spark), "row") \
+                .persist(StorageLevel.MEMORY_AND_DISK)
+        timings["index_query"] = time.perf_counter() - t0
+    try:
+        found = find_clusters(docs, cfg, fixed=docs is not signed)
+    finally:
+        if docs is not signed:
+            docs.unpersist()
     timings.update(found.timings)
     n_docs = int(st["docs"])
     drop = removed = None
+    m = len(part.keys) if part is not None else 0
     try:
         _phase(spark, "write")
         t0 = time.perf_counter()
-        table = _per_row(signed, found)
+        table = _per_row(signed, found, part.fixed.select("row", "id") if m else None)
         drop = table.filter(~F.col("kept")).select("row").persist(StorageLevel.MEMORY_AND_DISK)
-        removed = found.assign.filter(F.col("row") != F.col("rep")).persist(StorageLevel.MEMORY_AND_DISK)
+        ours = found.assign.filter(F.col("row") >= 0)    # an index's rows are not outputs
+        removed = ours.filter(F.col("row") != F.col("rep")).persist(StorageLevel.MEMORY_AND_DISK)
         n_removed = removed.count()
         parts = _join(out, "_spark") if local is not None else out
         if cfg.clusters_format == "parquet":
@@ -1490,14 +1541,14 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                             "rows": num.rows[fi], "kept": int(kept_per.get(fi, 0))})
         cname = f"clusters.{cfg.clusters_format}"
         if local is not None:
-            _write_clusters(spark, table, cfg, os.path.join(parts, "clusters"), os.path.join(local, cname))
+            _write_clusters(spark, table, cfg, os.path.join(parts, "clusters"), os.path.join(local, cname), m > 0)
         else:
-            _write_clusters(spark, table, cfg, _join(out, cname), None)
+            _write_clusters(spark, table, cfg, _join(out, cname), None, m > 0)
         timings["write"] = time.perf_counter() - t0
 
         # -- report ---------------------------------------------------------------------------------------
         _phase(spark, "report")
-        sizes = (found.assign.groupBy("rep").agg(F.count(F.lit(1)).alias("s")).filter(F.col("s") > 1).groupBy("s")
+        sizes = (ours.groupBy("rep").agg(F.count(F.lit(1)).alias("s")).filter(F.col("s") > 1).groupBy("s")
                  .agg(F.count(F.lit(1)).alias("k")).collect())
         hist = np.zeros(SIMILARITY_BINS, dtype=np.int64)
         for r in removed.select("sim").mapInArrow(_histogram_batches, "bin int, n long").groupBy("bin") \
@@ -1507,7 +1558,18 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         want = {x for k, d, _ in samples for x in (k, d)}
         ids = {r["row"]: json.loads(r["id"]) for r in signed.filter(F.col("row").isin(list(want)))
                .select("row", "id").collect()} if want else {}
-        texts = _fetch_texts(spark, specs, cfg, num, want)
+        texts = _fetch_texts(spark, specs, cfg, num, {r for r in want if r >= 0})
+        for r in want:
+            if r < 0:                  # a document of the index
+                ids[r] = part.keys[r + m]
+                texts[r] = INDEXED_TEXT
+        index_info = None
+        if part is not None:
+            by_index = removed.filter(F.col("rep") < 0).count()
+            n_kept = sum(o["kept"] for o in outputs)
+            index_info = {"path": os.path.abspath(cfg.index), "documents_before": part.documents,
+                          "matched_documents": m, "removed_by_index": int(by_index),
+                          "added": 0 if part.rerun else int(n_kept), "rerun": part.rerun}
         skipped_rows = (signed.filter(F.col("err").isNotNull()).orderBy("row").select("row", "err")
                         .limit(SKIPPED_LISTED).collect()) if st["skipped"] else []
         timings["total"] = time.perf_counter() - t_start
@@ -1524,18 +1586,147 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             timings=timings,
             lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
             engine_info={"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
-                         "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds}))
+                         "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
+            index=index_info))
         if local is not None:
             write_report(report, local, cfg.html)        # the local engine's writer, report.html included
         else:
             data = json.dumps(report, indent=2, ensure_ascii=False, default=json_default) + "\n"
             _write_file(spark, _join(out, "report.json"), data.encode("utf-8", "backslashreplace"))
+        if part is not None and not part.rerun:   # outputs staged in full: the index changes, then they go in place
+            _add_kept(signed, table, cfg, index, part.key)
         return report
     finally:
         found.unpersist()
         for df in (drop, removed):
             if df is not None:
                 df.unpersist()
+
+
+# -- --index: the documents of a persistent index as fixed rows ------------------------------------------
+@dataclass
+class _IndexPart:
+    """The indexed documents the new rows matched, as rows of the signed schema numbered −m … −1 in
+    document-id order (``fixed``, persisted; None when nothing matched), their keys, the index's
+    size as this run sees it, and whether this run was added before (a rerun)."""
+    fixed: DataFrame | None
+    keys: list
+    documents: int
+    rerun: bool
+    key: str
+
+
+_READERS: dict = {}
+
+
+def _index_reader(path: str, method: str, token: str):
+    """The index opened read-only in this Python worker, once per run (``token``); a reader sees the
+    manifest's newest generation at every probe, while the driver holds the writer's lock."""
+    idx = _READERS.get((path, token))
+    if idx is None:
+        from ..index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
+
+        for old in list(_READERS):
+            _READERS.pop(old).close()
+        cls = DiskIndex if method == "minhash" else SimHashDiskIndex
+        idx = _READERS[(path, token)] = cls.open(path, readonly=True)
+    return idx
+
+
+def _index_matches(batches, path, cfg_json, hidden, token):
+    """mapInArrow: (row, sig, empty) of new documents → (doc, id, sig) of the indexed documents that
+    match any of them by the index's own probe (:func:`neardup.pipeline.incremental.matched_rows`,
+    what the local engine calls on all rows at once: a query's matches do not depend on the others)."""
+    from ..pipeline.incremental import matched_rows  # noqa: PLC0415
+
+    cfg = DedupConfig(**json.loads(cfg_json))
+    idx = _index_reader(path, cfg.method, token)
+    dtype = _sig_dtype(cfg)
+    idx.store.hide(hidden)
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            values = _binary_rows(_column(batch, "sig"), dtype)
+            empty = _column(batch, "empty").to_numpy(zero_copy_only=False).astype(bool)
+            docs, keys, vals = matched_rows(idx, values, empty, cfg)
+            if not keys:
+                continue
+            yield pa.RecordBatch.from_arrays([
+                pa.array(docs, pa.int64()), pa.array([_dump_id(k) for k in keys], pa.string()),
+                _binary_array(np.asarray(vals, dtype=dtype).reshape(len(keys), -1))], names=["doc", "id", "sig"])
+    finally:
+        idx.store.hide(())
+
+
+def _bad_ids(batches):
+    """mapInArrow: (row, id JSON) → the rows whose id cannot be an index key (not a string or a 64-bit
+    integer)."""
+    for batch in batches:
+        ids = _column(batch, "id").to_pylist()
+        bad = [k for k, i in enumerate(ids) if i is not None and not (
+               i.startswith('"') or re.fullmatch(r"-?[0-9]+", i) and -2**63 <= int(i) < 2**63)]
+        yield batch.take(pa.array(bad, pa.int64())) if bad else batch.slice(0, 0)
+
+
+def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConfig, index) -> _IndexPart:
+    """The local engine's :func:`neardup.pipeline.incremental.matched` on Spark: ids checked, this
+    run's record looked up, the new rows probed against the index on the executors (each opens the
+    folder read-only), the matched documents gathered on the driver (at most one per new row: their
+    signatures, not their texts) and numbered before every new row."""
+    from ..kernels.lsh import row_keys  # noqa: PLC0415
+    from ..pipeline.incremental import check_ids, rerun_view, run_key  # noqa: PLC0415
+
+    docs = signed.filter(F.col("err").isNull())
+    bad = docs.select("row", "id").mapInArrow(_bad_ids, "row long, id string").orderBy("row").first()
+    if bad is not None:
+        check_ids([json.loads(bad["id"])], lambda _: _row_place(specs, num, bad["row"]))
+    key = run_key(specs, cfg)
+    rerun, hidden = rerun_view(index, cfg, key)
+    index.store.hide(hidden)
+    try:
+        documents = len(index)
+    finally:
+        index.store.hide(())
+    import uuid  # noqa: PLC0415
+
+    fn = partial(_index_matches, path=os.path.abspath(cfg.index), cfg_json=_cfg_json(cfg), hidden=sorted(hidden),
+                 token=uuid.uuid4().hex)
+    got = (docs.select("row", "sig", "empty").mapInArrow(fn, "doc long, id string, sig binary")
+           .dropDuplicates(["doc"]).toArrow())
+    m = got.num_rows
+    if m == 0:
+        return _IndexPart(None, [], documents, rerun, key)
+    order = np.argsort(got.column("doc").to_numpy(), kind="stable")
+    got = got.take(pa.array(order))
+    ids = got.column("id").to_pylist()
+    dtype = _sig_dtype(cfg)
+    values = _binary_rows(got.column("sig").combine_chunks(), dtype)
+    rk = row_keys(np.ascontiguousarray(values)).view(np.int64) if cfg.method == "minhash" \
+        else values[:, 0].view(np.int64)
+    no = pa.array(np.zeros(m, bool))
+    table = pa.table({
+        "row": pa.array(np.arange(-m, 0, dtype=np.int64)), "id": pa.array(ids, pa.string()),
+        "err": pa.nulls(m, pa.string()), "blank": no, "fatal": no, "replaced": no,
+        "length": pa.array(np.zeros(m, np.int64)),
+        "score": pa.array(np.full(m, 0.0 if cfg.keep == "first" else np.inf)),   # they win their clusters
+        "sig": got.column("sig"), "empty": no, "sig_empty": no, "size": pa.array(np.zeros(m, np.int64)),
+        "rk": pa.array(rk, pa.int64()), "sh": pa.nulls(m, pa.binary())})
+    fixed = spark.createDataFrame(table, schema=_SIGNED)
+    return _IndexPart(fixed, [json.loads(i) for i in ids], documents, rerun, key)
+
+
+def _add_kept(signed: DataFrame, table: DataFrame, cfg: DedupConfig, index, key: str) -> None:
+    """The kept new rows into the index as one segment with this run's record (the local
+    :func:`neardup.pipeline.incremental.add_kept`): their ids and signatures gathered on the driver
+    in row order (k × 4 bytes each, no text)."""
+    from ..pipeline.incremental import add_kept  # noqa: PLC0415
+
+    kept = (table.filter(F.col("kept")).select("row").join(signed.select("row", "id", "sig", "empty"), "row")
+            .orderBy("row").toArrow())
+    values = _binary_rows(kept.column("sig").combine_chunks(), _sig_dtype(cfg))
+    empty = kept.column("empty").to_numpy(zero_copy_only=False).astype(bool)
+    add_kept(index, [json.loads(i) for i in kept.column("id").to_pylist()], values, empty, key, cfg)
 
 
 def _input_of(num: _Numbering, row: int) -> int:

@@ -28,6 +28,7 @@ puts it in place. The rules:
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -197,9 +198,11 @@ class StagedOutput:
         self.label = os.fspath(outdir)
         self._fd = None
         self.tmp = self.out = self.work = None
+        self._made = self._committed = False
 
     # -- opening ------------------------------------------------------------------------------
     def __enter__(self) -> StagedOutput:
+        self._made = not os.path.lexists(self.outdir)
         try:
             os.makedirs(self.outdir, exist_ok=True)
         except OSError as exc:
@@ -276,6 +279,7 @@ class StagedOutput:
             self._write_manifest(new)
         except OSError as exc:
             raise OutputError(f"{self.label}: cannot put the outputs in place ({_msg(exc)})") from None
+        self._committed = True
         shutil.rmtree(aside, ignore_errors=True)
 
     def _write_manifest(self, entries: dict) -> None:
@@ -294,6 +298,9 @@ class StagedOutput:
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+        if self._made and not self._committed and self._fd in HELD_LOCKS:
+            with contextlib.suppress(OSError):   # a failed run leaves no folder it created (removed
+                os.rmdir(self.outdir)           # only empty, and while still holding its lock)
         if self._fd is not None:
             HELD_LOCKS.discard(self._fd)
             os.close(self._fd)     # releases the lock

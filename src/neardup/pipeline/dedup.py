@@ -568,10 +568,17 @@ def _open_index(cfg: DedupConfig):
         return
     from .incremental import open_index  # noqa: PLC0415
 
+    made = not os.path.lexists(cfg.index)
     index = open_index(cfg)
     try:
         yield index
-    finally:
+    except BaseException:
+        empty = made and len(index) == 0 and not index.store.segments()
+        index.close()
+        if empty:     # a failed first run leaves no index behind (it would fix the parameters)
+            shutil.rmtree(cfg.index, ignore_errors=True)
+        raise
+    else:
         index.close()
 
 

@@ -107,36 +107,53 @@ class IndexPart:
     documents: int
 
 
-def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key: str) -> IndexPart:
-    """Indexed documents within the run's threshold of any new row (a rerun hides its own segment)."""
+def rerun_view(index, cfg: DedupConfig, key: str) -> tuple[bool, set]:
+    """(rerun, hidden): whether this run's record is in the index, and the segments to hide so that
+    the index reads as it was before that run added its rows. A run whose segment has since been
+    merged cannot be reproduced: :class:`~neardup.errors.ConfigError`."""
     st = index.store
     runs = st.get_meta("runs") or {}
     rec = runs.get(key)
-    hidden = set()
-    if rec is not None:
-        names = {s["dir"] for s in st.segments()}
-        if rec["segment"] is not None and rec["segment"] not in names:
-            raise ConfigError(f"{cfg.index}: this run was added to the index before (generation "
-                              f"{rec['generation']}) and later merged with other segments, so its outputs "
-                              "cannot be reproduced; use a new output folder and index, or change the inputs")
-        hidden = {rec["segment"]} - {None}
-    st.hide(hidden)
-    try:
-        if cfg.method == "minhash":
-            t = float(cfg.threshold)
-            _, ci, _, keys, ids, cvals = index._matches(values, empty, AtLeast(t))
-        else:
-            k = int(cfg.bits)
-            _, ci, _, keys, ids, cvals = index._matches(values.reshape(-1, 1), empty, AtMost(k))
-        documents = len(index)
-    finally:
-        st.hide(())
+    if rec is None:
+        return False, set()
+    names = {s["dir"] for s in st.segments()}
+    if rec["segment"] is not None and rec["segment"] not in names:
+        raise ConfigError(f"{cfg.index}: this run was added to the index before (generation "
+                          f"{rec['generation']}) and later merged with other segments, so its outputs "
+                          "cannot be reproduced; use a new output folder and index, or change the inputs")
+    return True, {rec["segment"]} - {None}
+
+
+def accept_rule(cfg: DedupConfig):
+    """The index's acceptance rule for this run: Jaccard estimate ≥ t, or Hamming distance ≤ k."""
+    return AtLeast(float(cfg.threshold)) if cfg.method == "minhash" else AtMost(int(cfg.bits))
+
+
+def matched_rows(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig):
+    """(document ids, keys, signatures) of the indexed documents within the run's rule of any row of
+    ``values`` (rows where ``empty`` is set are not probed), in document-id order (older first)."""
+    if cfg.method == "simhash":
+        values = values.reshape(-1, 1)
+    _, ci, _, keys, ids, cvals = index._matches(values, empty, accept_rule(cfg))
     used = np.unique(ci)
     used = used[np.argsort(ids[used], kind="stable")]      # by document id: older documents first
     vals = cvals[used]
     if cfg.method == "simhash":
         vals = vals.reshape(-1)
-    return IndexPart([keys[c] for c in used.tolist()], vals, rec is not None, documents)
+    return ids[used], [keys[c] for c in used.tolist()], vals
+
+
+def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key: str) -> IndexPart:
+    """Indexed documents within the run's threshold of any new row (a rerun hides its own segment)."""
+    st = index.store
+    rerun, hidden = rerun_view(index, cfg, key)
+    st.hide(hidden)
+    try:
+        _, keys, vals = matched_rows(index, values, empty, cfg)
+        documents = len(index)
+    finally:
+        st.hide(())
+    return IndexPart(keys, vals, rerun, documents)
 
 
 def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str, cfg: DedupConfig) -> dict:
