@@ -20,7 +20,10 @@ from . import main
 @click.option("--max-body-bytes", type=click.IntRange(1), default=16 << 20, show_default=True)
 @click.option("--max-batch", type=click.IntRange(1), default=10000, show_default=True,
               help="Most documents in one request.")
-def serve(index_path, host, port, token_file, max_body_bytes, max_batch):
+@click.option("--commit-delay-ms", type=click.FloatRange(0, 1000), default=2.0, show_default=True,
+              help="Group commit: how long a check-and-add round may wait for requests still on their way "
+                   "(more requests per fsync; 0: none).")
+def serve(index_path, host, port, token_file, max_body_bytes, max_batch, commit_delay_ms):
     """Serve an index over HTTP: POST /v1/check, /v1/add, /v1/check-and-add; GET/DELETE
     /v1/docs/{id}; GET /v1/stats, /healthz; OpenAPI at /docs. Binds 127.0.0.1 unless told."""
     try:
@@ -39,8 +42,10 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch):
         if not token:
             raise click.ClickException(f"{token_file} is empty: put the bearer token in it")
     idx = _open(index_path, readonly=False, synchronous="FULL")
+    app = None
     try:
-        app = create_app(idx, token=token, max_body=max_body_bytes, max_batch=max_batch)
+        app = create_app(idx, token=token, max_body=max_body_bytes, max_batch=max_batch,
+                         commit_delay=commit_delay_ms / 1000)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -57,4 +62,6 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch):
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
+        if app is not None:
+            app.state.service.close()
         idx.close()

@@ -16,15 +16,19 @@ TOKEN``. Bad requests — malformed JSON, invalid UTF-8, a body over ``--max-bod
 wrongly typed fields, an empty batch, more than ``--max-batch`` documents — get a 4xx answer
 ``{"error": {"status", "message"}}`` and change nothing.
 """
+import asyncio
+import collections
+import contextlib
 import hmac
 import json
 import threading
+import time
 from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -90,32 +94,41 @@ def parse_documents(body: bytes, need_id: bool, max_batch: int) -> tuple:
 
 
 class _Pending:
-    __slots__ = ("ids", "values", "empty", "done", "result", "error")
+    """One queued check-and-add request: its documents, and how to deliver the outcome."""
+    __slots__ = ("ids", "texts", "deliver")
 
-    def __init__(self, ids, values, empty):
-        self.ids, self.values, self.empty = ids, values, empty
-        self.done = threading.Event()
-        self.result = self.error = None
+    def __init__(self, ids, texts, deliver):
+        self.ids, self.texts, self.deliver = ids, texts, deliver
 
 
 class IndexService:
-    """The operations behind the endpoints, serialised by one lock (the index object belongs to one
-    thread at a time; check-and-add must be atomic).
+    """The operations behind the endpoints. The index object belongs to one thread at a time (one
+    lock); check-and-add must be atomic.
 
-    Group commit: check-and-add requests that arrive while one is being processed wait in a queue;
-    the next round takes all of them, in arrival order, as one batch — one probe of the index, one
-    log record, one fsync — and gives each request its own results. The outcome is the one of
-    processing the requests one after another in that order (a document is checked against
-    everything added before it, including by earlier requests of the round)."""
+    Group commit: check-and-add requests go to a queue served by one writer thread. Each round takes
+    every queued request (up to ``max_group`` documents), in arrival order, as one batch — one call
+    of the signing kernels, one probe of the index, one log record, one fsync — and gives each
+    request its own results. The outcome is the one of processing the requests one after another
+    in that order (a document is checked against everything added before it, including by earlier
+    requests of the round). Under load the rounds grow by themselves, so the fixed cost of a round
+    (the fsync above all) is shared by more requests; while fewer requests are queued than the last
+    round took, a round waits up to ``commit_delay`` seconds for the rest (PostgreSQL's
+    ``commit_delay``): with 8 clients on 2 cores, 2 ms raised single-document requests from about
+    550/s to 800–930/s and lowered p99 (benchmarks/INDEX.md)."""
 
-    def __init__(self, index, max_group: int = 4096):
+    def __init__(self, index, max_group: int = 4096, commit_delay: float = 0.002):
         self.index = index
         self.lock = threading.Lock()
         self.simhash = index.kind == "simhash"
         self.field = "distance" if self.simhash else "similarity"
         self.max_group = max_group
-        self._queue: list[_Pending] = []
-        self._qlock = threading.Lock()
+        self.commit_delay = commit_delay
+        self.last_round = 0
+        self._queue: collections.deque[_Pending] = collections.deque()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._writer = threading.Thread(target=self._serve, name="neardup-writer", daemon=True)
+        self._writer.start()
 
     def _matches(self, ms) -> list:
         return [{"id": k, self.field: (int(s) if self.simhash else float(s))} for k, s in ms]
@@ -136,49 +149,97 @@ class IndexService:
                 raise RequestError(409, str(exc)) from None
         return [{"id": k, "duplicate": False, "added": True, "matches": []} for k in ids]
 
-    def check_and_add(self, ids, texts) -> list:
-        values, empty = self.index._sign(texts)
-        me = _Pending(ids, values, empty)
-        with self._qlock:
-            self._queue.append(me)
-        while not me.done.is_set():
-            with self.lock:                 # whoever holds the lock serves every queued request
-                if me.done.is_set():
-                    break
-                self._serve_queue()
-        if me.error is not None:
-            raise me.error
-        for r in me.result:
-            r["matches"] = self._matches(r["matches"])
-        return me.result
+    # -- check-and-add: the queue and its writer thread ----------------------------------------
+    def _submit(self, ids, texts, deliver) -> None:
+        with self._wake:
+            if self._closed:
+                raise RequestError(503, "the service is shutting down")
+            self._queue.append(_Pending(ids, texts, deliver))
+            self._wake.notify()
 
-    def _serve_queue(self) -> None:
-        with self._qlock:
+    def check_and_add(self, ids, texts) -> list:
+        """Blocking form (for threads): queue the request and wait for its round."""
+        done = threading.Event()
+        box: list = []
+
+        def deliver(result, error):
+            box.append((result, error))
+            done.set()
+
+        self._submit(ids, texts, deliver)
+        done.wait()
+        result, error = box[0]
+        if error is not None:
+            raise error
+        return result
+
+    async def check_and_add_async(self, ids, texts) -> list:
+        """Awaitable form (for the event loop): no thread is held while the request waits."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def settle(result, error):
+            if not fut.done():
+                if error is not None:
+                    fut.set_exception(error)
+                else:
+                    fut.set_result(result)
+
+        self._submit(ids, texts, lambda r, e: loop.call_soon_threadsafe(settle, r, e))
+        return await fut
+
+    def _take(self) -> list[_Pending] | None:
+        with self._wake:
+            while not self._queue and not self._closed:
+                self._wake.wait()
+            if not self._queue:
+                return None
+            # group commit's delay: while fewer are queued than the last round took, more are
+            # probably on their way (clients answered by that round): let them join, up to the delay
+            deadline = time.monotonic() + self.commit_delay
+            while len(self._queue) < self.last_round and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._wake.wait(left)
             group, size = [], 0
             while self._queue and (not group or size + len(self._queue[0].ids) <= self.max_group):
-                p = self._queue.pop(0)
+                p = self._queue.popleft()
                 group.append(p)
                 size += len(p.ids)
-        if not group:
-            return
-        try:
-            # one batch in arrival order: the same outcome as the requests one after another (an id
-            # sent by two requests is added at most once, by the first that adds it)
-            ids = [k for p in group for k in p.ids]
-            values = np.concatenate([p.values for p in group])
-            empty = np.concatenate([p.empty for p in group])
+            self.last_round = len(group)
+            return group
+
+    def _serve(self) -> None:
+        while True:
+            group = self._take()
+            if group is None:
+                return
+            try:
+                self._round(group)
+            except BaseException as exc:   # every request of the round learns of it; nothing was added
+                for p in group:
+                    p.deliver(None, exc)
+
+    def _round(self, group: list[_Pending]) -> None:
+        ids = [k for p in group for k in p.ids]
+        values, empty = self.index._sign([t for p in group for t in p.texts])
+        with self.lock:
             res = self.index._check_and_add(ids, values, empty, self.index._default_accept())
-            results, at = [], 0
-            for p in group:
-                results.append(res[at:at + len(p.ids)])
-                at += len(p.ids)
-            for p, r in zip(group, results):
-                p.result = r
-        except BaseException as exc:   # every request of the group learns of it; nothing was added
-            for p in group:
-                p.error = exc
+        at = 0
         for p in group:
-            p.done.set()
+            out = res[at:at + len(p.ids)]
+            at += len(p.ids)
+            for r in out:
+                r["matches"] = self._matches(r["matches"])
+            p.deliver(out, None)
+
+    def close(self) -> None:
+        """Serve what is queued, then stop the writer thread."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify_all()
+        self._writer.join()
 
     def _key(self, raw: str):
         """A path id: the string, or (when only that exists) the integer it spells."""
@@ -207,11 +268,19 @@ class IndexService:
             return self.index.stats()
 
 
-def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_batch: int = MAX_BATCH):
+def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_batch: int = MAX_BATCH,
+               commit_delay: float = 0.002):
     """The ASGI application serving ``index`` (a :class:`~neardup.index.disk.DiskIndex` or
-    :class:`~neardup.index.disk.SimHashDiskIndex` opened for writing)."""
-    svc = IndexService(index)
-    app = FastAPI(title="neardup", version=_version(),
+    :class:`~neardup.index.disk.SimHashDiskIndex` opened for writing); ``app.state.service`` is its
+    :class:`IndexService` (close it before the index)."""
+    svc = IndexService(index, commit_delay=commit_delay)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        await run_in_threadpool(svc.close)       # answer what is queued before the index is closed
+
+    app = FastAPI(lifespan=lifespan, title="neardup", version=_version(),
                   description="Have I seen this document, or something nearly like it? "
                               f"A {svc.index.kind} index of near-duplicates.")
 
@@ -255,23 +324,28 @@ def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_ba
 
     docs_body = {"requestBody": {"required": True, "content": {"application/json": {"schema": _schema()}}}}
 
+    def results(rows: list) -> Response:
+        # serialised here (not by FastAPI's encoder, which walks every value in Python first)
+        return Response(json.dumps({"results": rows}, separators=(",", ":")).encode(),
+                        media_type="application/json")
+
     @app.post("/v1/check", openapi_extra=docs_body, summary="Matches of each document; nothing added")
-    async def check(request: Request) -> dict[str, Any]:
+    async def check(request: Request) -> Response:
         ids, texts = parse_documents(await body(request), False, max_batch)
-        return {"results": await run_in_threadpool(svc.check, ids, texts)}
+        return results(await run_in_threadpool(svc.check, ids, texts))
 
     @app.post("/v1/add", openapi_extra=docs_body, summary="Add every document (409 if an id is taken)")
-    async def add(request: Request) -> dict[str, Any]:
+    async def add(request: Request) -> Response:
         authorise(request)
         ids, texts = parse_documents(await body(request), True, max_batch)
-        return {"results": await run_in_threadpool(svc.add, ids, texts)}
+        return results(await run_in_threadpool(svc.add, ids, texts))
 
     @app.post("/v1/check-and-add", openapi_extra=docs_body,
               summary="Add each document that is not a near-duplicate (atomic)")
-    async def check_and_add(request: Request) -> dict[str, Any]:
+    async def check_and_add(request: Request) -> Response:
         authorise(request)
         ids, texts = parse_documents(await body(request), True, max_batch)
-        return {"results": await run_in_threadpool(svc.check_and_add, ids, texts)}
+        return results(await svc.check_and_add_async(ids, texts))
 
     @app.get("/v1/docs/{doc_id}", summary="A document's stored signature")
     async def get_doc(doc_id: str) -> dict[str, Any]:
@@ -290,6 +364,7 @@ def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_ba
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    app.state.service = svc
     return app
 
 
