@@ -56,14 +56,15 @@ def _umask() -> int:
 
 
 def _simhash_compat_signer(compat: str, top_n: int | None):
+    """A batch signer for ``--compat``: yanyiwu's by the compiled segmenter (top N by the library's
+    length rule when not given), 1e0ng's one text at a time."""
     if compat == "yanyiwu":
         from ..sketches.compat import yanyiwu  # noqa: PLC0415
 
-        return lambda text: yanyiwu.simhash(text, top_n if top_n is not None else yanyiwu.top_n_for_length(
-            len(text.encode("utf-8"))))
+        return lambda texts: [int(v) for v in yanyiwu.simhash_batch(texts, top_n)]
     from ..sketches.compat import simhash_1e0ng  # noqa: PLC0415
 
-    return simhash_1e0ng.simhash
+    return lambda texts: [int(simhash_1e0ng.simhash(t)) for t in texts]
 
 
 @main.command()
@@ -117,8 +118,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
             hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
             sign_batch = lambda texts: [row.tolist() for row in hasher.sign_batch(texts).values]  # noqa: E731
         elif method == "simhash" and compat:
-            one = _simhash_compat_signer(compat, top_n)
-            sign_batch = lambda texts: [int(one(t)) for t in texts]  # noqa: E731
+            sign_batch = _simhash_compat_signer(compat, top_n)
         elif method == "simhash":
             hasher = SimHasher(tokenizer=tokenizer, ngram=ngram, weighting=weighting, idf=idf, top_n=top_n)
             sign_batch = lambda texts: [int(v) for v in hasher.sign_batch(texts)]  # noqa: E731

@@ -38,6 +38,8 @@ __all__ = [
     "extract_keywords",
     "keyword_hashes",
     "simhash",
+    "simhash_batch",
+    "simhash_reference",
     "top_n_for_length",
     "is_equal",
     "jenkins64",
@@ -63,18 +65,11 @@ class _Resources:
         from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
         from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
 
+        from neardup.text.jieba_dict import read_dictionary, read_idf, read_stop_words  # noqa: PLC0415
+
         root = os.path.dirname(jieba.__file__)
         # --- MPSegment dictionary: weight = log(freq / Σ freq); prefixes map to None (trie nodes)
-        units = []
-        total = 0.0
-        with open(os.path.join(root, "dict.txt"), encoding="utf-8") as f:
-            for line in f:
-                parts = line.rstrip("\n").split(" ")
-                if len(parts) != 3:
-                    raise ValueError(f"unexpected line in jieba dict.txt: {line!r}")
-                freq = float(parts[1])
-                units.append((parts[0], freq))
-                total += freq
+        units, total = read_dictionary(os.path.join(root, "dict.txt"))
         trie: dict[str, float | None] = {}
         min_w = math.inf
         for word, freq in units:
@@ -91,25 +86,9 @@ class _Resources:
         self.trans = [[trans[a].get(b, MIN_DOUBLE) for b in names] for a in names]
         self.emit = [{ch: float(f"{p:.6f}") for ch, p in emit[s].items()} for s in names]
         # --- idf: cppjieba's idf.utf8 = jieba's idf.txt minus one-character words
-        idf: dict[str, float] = {}
-        idf_sum = 0.0
-        lines = 0
-        with open(os.path.join(root, "analyse", "idf.txt"), encoding="utf-8") as f:
-            for line in f:
-                parts = line.rstrip("\n").split(" ")
-                if len(parts) == 2 and len(parts[0]) == 1:
-                    continue  # not in cppjieba's file
-                lines += 1
-                if len(parts) != 2:
-                    continue
-                v = float(parts[1])
-                idf[parts[0]] = v
-                idf_sum += v
-        self.idf = idf
-        self.idf_average = idf_sum / lines
+        self.idf, self.idf_average = read_idf(os.path.join(root, "analyse", "idf.txt"))
         # --- stop words (cppjieba reads whole lines, no trimming)
-        data = (Path(__file__).resolve().parents[2] / "data" / STOP_WORDS_FILE).read_bytes()
-        self.stop_words = frozenset(data.decode("utf-8").split("\n")) - {""}
+        self.stop_words = read_stop_words(Path(__file__).resolve().parents[2] / "data" / STOP_WORDS_FILE)
 
 
 def _resources() -> _Resources:
@@ -257,58 +236,6 @@ def cut(text: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- keywords
-def _partial_sort(items: list, k: int, greater) -> list:
-    """libstdc++ ``std::partial_sort(first, first+k, last, comp)``: heap-select the k
-    smallest under ``comp`` (here comp = heavier), then heap-sort them. Reproduces the C++
-    order of equal weights, which decides ties at the top-N cut."""
-    a = list(items)
-    if k <= 0:
-        return []
-
-    def push(hole: int, top: int, value) -> None:
-        parent = (hole - 1) // 2
-        while hole > top and greater(a[parent], value):
-            a[hole] = a[parent]
-            hole = parent
-            parent = (hole - 1) // 2
-        a[hole] = value
-
-    def adjust(hole: int, length: int, value) -> None:
-        top = hole
-        child = hole
-        while child < (length - 1) // 2:
-            child = 2 * (child + 1)
-            if greater(a[child], a[child - 1]):
-                child -= 1
-            a[hole] = a[child]
-            hole = child
-        if length % 2 == 0 and child == (length - 2) // 2:
-            child = 2 * (child + 1)
-            a[hole] = a[child - 1]
-            hole = child - 1
-        push(hole, top, value)
-
-    if k >= 2:  # make_heap(first, middle)
-        parent = (k - 2) // 2
-        while True:
-            adjust(parent, k, a[parent])
-            if parent == 0:
-                break
-            parent -= 1
-    for i in range(k, len(a)):  # heap_select
-        if greater(a[i], a[0]):
-            value = a[i]
-            a[i] = a[0]
-            adjust(0, k, value)
-    last = k  # sort_heap(first, middle)
-    while last > 1:
-        last -= 1
-        value = a[last]
-        a[last] = a[0]
-        adjust(0, last, value)
-    return a[:k]
-
-
 def extract_keywords(text: str | bytes, top_n: int) -> list[tuple[str, float]]:
     """cppjieba ``KeywordExtractor::Extract``: the ``top_n`` (word, count × idf) pairs."""
     if isinstance(text, (bytes, bytearray)):
@@ -324,7 +251,10 @@ def extract_keywords(text: str | bytes, top_n: int) -> list[tuple[str, float]]:
     words = sorted(counts, key=lambda w: w.encode("utf-8"))
     items = [(w, float(counts[w]) * idf.get(w, avg)) for w in words]
     top = min(int(top_n), len(items))
-    return _partial_sort(items, top, lambda x, y: x[1] > y[1])
+    from neardup.kernels.segment import partial_sort  # noqa: PLC0415  (libstdc++'s order of ties)
+
+    order = partial_sort(np.array([w for _, w in items], dtype=np.float64), top)
+    return [items[i] for i in order.tolist()]
 
 
 def keyword_hashes(text: str | bytes, top_n: int) -> list[tuple[int, float]]:
@@ -346,12 +276,56 @@ def _hash_keywords(kws: list[tuple[str, float]]) -> tuple[np.ndarray, np.ndarray
     return hashes, weights
 
 
-def simhash(text: str | bytes, top_n: int) -> int:
-    """yanyiwu/simhash ``Simhasher::make(text, topN, uint64&)``: the 64-bit fingerprint."""
+def simhash_reference(text: str | bytes, top_n: int) -> int:
+    """yanyiwu/simhash ``Simhasher::make(text, topN, uint64&)`` by this module's Python port (the
+    reference of the compiled :func:`simhash_batch`)."""
     from neardup.kernels.simhash import fold_one  # noqa: PLC0415
 
     hashes, weights = _hash_keywords(extract_keywords(text, top_n))
     return int(fold_one(hashes, weights, 0, hashes.shape[0]))
+
+
+def simhash(text: str | bytes, top_n: int) -> int:
+    """yanyiwu/simhash ``Simhasher::make(text, topN, uint64&)``: the 64-bit fingerprint (compiled)."""
+    return int(simhash_batch([text], top_n)[0])
+
+
+def simhash_batch(texts, top_n: int | None = None) -> np.ndarray:
+    """Fingerprints of a batch of texts (str, or UTF-8 bytes) by the compiled segmenter and keyword
+    extractor (:mod:`neardup.kernels.segment`, on all cores); ``top_n`` None: yanyiwu's rule by
+    length (:func:`top_n_for_length`). The same values as :func:`simhash_reference`."""
+    from neardup.kernels.segment import yanyiwu_batch  # noqa: PLC0415
+    from neardup.text.jieba_dict import tables  # noqa: PLC0415
+
+    t = tables()
+    blobs = [(x if isinstance(x, str) else bytes(x).decode("utf-8")).encode("utf-8", "surrogatepass")
+             for x in texts]
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+    if blobs:
+        np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    buf = np.frombuffer(b"".join(blobs), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
+    top = 0 if top_n is None else int(top_n)
+    if top_n is not None and top < 1:
+        raise ValueError(f"top_n must be at least 1, got {top_n}")
+    return yanyiwu_batch(buf, offsets, top, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.idf,
+                         t.stop, t.min_weight, t.idf_average, t.hmm_start, t.hmm_trans, t.hmm_emit)
+
+
+def cut_compiled(text: str) -> list[str]:
+    """:func:`cut` by the compiled segmenter."""
+    from neardup.kernels.segment import cut_batch  # noqa: PLC0415
+    from neardup.text.jieba_dict import tables  # noqa: PLC0415
+
+    t = tables()
+    data = text.encode("utf-8", "surrogatepass")
+    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
+    ends, _ = cut_batch(buf, np.array([0, len(data)], dtype=np.int64), t.root, t.child_start, t.child_cp, t.child_node,
+                        t.word_weight, t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
+    out, a = [], 0
+    for b in ends.tolist():
+        out.append(data[a:b].decode("utf-8", "surrogatepass"))
+        a = b
+    return out
 
 
 def top_n_for_length(n_bytes: int) -> int:
