@@ -144,6 +144,14 @@ def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift):
     assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
 
 
+@pytest.mark.parametrize("opts", [{"compat": "yanyiwu", "top_n": 8}, {"idf": "jieba", "top_n": 20}])
+def test_simhash_feature_options_match_local(spark, planted, tmp_path, opts):
+    """The SimHash feature options (one definition: sketches.simhash.feature_signer) on Spark: the local
+    engine's outputs byte for byte."""
+    rep, _ = _both(spark, [planted], tmp_path, method="simhash", on_error="skip", **opts)
+    assert rep["counts"]["removed"] > 20
+
+
 @pytest.mark.parametrize("metric,linkage,drift", [("jaccard", "bounded", 0.05), ("containment", "components", None),
                                                   ("jaccard", "components", 0.05)])
 def test_verify_exact_matches_local(spark, planted, tmp_path, metric, linkage, drift):

@@ -25,6 +25,7 @@ import numpy as np
 from .errors import ConfigError
 from .io.formats import FORMATS
 from .sketches.minhash import SCHEMES
+from .sketches.simhash import COMPATS, WEIGHTINGS
 from .text.normalize import CONVERSIONS
 from .text.tokenize import TOKENIZERS
 
@@ -126,6 +127,15 @@ def _params() -> tuple[Param, ...]:
         Param("seed", A, int, 1, lo=0, hi=2**64 - 1, methods=_MINHASH, help="MinHash seed."),
         Param("bits", A, int, None, lo=0, hi=32, nullable=True, methods=("simhash",),
               help="SimHash: max Hamming distance k (default 3)."),
+        Param("weighting", A, str, None, choices=WEIGHTINGS, nullable=True, methods=("simhash",),
+              help="SimHash feature weights: uniform, tf (default) or tfidf (with --idf)."),
+        Param("idf", A, str, None, choices=("jieba",), nullable=True, methods=("simhash",),
+              help="SimHash IDF table for --weighting tfidf: jieba's (Chinese words; --ngram 1 by default)."),
+        Param("top_n", A, int, None, lo=1, nullable=True, methods=("simhash",),
+              help="SimHash: keep the N heaviest features (with --compat yanyiwu: its length rule when not given)."),
+        Param("compat", A, str, None, choices=COMPATS, nullable=True, methods=("simhash",),
+              help="SimHash: a peer's fingerprints exactly: yanyiwu (cppjieba keywords, compiled) or 1e0ng "
+                   "(PyPI simhash)."),
         Param("sentences", A, int, 3, lo=1, methods=("sentences",), help="How many longest sentences."),
         Param("lsh_mode", A, str, "recall", choices=("recall", "datasketch"), methods=_MINHASH, flag="--lsh",
               help="How to choose LSH bands: a recall target at the threshold, or datasketch's optimum."),
@@ -209,6 +219,10 @@ class DedupConfig:
     scheme: str = "oph"
     seed: int = 1
     bits: int | None = None              # simhash: max Hamming distance k
+    weighting: str | None = None         # simhash: uniform | tf (default) | tfidf
+    idf: str | None = None               # simhash: IDF table for tfidf (jieba)
+    top_n: int | None = None             # simhash: keep the N heaviest features
+    compat: str | None = None            # simhash: a peer's fingerprints (yanyiwu | 1e0ng)
     sentences: int = 3
     keep: str = "first"                  # first | longest | key
     keep_field: str | None = None
@@ -254,8 +268,27 @@ class DedupConfig:
         wrong = inapplicable(c.method, given)
         if wrong:
             raise ConfigError(f"not used by --method {c.method}: {'; '.join(wrong)}")
+        if c.compat is not None:
+            own = [n for n in ("weighting", "idf", "ngram") if getattr(c, n) is not None]
+            own += ["tokenizer"] if c.tokenizer != "word" else []
+            if own:
+                raise BY_NAME[own[0]].refuse(getattr(c, own[0]), f"left unset with --compat {c.compat} (the "
+                                                                 "peer's own features are used)")
+            if c.compat == "1e0ng" and c.top_n is not None:
+                raise BY_NAME["top_n"].refuse(c.top_n, "left unset with --compat 1e0ng (the library weighs "
+                                                       "every window)")
+        if c.weighting == "tfidf" and c.idf is None:
+            raise BY_NAME["idf"].refuse(c.idf, "jieba with --weighting tfidf (the IDF table)")
+        if c.idf is not None:
+            if c.weighting not in (None, "tfidf"):
+                raise BY_NAME["weighting"].refuse(c.weighting, "tfidf with --idf")
+            c.weighting = "tfidf"
+            if c.ngram is None:
+                c.ngram = 1                       # jieba's table weighs single words
+            elif c.ngram != 1:
+                raise BY_NAME["ngram"].refuse(c.ngram, "1 with --idf jieba (its table weighs single words)")
         for name, value in DEFAULTS[c.method].items():   # only what the method uses
-            if getattr(c, name) is None:
+            if getattr(c, name) is None and not (c.compat and name == "ngram"):
                 setattr(c, name, value)
         if c.keep == "key" and not c.keep_field:
             raise BY_NAME["keep_field"].refuse(c.keep_field, "a field name with --keep key (the row with the "

@@ -24,8 +24,8 @@ from ..config import DedupConfig, click_options
 from ..io.readers import batched
 from . import main
 
-_ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "lsh_mode", "recall", "bands",
-         "rows")
+_ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf", "top_n", "compat",
+         "lsh_mode", "recall", "bands", "rows")
 _BATCH = 20000
 
 

@@ -10,11 +10,13 @@ import time
 
 import click
 
+from ..config import DedupConfig, click_options
+from ..errors import ConfigError
 from ..io.formats import FORMATS
 from ..io.readers import batched, iter_documents
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from ..sketches.sentences import SentenceSigner
-from ..sketches.simhash import WEIGHTINGS, SimHasher
+from ..sketches.simhash import feature_signer
 from ..text.tokenize import TOKENIZERS
 from . import main
 
@@ -55,18 +57,6 @@ def _umask() -> int:
     return mask
 
 
-def _simhash_compat_signer(compat: str, top_n: int | None):
-    """A batch signer for ``--compat``: yanyiwu's by the compiled segmenter (top N by the library's
-    length rule when not given), 1e0ng's one text at a time."""
-    if compat == "yanyiwu":
-        from ..sketches.compat import yanyiwu  # noqa: PLC0415
-
-        return lambda texts: [int(v) for v in yanyiwu.simhash_batch(texts, top_n)]
-    from ..sketches.compat import simhash_1e0ng  # noqa: PLC0415
-
-    return lambda texts: [int(simhash_1e0ng.simhash(t)) for t in texts]
-
-
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--method", type=click.Choice(["minhash", "simhash", "sentences"]), default="minhash", show_default=True)
@@ -77,12 +67,7 @@ def _simhash_compat_signer(compat: str, top_n: int | None):
 @click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
 @click.option("--ngram", type=click.IntRange(1, 64), default=None,
               help="Shingle size (default: 5 for minhash, 3 for simhash).")
-@click.option("--weighting", type=click.Choice(WEIGHTINGS), default="tf", show_default=True,
-              help="SimHash feature weights.")
-@click.option("--idf", type=click.Choice(["jieba"]), default=None, help="IDF table for --weighting tfidf.")
-@click.option("--top-n", type=click.IntRange(1), default=None, help="SimHash: keep the N heaviest features.")
-@click.option("--compat", type=click.Choice(["yanyiwu", "1e0ng"]), default=None,
-              help="SimHash: reproduce a peer's fingerprints exactly.")
+@click_options(("weighting", "idf", "top_n", "compat"))      # the one definition dedup and the index use
 @click.option("--sentences", "n_sentences", type=click.IntRange(1), default=3, show_default=True,
               help="Sentence signature: how many longest sentences.")
 @click.option("--input-format", type=click.Choice(FORMATS), default=None,
@@ -103,25 +88,29 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
     INPUTS are read as by dedup: JSONL, CSV, Parquet, text lines (one document per line), folders
     (one document per file), '-' for JSONL on stdin; --files makes each file one document.
     """
-    if compat and method != "simhash":
-        raise click.UsageError("--compat applies to --method simhash")
-    if method == "simhash" and not compat and weighting == "tfidf" and idf is None:
-        raise click.UsageError("--weighting tfidf needs an IDF table: --idf jieba")
+    simhash_opts = {"weighting": weighting, "idf": idf, "top_n": top_n, "compat": compat}
+    if method != "simhash" and any(v is not None for v in simhash_opts.values()):
+        given = next(k for k, v in simhash_opts.items() if v is not None)
+        raise click.UsageError(f"--{given.replace('_', '-')} applies to --method simhash")
     if jsonl is not None:
         if input_format is not None:
             raise click.UsageError("give --input-format or --jsonl/--files, not both")
         input_format = "jsonl" if jsonl else "file"
+    if method == "simhash":      # the feature options checked by the rules dedup and the index follow
+        try:
+            cfg = DedupConfig(method="simhash", tokenizer=tokenizer, ngram=ngram, **simhash_opts).resolved()
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+        ngram = cfg.ngram
     ngram = ngram or DEFAULT_NGRAM.get(method, 5)
     key = method
     try:
         if method == "minhash":
             hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
             sign_batch = lambda texts: [row.tolist() for row in hasher.sign_batch(texts).values]  # noqa: E731
-        elif method == "simhash" and compat:
-            sign_batch = _simhash_compat_signer(compat, top_n)
         elif method == "simhash":
-            hasher = SimHasher(tokenizer=tokenizer, ngram=ngram, weighting=weighting, idf=idf, top_n=top_n)
-            sign_batch = lambda texts: [int(v) for v in hasher.sign_batch(texts)]  # noqa: E731
+            features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat)
+            sign_batch = lambda texts: [int(v) for v in features(texts)[0]]  # noqa: E731
         else:
             signer = SentenceSigner(n=n_sentences)
             key = "sentences"

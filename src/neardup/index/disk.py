@@ -136,7 +136,7 @@ class _BaseDiskIndex:
                     raise
         idx = cls.open(p, store=given, **options)    # exist_ok: there is one (perhaps made meanwhile)
         try:
-            idx._compare(config, "asked for")
+            idx._compare(config, "asked for", strict=True)
         except BaseException:
             idx.close()
             raise
@@ -179,9 +179,12 @@ class _BaseDiskIndex:
             raise
         return idx
 
-    def _compare(self, wanted: dict, what: str) -> None:
+    def _compare(self, wanted: dict, what: str, strict: bool = False) -> None:
+        """:class:`IndexConfigError` naming every parameter of ``wanted`` that differs from the index's
+        (``strict``: None is a value too — "no top-N", "no compat" — as when a run creates or reuses an
+        index; otherwise None means "any")."""
         diffs = [f"{name}={self.config.get(name)!r} (you {what} {wanted[name]!r})"
-                 for name in self._EXPECTABLE if name in wanted and wanted[name] is not None
+                 for name in self._EXPECTABLE if name in wanted and (strict or wanted[name] is not None)
                  and _jsonable(wanted[name]) != self.config.get(name)]
         if diffs:
             raise IndexConfigError(f"{self.path} was built with " + ", ".join(diffs))
@@ -608,39 +611,54 @@ class SimHashDiskIndex(_BaseDiskIndex):
     the distance agree on in at least one table. Empty documents are stored but never match."""
 
     kind = "simhash"
-    _EXPECTABLE = ("max_distance", "tokenizer", "ngram", "weighting", "top_n", "seed")
+    _EXPECTABLE = ("max_distance", "compat", "tokenizer", "ngram", "weighting", "idf", "top_n", "seed")
 
     @classmethod
-    def create(cls, path, max_distance: int = 3, tokenizer: str = "word", ngram: int = 3, weighting: str = "tf",
-               top_n: int | None = None, seed: int = 0, *, expected_n: int | None = None,
+    def create(cls, path, max_distance: int = 3, tokenizer: str = "word", ngram: int | None = 3,
+               weighting: str = "tf", top_n: int | None = None, seed: int = 0, *, idf: str | None = None,
+               compat: str | None = None, expected_n: int | None = None,
                exist_ok: bool = False, store: type[IndexStore] | None = None,
                synchronous: str = "NORMAL") -> SimHashDiskIndex:
+        """``weighting="tfidf"`` needs a named table (``idf="jieba"``: the index stores the name, not
+        a fitted table); ``compat`` ("yanyiwu", "1e0ng") signs as that peer does (tokenizer and ngram
+        unused); the feature options are those of :func:`neardup.sketches.simhash.feature_signer`."""
         max_distance = as_int(max_distance, "max_distance", 0, 31)
-        if weighting == "tfidf":
-            raise ValueError("weighting='tfidf' needs a fitted IDF table, which the disk index does not store")
-        hasher = SimHasher(tokenizer=tokenizer, ngram=ngram, weighting=weighting, top_n=top_n, seed=seed)
+        if weighting == "tfidf" and idf is None:
+            raise ValueError("weighting='tfidf' needs idf='jieba' (a fitted IDF table is not stored by the index)")
         masks, layout = _block_masks(max_distance, expected_n)
         config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
-                  "max_distance": max_distance, "tokenizer": hasher.shingler.tokenizer, "ngram": int(ngram),
-                  "weighting": weighting, "top_n": hasher.top_n, "seed": int(seed), "masks": masks,
-                  "layout": layout, "dtype": "<u8", "hasher": _jsonable(hasher.config())}
+                  "max_distance": max_distance, "tokenizer": tokenizer, "ngram": None if ngram is None else int(ngram),
+                  "weighting": weighting, "top_n": None if top_n is None else int(top_n), "seed": int(seed),
+                  "idf": idf, "compat": compat, "masks": masks, "layout": layout, "dtype": "<u8"}
+        proto = cls.__new__(cls)
+        proto._setup({**config, "hasher": None})
+        config["hasher"] = proto._hasher_config()
         return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
 
+    def _hasher_config(self):
+        return {"compat": self.compat, "top_n": self.config_top_n} if self.compat else _jsonable(self.hasher.config())
+
     def _setup(self, config: dict) -> None:
-        self.hasher = SimHasher(tokenizer=config["tokenizer"], ngram=config["ngram"], weighting=config["weighting"],
-                                top_n=config["top_n"], seed=config["seed"])
-        if _jsonable(self.hasher.config()) != config["hasher"]:
-            raise IndexConfigError(f"{self.path}: the stored text pipeline {config['hasher']} differs from "
-                                   f"this neardup's {_jsonable(self.hasher.config())}; rebuild the index")
+        from ..sketches.simhash import feature_signer  # noqa: PLC0415
+
+        self.compat = config.get("compat")
+        self.config_top_n = config["top_n"]
+        self.hasher = None if self.compat else SimHasher(
+            tokenizer=config["tokenizer"], ngram=config["ngram"], weighting=config["weighting"],
+            idf=config.get("idf"), top_n=config["top_n"], seed=config["seed"])
+        self._features = feature_signer(config["tokenizer"], config["ngram"], config["weighting"], config.get("idf"),
+                                        config["top_n"], self.compat)
+        if config["hasher"] is not None and self._hasher_config() != config["hasher"]:
+            raise IndexConfigError(f"{getattr(self, 'path', '')}: the stored text pipeline {config['hasher']} differs "
+                                   f"from this neardup's {self._hasher_config()}; rebuild the index")
         self.max_distance = int(config["max_distance"])
         self._masks = np.array(config["masks"], dtype=np.uint64)
         self._dtype = np.dtype(np.uint64)
         self._width = 1
 
     def _sign(self, texts):
-        feats = self.hasher.shingler.features(texts)
-        fps = np.asarray(self.hasher.sign_features(feats), dtype=np.uint64).reshape(-1, 1)
-        return fps, feats.sizes() == 0
+        fps, sizes = self._features(texts)
+        return np.asarray(fps, dtype=np.uint64).reshape(-1, 1), np.asarray(sizes) == 0
 
     def _bands(self, values):
         return np.ascontiguousarray(values.reshape(-1, 1) & self._masks[None, :])

@@ -368,7 +368,7 @@ def _word_node(cp, a, b, rt, cs, ccp, cn):
 @njit(cache=True)
 def yanyiwu_one(buf, start, end, top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, idf_avg, hstart, htrans, hemit):
     """yanyiwu/simhash ``Simhasher::make`` of ``buf[start:end]`` (``top_n`` ≤ 0: the library's rule
-    max(5, min(200, bytes // 120)))."""
+    max(5, min(200, bytes // 120))): (fingerprint, number of distinct keywords before the top-N cut)."""
     if top_n <= 0:
         top_n = max(5, min(200, (end - start) // 120))
     cp, bo = decode_utf8(buf, start, end)
@@ -390,7 +390,7 @@ def yanyiwu_one(buf, start, end, top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, i
                 m += 1
         a = b
     if m == 0:
-        return np.uint64(0)
+        return np.uint64(0), 0
     order = _sort_words(cp, ws, we, np.arange(m))
     # distinct words in std::map order, weight = count × idf
     dw = np.empty(m, dtype=np.float64)
@@ -415,18 +415,20 @@ def yanyiwu_one(buf, start, end, top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, i
         i = first[top[t]]
         hashes[t] = jenkins64(buf, bo[ws[i]], bo[we[i]], np.uint64(0))
         weights[t] = dw[top[t]]
-    return fold_one(hashes, weights, 0, top.shape[0])
+    return fold_one(hashes, weights, 0, top.shape[0]), nd
 
 
 @njit(cache=True, parallel=True)
 def yanyiwu_batch(buf, offsets, top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, idf_avg, hstart, htrans, hemit):
-    """:func:`yanyiwu_one` of every document ``buf[offsets[d]:offsets[d+1]]``, on all cores."""
+    """:func:`yanyiwu_one` of every document ``buf[offsets[d]:offsets[d+1]]``, on all cores:
+    (fingerprints, keyword counts)."""
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
+    kws = np.empty(n, dtype=np.int64)
     for d in prange(n):
-        out[d] = yanyiwu_one(buf, offsets[d], offsets[d + 1], top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, idf_avg,
-                             hstart, htrans, hemit)
-    return out
+        out[d], kws[d] = yanyiwu_one(buf, offsets[d], offsets[d + 1], top_n, rt, cs, ccp, cn, ww, idf, stop, min_w,
+                                     idf_avg, hstart, htrans, hemit)
+    return out, kws
 
 
 @njit(cache=True)

@@ -58,7 +58,7 @@ _SIGNER = None
 def _make_signer(cfg: DedupConfig):
     from ..sketches.minhash import MinHasher  # noqa: PLC0415
     from ..sketches.sentences import SentenceSigner, exact_hash  # noqa: PLC0415
-    from ..sketches.simhash import SimHasher  # noqa: PLC0415
+    from ..sketches.simhash import feature_signer  # noqa: PLC0415
     from ..text.normalize import Normalizer  # noqa: PLC0415
 
     if cfg.method == "minhash":
@@ -85,11 +85,12 @@ def _make_signer(cfg: DedupConfig):
             return sig, feats.sizes() == 0, feats.unique().sizes()
         return sign
     if cfg.method == "simhash":
-        sh = SimHasher(tokenizer=cfg.tokenizer, ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert))
+        features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
+                                  cfg.convert)
 
         def sign(texts):
-            fps, sizes = sh.sign_batch_sizes(texts)
-            return fps, sizes == 0, None
+            fps, sizes = features(texts)
+            return np.asarray(fps, dtype=np.uint64), np.asarray(sizes) == 0, None
         return sign
     if cfg.method == "sentences":
         ss = SentenceSigner(n=cfg.sentences, convert=cfg.convert)

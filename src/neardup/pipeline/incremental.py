@@ -59,6 +59,7 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
                                 seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram, b=lsh.b, r=lsh.r,
                                 lsh_mode=cfg.lsh_mode, recall=cfg.recall, exist_ok=exist_ok)
     return SimHashDiskIndex.create(path, max_distance=cfg.bits, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
+                                   weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf, compat=cfg.compat,
                                    exist_ok=exist_ok)
 
 

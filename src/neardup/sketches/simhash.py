@@ -125,3 +125,51 @@ class SimHasher:
 
 
 __all__ = ["SimHasher", "hamming", "hamming_array", "is_near", "popcount64", "WEIGHTINGS"]
+
+
+COMPATS = ("yanyiwu", "1e0ng")
+
+
+def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: str | None = None,
+                   idf: str | None = None, top_n: int | None = None, compat: str | None = None,
+                   convert: str | None = None):
+    """The one definition of SimHash's feature options, for every path that signs (``sign``,
+    ``dedup``, the index, the service, Spark): a function texts → (fingerprints uint64, features
+    per text; 0 means an empty document, which never matches).
+
+    ``compat="yanyiwu"``: yanyiwu/simhash's fingerprints (cppjieba keywords, count × idf, top N —
+    by its length rule when ``top_n`` is None; :func:`neardup.sketches.compat.yanyiwu.simhash_batch`,
+    compiled); ``"1e0ng"``: the PyPI ``simhash`` package's (its own 4-character windows). Both read
+    the raw text, after the ``convert`` script conversion when one is given. Otherwise neardup's
+    pipeline: normalised text, ``tokenizer`` tokens, ``ngram`` shingles, ``weighting`` (default tf;
+    ``tfidf`` with ``idf="jieba"``), ``top_n`` heaviest features."""
+    from ..text.normalize import Normalizer, _converter  # noqa: PLC0415
+
+    if compat is not None:
+        if compat not in COMPATS:
+            raise ValueError(f"compat must be one of {', '.join(COMPATS)}; got {compat!r}")
+        conv = _converter(convert) if convert else None
+
+        def prepared(texts):
+            return [conv(t) for t in texts] if conv else list(texts)
+
+        if compat == "yanyiwu":
+            from .compat import yanyiwu  # noqa: PLC0415
+
+            if top_n is not None:
+                top_n = as_int(top_n, "top_n", 1)
+            return lambda texts: yanyiwu.simhash_batch_sizes(prepared(texts), top_n)
+        if top_n is not None:
+            raise ValueError("top_n does not apply to compat='1e0ng' (the library weighs every window)")
+        from .compat import simhash_1e0ng  # noqa: PLC0415
+
+        def sign_1e0ng(texts):
+            texts = prepared(texts)
+            fps = np.array([simhash_1e0ng.simhash(t) for t in texts], dtype=np.uint64)
+            sizes = np.array([len(simhash_1e0ng.features(t)) if simhash_1e0ng.has_content(t) else 0
+                              for t in texts], dtype=np.int64)
+            return fps, sizes
+        return sign_1e0ng
+    hasher = SimHasher(tokenizer=tokenizer, ngram=3 if ngram is None else ngram, weighting=weighting or "tf",
+                       idf=idf, top_n=top_n, normalizer=Normalizer(convert=convert))
+    return hasher.sign_batch_sizes

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["simhash", "features", "distance", "DEFAULT_PATTERN"]
+__all__ = ["simhash", "features", "has_content", "distance", "DEFAULT_PATTERN"]
 
 DEFAULT_PATTERN = r"[\w\u4e00-\u9fcc]+"
 _MASK64 = (1 << 64) - 1
@@ -36,6 +36,11 @@ def features(text: str, width: int = 4, pattern: str = DEFAULT_PATTERN) -> list[
         raise ValueError("width must be positive")
     content = "".join(re.findall(pattern, text.lower()))
     return [content[i:i + width] for i in range(max(len(content) - width + 1, 1))]
+
+
+def has_content(text: str, pattern: str = DEFAULT_PATTERN) -> bool:
+    """Whether the text has any character the library keeps (else its one feature is the empty window)."""
+    return re.search(pattern, text.lower()) is not None
 
 
 def _weighted(value) -> tuple[list[str], list[float]]:

@@ -39,6 +39,7 @@ __all__ = [
     "keyword_hashes",
     "simhash",
     "simhash_batch",
+    "simhash_batch_sizes",
     "simhash_reference",
     "top_n_for_length",
     "is_equal",
@@ -294,6 +295,11 @@ def simhash_batch(texts, top_n: int | None = None) -> np.ndarray:
     """Fingerprints of a batch of texts (str, or UTF-8 bytes) by the compiled segmenter and keyword
     extractor (:mod:`neardup.kernels.segment`, on all cores); ``top_n`` None: yanyiwu's rule by
     length (:func:`top_n_for_length`). The same values as :func:`simhash_reference`."""
+    return simhash_batch_sizes(texts, top_n)[0]
+
+
+def simhash_batch_sizes(texts, top_n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(fingerprints, distinct keywords of each text); a text without keywords has fingerprint 0."""
     from neardup.kernels.segment import yanyiwu_batch  # noqa: PLC0415
     from neardup.text.jieba_dict import tables  # noqa: PLC0415
 
