@@ -114,3 +114,17 @@ def test_options_are_refused_for_other_methods(tmp_path):
     for cmd in (["dedup", str(src), "-o", str(tmp_path / "o")], ["sign", str(src)]):
         res = CliRunner().invoke(main, [*cmd, "--method", "minhash", "--compat", "yanyiwu"])
         assert res.exit_code != 0 and "--compat" in res.output and "simhash" in res.output, res.output
+
+
+def test_compat_with_script_conversion_reads_the_converted_text(shared):
+    """--convert applies before a peer's features: traditional text signs as its simplified form."""
+    pytest.importorskip("opencc")
+    from neardup.text.normalize import _converter
+
+    tw = (shared / "corpora/manpages_zh_sample/zh_TW").glob("*")
+    texts = [p.read_text(encoding="utf-8") for p in sorted(tw)][:5]
+    conv = _converter("tw2sp").convert
+    for compat, top_n in (("yanyiwu", 5), ("1e0ng", None)):
+        got = feature_signer("word", None, None, None, top_n, compat, "tw2sp")(texts)[0]
+        want = feature_signer("word", None, None, None, top_n, compat, None)([conv(t) for t in texts])[0]
+        assert got.tolist() == want.tolist()

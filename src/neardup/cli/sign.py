@@ -17,6 +17,7 @@ from ..io.readers import batched, iter_documents
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import feature_signer
+from ..text.normalize import Normalizer
 from ..text.tokenize import TOKENIZERS
 from . import main
 
@@ -67,7 +68,7 @@ def _umask() -> int:
 @click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
 @click.option("--ngram", type=click.IntRange(1, 64), default=None,
               help="Shingle size (default: 5 for minhash, 3 for simhash).")
-@click_options(("weighting", "idf", "top_n", "compat"))      # the one definition dedup and the index use
+@click_options(("convert", "weighting", "idf", "top_n", "compat"))   # the one definition dedup and the index use
 @click.option("--sentences", "n_sentences", type=click.IntRange(1), default=3, show_default=True,
               help="Sentence signature: how many longest sentences.")
 @click.option("--input-format", type=click.Choice(FORMATS), default=None,
@@ -81,7 +82,7 @@ def _umask() -> int:
 @click.option("-o", "--output", default="-", metavar="FILE",
               help="Output file (default: stdout; a file is replaced only when the command succeeds).")
 @click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
-def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, idf, top_n, compat, n_sentences,
+def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weighting, idf, top_n, compat, n_sentences,
          input_format, jsonl, text_field, id_field, on_error, batch_size, output, summary):
     """Print one JSON line per document with its signature.
 
@@ -98,7 +99,8 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
         input_format = "jsonl" if jsonl else "file"
     if method == "simhash":      # the feature options checked by the rules dedup and the index follow
         try:
-            cfg = DedupConfig(method="simhash", tokenizer=tokenizer, ngram=ngram, **simhash_opts).resolved()
+            cfg = DedupConfig(method="simhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
+                              **simhash_opts).resolved()
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         ngram = cfg.ngram
@@ -106,13 +108,15 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, weighting, id
     key = method
     try:
         if method == "minhash":
-            hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
+            hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
+                               normalizer=Normalizer(convert=convert))
             sign_batch = lambda texts: [row.tolist() for row in hasher.sign_batch(texts).values]  # noqa: E731
         elif method == "simhash":
-            features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat)
+            features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
+                                      cfg.convert)
             sign_batch = lambda texts: [int(v) for v in features(texts)[0]]  # noqa: E731
         else:
-            signer = SentenceSigner(n=n_sentences)
+            signer = SentenceSigner(n=n_sentences, convert=convert)
             key = "sentences"
             sign_batch = lambda texts: [int(v) for v in signer.sign_batch(texts)]  # noqa: E731
     except ValueError as exc:

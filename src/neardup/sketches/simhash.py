@@ -148,7 +148,7 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
     if compat is not None:
         if compat not in COMPATS:
             raise ValueError(f"compat must be one of {', '.join(COMPATS)}; got {compat!r}")
-        conv = _converter(convert) if convert else None
+        conv = _converter(convert).convert if convert else None
 
         def prepared(texts):
             return [conv(t) for t in texts] if conv else list(texts)

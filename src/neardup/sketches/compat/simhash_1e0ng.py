@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["simhash", "features", "has_content", "distance", "DEFAULT_PATTERN"]
+__all__ = ["simhash", "features", "feature_hashes", "has_content", "distance", "DEFAULT_PATTERN"]
 
 DEFAULT_PATTERN = r"[\w\u4e00-\u9fcc]+"
 _MASK64 = (1 << 64) - 1
@@ -76,14 +76,24 @@ def simhash(value, f: int = 64) -> int:
     if f % 8 or not 8 <= f <= 128:
         raise ValueError("f must be a multiple of 8 between 8 and 128 (md5 has 128 bits)")
     names, weights = _weighted(value)
-    nbytes = f // 8
-    full = [int.from_bytes(hashlib.md5(s.encode("utf-8")).digest()[-nbytes:], "big") for s in names]
+    full = _md5_tails(names, f // 8)
     w = np.asarray(weights, dtype=np.float64)
     out = 0
     for shift in range(0, f, 64):  # 64-bit lanes, low lane first
         lane = np.fromiter(((h >> shift) & _MASK64 for h in full), dtype=np.uint64, count=len(full))
         out |= int(fold_one(lane, w, 0, lane.shape[0])) << shift
     return out & ((1 << f) - 1)
+
+
+def _md5_tails(names, nbytes: int) -> list[int]:
+    return [int.from_bytes(hashlib.md5(s.encode("utf-8")).digest()[-nbytes:], "big") for s in names]
+
+
+def feature_hashes(names, f: int = 64) -> np.ndarray:
+    """The 64-bit hash of each feature as the library folds it (the last 8 bytes of md5, big-endian)."""
+    if f != 64:
+        raise ValueError("feature_hashes gives the 64-bit lane; f must be 64")
+    return np.array(_md5_tails(names, 8), dtype=np.uint64)
 
 
 def distance(a: int, b: int, f: int = 64) -> int:
