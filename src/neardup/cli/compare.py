@@ -36,7 +36,13 @@ def _read_text_arg(value: str, literal: bool) -> str:
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True)
 @click.option("--show", type=click.IntRange(0), default=5, show_default=True, help="Shingles to show of each kind.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_json):
+@click.option("--explain", is_flag=True,
+              help="Each method's reasoning: MinHash slot by slot (the shingle giving each minimum) and the LSH "
+                   "bands at --threshold; SimHash features, weights, per-bit sums and differing bits; the "
+                   "longest sentences.")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.8, show_default=True,
+              help="With --explain: the LSH bands a dedup run at this threshold uses.")
+def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_json, explain, threshold):
     """Why are A and B (not) near-duplicates? Exact Jaccard and containment, MinHash estimate, SimHash
     distance, sentence-signature match, and some shared / unshared shingles."""
     from ..features.shingles import Shingler  # noqa: PLC0415
@@ -66,6 +72,17 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
         "examples": {"shared": shared, "only_a": only_a, "only_b": only_b},
         "parameters": {"tokenizer": tokenizer, "ngram": ngram, "num_perm": num_perm, "scheme": scheme, "seed": seed},
     }
+    if explain:
+        from ..explain import explain_minhash, explain_sentences, explain_simhash  # noqa: PLC0415
+        from ..index.lsh import choose_params  # noqa: PLC0415
+
+        lsh = choose_params(threshold, num_perm, "recall", 0.99)
+        try:
+            out["explain"] = {"minhash": explain_minhash(ta, tb, mh, (lsh.b, lsh.r), show),
+                              "simhash": explain_simhash(ta, tb, tokenizer, 3, show=show),
+                              "sentences": explain_sentences(ta, tb)}
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     if as_json:
         click.echo(json.dumps(out, ensure_ascii=False))
         return
@@ -82,3 +99,8 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
             click.echo(f"{title}:")
             for s in out["examples"][key]:
                 click.echo(f"  · {s}")
+    if explain:
+        from ..explain import render  # noqa: PLC0415
+
+        click.echo("")
+        click.echo(render(out["explain"]))

@@ -312,6 +312,26 @@ def diff_html(kept: str, removed: str) -> tuple[str, str]:
     return (_mark(kept, [m.span() for m in ta], ca, "del"), _mark(removed, [m.span() for m in tb], cb, "ins"))
 
 
+def _why(s: dict) -> str:
+    """The pair's compact explanation (report.json's ``explain``) and the command that gives all of it."""
+    e = s.get("explain")
+    if not isinstance(e, dict):
+        return ""
+    if "agreeing_slots" in e:
+        text = f"MinHash: {e.get('agreeing_slots')} of {e.get('slots')} slots agree"
+        if "colliding_bands" in e:
+            bands = e["colliding_bands"]
+            text += f"; LSH bands colliding: {', '.join(map(str, bands)) or 'none'}"
+        if e.get("deciding_shingles"):
+            text += "; shingles deciding most slots: " + " · ".join(f"“{x}”" for x in e["deciding_shingles"])
+    elif "distance" in e:
+        text = (f"SimHash: {e.get('distance')} bits differ ({', '.join(map(str, e.get('differing_bits') or []))})")
+    else:
+        text = "signatures match" if e.get("match") else "signatures differ"
+    cmd = f"neardup explain OUT {s.get('kept_id')!s} {s.get('removed_id')!s}"
+    return f'<p class="note why">{_e(text)} — all of it: <code>{_e(cmd)}</code></p>'
+
+
 def _samples(r: dict) -> str:
     head = ('<section id="samples"><h2>Sample duplicate pairs</h2><p class="note legend">Left: the document '
             'that was kept, <del>words only it has</del>. Right: the document removed as its duplicate, '
@@ -330,7 +350,7 @@ def _samples(r: dict) -> str:
         for who, body, note in (("kept", a, na), ("removed", b, nb)):
             tail = f'<p class="note trunc">{_e(note)}</p>' if note else ""
             out.append(f'<div><div class="doc {who}"><span class="who">{who}</span>{body}</div>{tail}</div>')
-        out.append("</div></div>")
+        out.append("</div>" + _why(s) + "</div>")
     if len(samples) > MAX_SAMPLES:
         out.append(f'<p class="note">Showing {MAX_SAMPLES} of {len(samples):,} sample pairs.</p>')
     out.append("</section>")

@@ -1,0 +1,136 @@
+"""``neardup explain OUT ID_A ID_B``: why a finished run put two documents together (or not)."""
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from . import main
+
+
+def _fail(out: str, why: str):
+    raise click.ClickException(f"{out}: {why}")
+
+
+def _report(out: str) -> dict:
+    path = os.path.join(out, "report.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            rep = json.load(fh)
+    except FileNotFoundError:
+        _fail(out, "no report.json here: give the output folder of a finished `neardup dedup` run")
+    except (OSError, ValueError) as exc:
+        _fail(out, f"report.json cannot be read ({exc})")
+    if not isinstance(rep, dict) or not isinstance(rep.get("parameters"), dict) or not isinstance(
+            rep.get("inputs"), list) or not isinstance(rep.get("outputs"), list):
+        _fail(out, f"report.json has no run parameters and inputs (made by neardup "
+                   f"{rep.get('neardup_version', '?') if isinstance(rep, dict) else '?'}, which this explain "
+                   "cannot read)")
+    return rep
+
+
+def _records(out: str, rep: dict) -> list[dict]:
+    fmt = rep["parameters"].get("clusters_format", "jsonl")
+    path = os.path.join(out, f"clusters.{fmt}")
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq  # noqa: PLC0415
+
+            return pq.read_table(path).to_pylist()
+        with open(path, encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    except FileNotFoundError:
+        _fail(out, f"clusters.{fmt} is missing")
+    except (OSError, ValueError) as exc:
+        _fail(out, f"clusters.{fmt} cannot be read ({exc})")
+
+
+def _find(records: list[dict], wanted: str, out: str) -> dict:
+    """The record whose id is ``wanted`` (as written, or its JSON text: ``7`` finds the integer 7,
+    ``'"7"'`` the string)."""
+    try:
+        as_json = json.loads(wanted)
+    except ValueError:
+        as_json = None
+    exact = [r for r in records if r.get("id") is not None and (r["id"] == as_json and type(r["id"]) is type(as_json))]
+    if exact:
+        return exact[0]
+    by_text = [r for r in records if r.get("id") is not None and str(r["id"]) == wanted]
+    if by_text:
+        return by_text[0]
+    indexed = any(r.get("indexed") and str(r.get("cluster")) == wanted for r in records)
+    if indexed:
+        _fail(out, f"{wanted!r} is a document of the index (--index): its text is not stored there, so it cannot "
+                   "be explained from this run; use `neardup compare` with its text")
+    skipped = sum(r.get("status") == "skipped" for r in records)
+    _fail(out, f"no document with id {wanted!r} in this run ({len(records) - skipped} documents"
+               + (f", {skipped} skipped rows" if skipped else "") + ")")
+
+
+def _texts(out: str, rep: dict, rows: list[int]) -> dict[int, str]:
+    """The texts of global rows ``rows``, re-read from the run's inputs (checked unchanged in row count)."""
+    from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
+    from ..io.sources import expand_inputs  # noqa: PLC0415
+
+    p = rep["parameters"]
+    labels = rep["inputs"]
+    if any(lab in ("-", "<stdin>") for lab in labels):
+        _fail(out, "the run read standard input, which cannot be read again; run dedup on a file to explain it")
+    try:
+        specs = expand_inputs(labels, p.get("input_format"))
+        check_fields_apply(specs, p.get("text_field", "text"), p.get("id_field"))
+    except Exception as exc:       # a moved or removed input: say which, never a traceback
+        _fail(out, f"the run's inputs cannot be read again ({exc}); explain must run where the run's input "
+                   "paths are valid")
+    want = set(rows)
+    got: dict[int, str] = {}
+    g = 0
+    for spec, o in zip(specs, rep["outputs"]):
+        n = 0
+        for row in read_rows(spec, p.get("text_field", "text"), p.get("id_field")):
+            if g + n in want:
+                got[g + n] = row.text if row.text is not None else ""
+            n += 1
+        if n != o.get("rows"):
+            _fail(out, f"{spec.label} has {n} rows now; the run read {o.get('rows')}: it changed since the run")
+        g += n
+    return got
+
+
+@main.command("explain")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.argument("id_a")
+@click.argument("id_b")
+@click.option("--show", type=click.IntRange(0), default=10, show_default=True, help="Shingles / features listed.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def explain_cmd(out, id_a, id_b, show, as_json):
+    """Why did the run in OUT put documents ID_A and ID_B together, or not? Reads the run's parameters
+    from OUT/report.json and both texts from its inputs, and explains the decision in the method's
+    own terms (MinHash slots and LSH bands, SimHash bits, the longest sentences)."""
+    from ..explain import explain_pair, render  # noqa: PLC0415
+
+    rep = _report(out)
+    records = _records(out, rep)
+    ra, rb = _find(records, id_a, out), _find(records, id_b, out)
+    texts = _texts(out, rep, [ra["row"], rb["row"]])
+    try:
+        e = explain_pair(texts[ra["row"]], texts[rb["row"]], rep["parameters"], show)
+    except (ValueError, ImportError) as exc:
+        _fail(out, str(exc))
+    same = ra.get("cluster") == rb.get("cluster") and ra.get("cluster") is not None
+    decision = {"a": {k: ra.get(k) for k in ("id", "row", "cluster", "kept", "similarity", "status")},
+                "b": {k: rb.get(k) for k in ("id", "row", "cluster", "kept", "similarity", "status")},
+                "same_cluster": same}
+    result = {"run": {"path": os.path.abspath(out), "neardup": rep.get("neardup_version"),
+                      "method": rep["parameters"].get("method")}, "decision": decision, "explain": e}
+    if as_json:
+        click.echo(json.dumps(result, ensure_ascii=False, default=str))
+        return
+    for side, r in (("A", ra), ("B", rb)):
+        state = ("kept" if r.get("kept")
+                 else f"{r.get('status')} of {r.get('cluster')!r} (similarity {r.get('similarity')})")
+        click.echo(f"{side} = {r.get('id')!r} (row {r.get('row')}): {state}")
+    click.echo(f"the run put them {'in one cluster' if same else 'in different clusters'}")
+    click.echo("")
+    click.echo(render({e["method"]: e}))

@@ -1,0 +1,300 @@
+"""Why two documents are (not) near-duplicates, in each method's own terms.
+
+* **MinHash** (:func:`explain_minhash`). A signature slot j holds min over the document's shingles
+  of a hash; two documents agree in slot j exactly when the shingle of A ∪ B with the smallest hash
+  lies in both, so P[agree] = J(A, B) and the estimate is the fraction of agreeing slots (Broder
+  1997). For each slot: the shingle (its text) that gives each side's minimum, and whether the two
+  minima agree. ``permutation``: k hash functions; ``oph``: one hash, slot = bin, an empty bin
+  borrows the value of the bin its seeded probe sequence reaches first (optimal densification,
+  Shrivastava 2017); ``bottomk``: the k smallest hashes of A ∪ B, each in A, B or both. The LSH
+  bands of a run's (b, r): band i collides when its r slots all agree.
+* **SimHash** (:func:`explain_simhash`). Features with weights and 64-bit hashes; bit j of the
+  fingerprint is 1 iff Σ w·(+1 if bit j of h else −1) > 0 (Charikar 2002); the per-bit sums of
+  each side, the bits that differ and their count (the Hamming distance).
+* **Sentence signature** (:func:`explain_sentences`): the n longest sentences of each side and
+  whether the signatures match.
+
+Every explanation is recomputed from the shingles and checked against the signatures the library
+computes (``consistent``): the slot agreements give the signature estimate, the listed differing
+bits the fingerprint distance.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .features.shingles import Shingler
+from .kernels import minhash as K
+from .kernels.hashing import fmix64
+from .sketches.minhash import MinHasher, empty_value
+
+__all__ = ["explain_minhash", "explain_pair", "explain_sentences", "explain_simhash"]
+
+
+def _shingle_table(shingler: Shingler, text: str) -> tuple[np.ndarray, list[str]]:
+    """Distinct shingle hashes of a text (first-occurrence order) and the text of each."""
+    hashes = shingler.features([text]).hashes
+    texts = shingler.shingles(text)
+    names: dict[int, str] = {}
+    if len(texts) == hashes.shape[0]:
+        for h, s in zip(hashes.tolist(), texts):
+            names.setdefault(h, s)
+    else:                          # never seen: then each shingle is shown by its hash
+        names = {h: f"#{h:016x}" for h in hashes.tolist()}
+    uniq = list(names)
+    return np.array(uniq, dtype=np.uint64), [names[h] for h in uniq]
+
+
+def _slot_values(hashes: np.ndarray, scheme: str, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per slot: the winning shingle's index (−1: none), the slot's value, and (oph) the bin whose
+    value it took (itself unless densified; −1 for an empty document)."""
+    n = hashes.shape[0]
+    win = np.full(k, -1, dtype=np.int64)
+    src = np.arange(k)
+    if n == 0:
+        return win, np.full(k, empty_value(scheme), dtype=np.uint64), np.full(k, -1)
+    if scheme == "permutation":
+        a, b = K.permutation_params(seed, k)
+        with np.errstate(over="ignore"):
+            v = (hashes[:, None] * a[None, :] + b[None, :]) >> np.uint64(32)
+        win = np.argmin(v, axis=0)
+        return win, v[win, np.arange(k)], src
+    salt = K.scheme_salt(seed)
+    h = fmix64(hashes ^ salt)
+    bins = ((h >> np.uint64(32)) * np.uint64(k)) >> np.uint64(32)
+    vals = h & K.U32_MAX
+    best = np.full(k, K.EMPTY_BIN, dtype=np.uint64)
+    for i in np.argsort(vals, kind="stable")[::-1]:       # smallest value last: it wins its bin
+        best[bins[i]] = vals[i]
+        win[bins[i]] = i
+    out = best.copy()
+    full = best != K.EMPTY_BIN
+    for i in np.flatnonzero(~full).tolist():              # optimal densification: the probe sequence
+        attempt = 1
+        while True:
+            p = fmix64(np.uint64((int(salt) + i * 0x9E3779B97F4A7C15 + attempt * 0xD6E8FEB86659FD93) % 2**64))
+            j = int(((p >> np.uint64(32)) * np.uint64(k)) >> np.uint64(32))
+            if full[j]:
+                out[i], win[i], src[i] = best[j], win[j], j
+                break
+            attempt += 1
+    return win, out, src
+
+
+def explain_minhash(a: str, b: str, hasher: MinHasher | None = None, bands: tuple[int, int] | None = None,
+                    show: int = 10) -> dict:
+    """The slot-by-slot account of the MinHash estimate of two texts (see the module docstring);
+    ``bands`` = (b, r) adds which LSH bands collide; ``show``: shared / unshared shingles listed."""
+    hasher = hasher or MinHasher()
+    scheme, k, seed = hasher.scheme, hasher.num_perm, hasher.seed
+    if scheme.startswith("datasketch"):
+        raise ValueError(f"explain covers the native schemes (oph, permutation, bottomk); {scheme} hashes token "
+                         "bytes with SHA-1 per slot — compare it with scheme 'permutation' instead")
+    (ha, na), (hb, nb) = _shingle_table(hasher.shingler, a), _shingle_table(hasher.shingler, b)
+    sig = hasher.sign_batch([a, b]).values
+    estimate_sig = float(hasher.sign_batch([a, b]).jaccard_pairs([0], [1])[0])
+    text_of = {**dict(zip(hb.tolist(), nb)), **dict(zip(ha.tolist(), na))}
+    in_a, in_b = set(ha.tolist()), set(hb.tolist())
+    out: dict = {"method": "minhash", "scheme": scheme, "num_perm": k, "seed": seed,
+                 "shingles": {"a": len(in_a), "b": len(in_b), "shared": len(in_a & in_b)},
+                 "jaccard": len(in_a & in_b) / len(in_a | in_b) if in_a | in_b else 0.0}
+    if scheme == "bottomk":
+        union = np.unique(np.concatenate([ha, hb]))
+        salt = K.scheme_salt(seed)
+        vals = fmix64(union ^ salt)
+        order = np.argsort(vals, kind="stable")[:k]
+        slots = []
+        for rank, i in enumerate(order.tolist()):
+            x = int(union[i])
+            slots.append({"slot": rank, "value": int(vals[i]), "shingle": text_of[x],
+                          "in_a": x in in_a, "in_b": x in in_b, "equal": x in in_a and x in in_b})
+        agree = sum(s["equal"] for s in slots)
+        estimate = agree / len(slots) if slots and in_a and in_b else 0.0
+        out.update(slots=slots, agreeing=agree, estimate=estimate, signature_estimate=estimate_sig,
+                   consistent=bool(abs(estimate - estimate_sig) < 1e-12))
+        _shingle_lists(out, ha, na, hb, nb, in_a, in_b, {}, show)
+        return out
+    wa, va, sa = _slot_values(ha, scheme, k, seed)
+    wb, vb, sb = _slot_values(hb, scheme, k, seed)
+    equal = (va == vb) & (wa >= 0) & (wb >= 0)
+    slots = []
+    wins: dict[int, int] = {}
+    for j in range(k):
+        xa = int(ha[wa[j]]) if wa[j] >= 0 else None
+        xb = int(hb[wb[j]]) if wb[j] >= 0 else None
+        if equal[j] and xa is not None:
+            wins[xa] = wins.get(xa, 0) + 1
+        slots.append({"slot": j, "equal": bool(equal[j]),
+                      "a": None if xa is None else {"shingle": text_of[xa], "value": int(va[j]), "bin": int(sa[j])},
+                      "b": None if xb is None else {"shingle": text_of[xb], "value": int(vb[j]), "bin": int(sb[j])}})
+    agree = int(equal.sum())
+    estimate = agree / k if in_a and in_b else 0.0
+    out.update(slots=slots, agreeing=agree, estimate=estimate, signature_estimate=estimate_sig,
+               consistent=bool(np.array_equal(va.astype(sig.dtype), sig[0]) and np.array_equal(vb.astype(sig.dtype),
+                                                                                             sig[1])
+                               and abs(estimate - estimate_sig) < 1e-12))
+    if bands is not None:
+        nb_, r = bands
+        collide = [i for i in range(nb_) if (i + 1) * r <= k and bool(equal[i * r:(i + 1) * r].all())]
+        out["bands"] = {"b": nb_, "r": r, "colliding": collide, "candidate": bool(collide)}
+    _shingle_lists(out, ha, na, hb, nb, in_a, in_b, wins, show)
+    return out
+
+
+def _shingle_lists(out, ha, na, hb, nb, in_a, in_b, wins, show) -> None:
+    """Shared shingles (those that decide agreeing slots first, by slots won) and some of each side's own."""
+    shared = [(wins.get(int(h), 0), i, s) for i, (h, s) in enumerate(zip(ha.tolist(), na)) if h in in_b]
+    shared.sort(key=lambda t: (-t[0], t[1]))
+    out["examples"] = {
+        "shared": [{"shingle": s, "slots_won": w} for w, _, s in shared[:show]],
+        "only_a": [s for h, s in zip(ha.tolist(), na) if h not in in_b][:show],
+        "only_b": [s for h, s in zip(hb.tolist(), nb) if h not in in_a][:show]}
+
+
+def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None = 3, weighting: str | None = None,
+                    idf: str | None = None, top_n: int | None = None, compat: str | None = None,
+                    convert: str | None = None, show: int = 10) -> dict:
+    """Features (text, weight, 64-bit hash) of each side, the per-bit sums Σ ±w, the fingerprints, the
+    bits that differ and the distance — under the feature options of
+    :func:`neardup.sketches.simhash.feature_signer`."""
+    from .sketches.simhash import feature_signer  # noqa: PLC0415
+
+    fps = feature_signer(tokenizer, ngram, weighting, idf, top_n, compat, convert)([a, b])[0]
+    sides = []
+    for text in (a, b):
+        names, hashes, weights = _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert)
+        bits = ((hashes[:, None] >> np.arange(64, dtype=np.uint64)[None, :]) & np.uint64(1)).astype(bool)
+        sums = (np.where(bits, 1.0, -1.0) * weights[:, None]).sum(axis=0) if len(names) else np.zeros(64)
+        fp = int(sum(1 << j for j in range(64) if sums[j] > 0))
+        order = np.argsort(-weights, kind="stable")[:show]
+        sides.append({"features": len(names), "fingerprint": fp,
+                      "top": [{"feature": names[i], "weight": float(weights[i]), "hash": int(hashes[i])}
+                              for i in order.tolist()],
+                      "sums": [round(float(x), 6) for x in sums]})
+    diff = int(fps[0]) ^ int(fps[1])
+    differing = [j for j in range(64) if diff >> j & 1]
+    consistent = sides[0]["fingerprint"] == int(fps[0]) and sides[1]["fingerprint"] == int(fps[1])
+    return {"method": "simhash", "options": {"tokenizer": tokenizer, "ngram": ngram, "weighting": weighting or "tf",
+                                             "idf": idf, "top_n": top_n, "compat": compat, "convert": convert},
+            "a": sides[0], "b": sides[1], "differing_bits": differing, "distance": len(differing),
+            "consistent": bool(consistent)}
+
+
+def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert):
+    """(feature texts, hashes uint64, weights float64) as the fingerprint folds them."""
+    from .text.normalize import Normalizer, _converter  # noqa: PLC0415
+
+    if compat is not None and convert:
+        text = _converter(convert).convert(text)
+    if compat == "yanyiwu":
+        from .sketches.compat import yanyiwu  # noqa: PLC0415
+
+        n = top_n if top_n is not None else yanyiwu.top_n_for_length(len(text.encode("utf-8", "surrogatepass")))
+        kws = yanyiwu.extract_keywords(text, n)
+        hashes, weights = yanyiwu._hash_keywords(kws)
+        return [w for w, _ in kws], hashes, weights
+    if compat == "1e0ng":
+        from .sketches.compat import simhash_1e0ng  # noqa: PLC0415
+
+        names, weights = simhash_1e0ng._weighted(text)
+        return names, simhash_1e0ng.feature_hashes(names), np.asarray(weights, dtype=np.float64)
+    from .sketches.simhash import SimHasher  # noqa: PLC0415
+
+    hasher = SimHasher(tokenizer=tokenizer, ngram=3 if ngram is None else ngram, weighting=weighting or "tf", idf=idf,
+                       top_n=top_n, normalizer=Normalizer(convert=convert))
+    uniq, w = hasher.weights(hasher.shingler.features([text]))
+    hashes, names = _shingle_table(hasher.shingler, text)
+    text_of = dict(zip(hashes.tolist(), names))
+    return [text_of.get(h, f"#{h:016x}") for h in uniq.hashes.tolist()], uniq.hashes.astype(np.uint64), w
+
+
+def explain_sentences(a: str, b: str, n: int = 3, convert: str | None = None) -> dict:
+    """The n longest sentences of each side and whether the sentence signatures match."""
+    from .sketches.sentences import SentenceSigner  # noqa: PLC0415
+
+    s = SentenceSigner(n=n, convert=convert)
+    sa, sb = s.sign(a), s.sign(b)
+    return {"method": "sentences", "n": n, "a": s.longest(a), "b": s.longest(b), "signature_a": sa,
+            "signature_b": sb, "match": bool(sa == sb and sa != 0)}
+
+
+def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
+    """The explanation under a run's parameters (``report.json``'s ``parameters``): its method's,
+    with the exact Jaccard and containment of the shingles beside it."""
+    method = params.get("method", "minhash")
+    if method == "simhash":
+        return explain_simhash(a, b, params.get("tokenizer") or "word", params.get("ngram"), params.get("weighting"),
+                               params.get("idf"), params.get("top_n"), params.get("compat"), params.get("convert"),
+                               show)
+    if method == "sentences":
+        return explain_sentences(a, b, params.get("sentences") or 3, params.get("convert"))
+    if method == "exact":
+        from .sketches.sentences import exact_hash  # noqa: PLC0415
+        from .text.normalize import Normalizer  # noqa: PLC0415
+
+        norm = Normalizer(convert=params.get("convert"))
+        return {"method": "exact", "match": exact_hash(a, norm) == exact_hash(b, norm)}
+    from .text.normalize import Normalizer  # noqa: PLC0415
+
+    hasher = MinHasher(num_perm=params.get("num_perm") or 128, scheme=params.get("scheme") or "oph",
+                       seed=params.get("seed") if params.get("seed") is not None else 1,
+                       tokenizer=params.get("tokenizer") or "word", ngram=params.get("ngram") or 5,
+                       normalizer=Normalizer(convert=params.get("convert")))
+    bands = (params["b"], params["r"]) if params.get("b") and params.get("r") else None
+    return explain_minhash(a, b, hasher, bands, show)
+
+
+# -- as text ------------------------------------------------------------------------------------------
+def _cut(s: str, width: int) -> str:
+    s = " ".join(str(s).split())
+    return s if len(s) <= width else s[:width - 1] + "…"
+
+
+def render(parts: dict, width: int = 34) -> str:
+    """The explanations of :func:`explain_pair` / ``compare --explain`` (a dict method → explanation)
+    as text for a terminal."""
+    lines: list[str] = []
+    for e in parts.values():
+        m = e["method"]
+        if m == "minhash":
+            lines.append(f"MinHash ({e['scheme']}, k={e['num_perm']}, seed {e['seed']}): {e['agreeing']} of "
+                         f"{len(e['slots'])} slots agree → estimate {e['estimate']:.4f}  (exact Jaccard "
+                         f"{e['jaccard']:.4f}; shingles A {e['shingles']['a']}, B {e['shingles']['b']}, shared "
+                         f"{e['shingles']['shared']})")
+            if e["scheme"] == "bottomk":
+                lines.append("  rank  in  shingle (the k smallest hashes of A ∪ B)")
+                for s in e["slots"]:
+                    where = "AB" if s["equal"] else ("A " if s["in_a"] else " B")
+                    lines.append(f"  {s['slot']:4d}  {where}  {_cut(s['shingle'], 2 * width)}")
+            else:
+                lines.append(f"  slot  {'A: shingle giving the minimum':{width}s}  =  B: shingle giving the minimum")
+                for s in e["slots"]:
+                    a = "(empty)" if s["a"] is None else _cut(s["a"]["shingle"], width)
+                    b = "(empty)" if s["b"] is None else _cut(s["b"]["shingle"], width)
+                    borrowed = "" if s["a"] is None or s["a"]["bin"] == s["slot"] else f"  (bin {s['a']['bin']})"
+                    lines.append(f"  {s['slot']:4d}  {a:{width}s}  {'=' if s['equal'] else '≠'}  {b}{borrowed}")
+            if "bands" in e:
+                bd = e["bands"]
+                lines.append(f"  LSH b={bd['b']} r={bd['r']}: bands colliding "
+                             f"{', '.join(map(str, bd['colliding'])) or 'none'} → "
+                             f"{'a candidate pair' if bd['candidate'] else 'not a candidate pair'}")
+            lines.append("  shared shingles, most slots won first: " + "; ".join(
+                f"{_cut(x['shingle'], width)} ({x['slots_won']})" for x in e["examples"]["shared"]))
+        elif m == "simhash":
+            lines.append(f"SimHash: distance {e['distance']} bits (differing bits: "
+                         f"{', '.join(map(str, e['differing_bits'])) or 'none'})")
+            for side in ("a", "b"):
+                x = e[side]
+                lines.append(f"  {side.upper()}: {x['features']} features, fingerprint {x['fingerprint']:016x}; "
+                             "heaviest: " + "; ".join(f"{_cut(f['feature'], width)} ×{f['weight']:.4g} "
+                                                      f"#{f['hash']:016x}" for f in x["top"][:5]))
+            for j in e["differing_bits"]:
+                lines.append(f"  bit {j:2d}: Σ±w A {e['a']['sums'][j]:+.4g}, B {e['b']['sums'][j]:+.4g}")
+        elif m == "sentences":
+            lines.append(f"Sentence signature ({e['n']} longest): {'match' if e['match'] else 'differ'}")
+            for side in ("a", "b"):
+                for s in e[side]:
+                    lines.append(f"  {side.upper()}: {_cut(s, 2 * width)}")
+        elif m == "exact":
+            lines.append(f"Exact hash: {'match' if e['match'] else 'differ'}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
