@@ -144,7 +144,7 @@ def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift):
     assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
 
 
-@pytest.mark.parametrize("opts", [{"compat": "yanyiwu", "top_n": 8}, {"idf": "jieba", "top_n": 20}])
+@pytest.mark.parametrize("opts", [{"compat": "yanyiwu", "top_n": 8}])
 def test_simhash_feature_options_match_local(spark, planted, tmp_path, opts):
     """The SimHash feature options (one definition: sketches.simhash.feature_signer) on Spark: the local
     engine's outputs byte for byte."""
@@ -411,8 +411,7 @@ def _index_contents(path: Path, method: str) -> dict:
         return {k: bytes(r) for k, r in zip(keys, raw)}
 
 
-@pytest.mark.parametrize("method,keep,fmt", [("minhash", "first", "jsonl"), ("simhash", "first", "jsonl"),
-                                             ("minhash", "longest", "parquet")])
+@pytest.mark.parametrize("method,keep,fmt", [("minhash", "first", "jsonl"), ("simhash", "longest", "parquet")])
 def test_index_day1_then_day2_matches_local(spark, days, tmp_path, method, keep, fmt):
     """``--index`` on Spark: day 1 then day 2 give the local engine's outputs and index contents, and
     (keep=first) keep what one run over both days keeps; a rerun writes the same and adds nothing."""
