@@ -48,6 +48,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=os.path.join(HERE, "data", "corpus.jsonl"))
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--chinese", action="store_true",
+                    help="the 100 Chinese man pages of ../shared instead, traditional ones converted (tw2sp)")
     args = ap.parse_args()
     import neardup
     from neardup.evaluate import exact_jaccard_truth, labels_from_pairs
@@ -55,11 +57,21 @@ def main() -> None:
     from neardup.pipeline import find_minhash_duplicates, find_simhash_duplicates
 
     texts = []
-    with open(corpus(args.corpus), encoding="utf-8") as fh:
-        for line in fh:
-            texts.append(json.loads(line)["text"])
-            if args.limit and len(texts) >= args.limit:
-                break
+    if args.chinese:
+        import glob
+
+        from neardup.text.normalize import _converter
+
+        conv = _converter("tw2sp").convert
+        root = os.path.join(HERE, "..", "..", "shared", "corpora", "manpages_zh_sample")
+        texts = [conv(open(p, encoding="utf-8").read()) for sub in ("zh_CN", "zh_TW")
+                 for p in sorted(glob.glob(os.path.join(root, sub, "*")))]
+    else:
+        with open(corpus(args.corpus), encoding="utf-8") as fh:
+            for line in fh:
+                texts.append(json.loads(line)["text"])
+                if args.limit and len(texts) >= args.limit:
+                    break
     n = len(texts)
     feats = neardup.Shingler(ngram=5).features(texts)
     t = time.perf_counter()
@@ -73,6 +85,8 @@ def main() -> None:
         ("oph", 128, "recall", "minhash", "bounded"),          # neardup's default
         ("oph", 128, "recall", "exact", "components"),
         ("oph", 128, "recall", "exact", "bounded"),
+        ("oph", 128, "recall", "borderline", "components"),
+        ("oph", 128, "recall", "borderline", "bounded"),
         ("oph", 128, "datasketch", "minhash", "bounded"),
         ("oph", 256, "recall", "minhash", "bounded"),
         ("permutation", 128, "recall", "minhash", "bounded"),
@@ -91,7 +105,8 @@ def main() -> None:
         link = "components + drift split" if linkage == "components" else "bounded linkage"
         name = f"neardup {scheme} k={k}, bands {mode} (b={lsh.b}, r={lsh.r}), verify {verify}, {link}"
         rows[name] = {**score(res.clusters.cluster, lo, hi, jj), "candidates": res.candidates,
-                      "seconds": round(secs, 3)}
+                      "seconds": round(secs, 3), **({"borderline": res.params["borderline"]}
+                                                    if "borderline" in res.params else {})}
     oph_values = signed["oph", 128].values
     try:
         from datasketch import MinHash, MinHashLSH
@@ -135,7 +150,7 @@ def main() -> None:
         "precision_direct": round(float(direct[same].mean()) if same.any() else 1.0, 5)}
     out = {"documents": n, "truth_pairs_J>=0.75": int(lo.shape[0]), "truth_seconds": round(t_truth, 2),
            "rows": rows}
-    write_result("lsh_quality.json", out)
+    write_result("lsh_quality_zh.json" if args.chinese else "lsh_quality.json", out)
     print("\n| method | recall J≥0.85 | recall J≥0.80 | clustered pairs | share with J<0.75 | kept |\n|---|---|---|---|---|---|")
     for name, r in rows.items():
         if "recall_J>=0.85" in r:

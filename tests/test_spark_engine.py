@@ -144,6 +144,16 @@ def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift):
     assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
 
 
+@pytest.mark.parametrize("metric,linkage", [("jaccard", "bounded"), ("containment", "components")])
+def test_verify_borderline_matches_local(spark, planted, tmp_path, metric, linkage):
+    """--verify borderline on Spark: the same band, the same pairs decided exactly from re-read texts,
+    the local engine's outputs byte for byte and the same report section."""
+    rep, local = _both(spark, [planted], tmp_path, verify="borderline", metric=metric, linkage=linkage,
+                       on_error="skip", threshold=0.7)
+    ra = json.loads((tmp_path / "local" / "report.json").read_text(encoding="utf-8"))
+    assert ra["borderline"] == rep["borderline"] and rep["borderline"]["pairs"] > 0
+
+
 @pytest.mark.parametrize("opts", [{"compat": "yanyiwu", "top_n": 8}])
 def test_simhash_feature_options_match_local(spark, planted, tmp_path, opts):
     """The SimHash feature options (one definition: sketches.simhash.feature_signer) on Spark: the local

@@ -144,9 +144,11 @@ def _params() -> tuple[Param, ...]:
         Param("bands", A, int, None, lo=1, nullable=True, methods=_MINHASH, help="Explicit LSH bands b (with --rows)."),
         Param("rows", A, int, None, lo=1, nullable=True, methods=_MINHASH,
               help="Explicit LSH rows per band r (with --bands)."),
-        Param("verify", A, str, "minhash", choices=("minhash", "exact", "none"), methods=_MINHASH,
+        Param("verify", A, str, "minhash", choices=("minhash", "exact", "none", "borderline"), methods=_MINHASH,
               help="Check candidates on the full signature estimate, on the exact shingle sets (keeps 8 bytes "
-                   "per distinct shingle in memory), or not at all."),
+                   "per distinct shingle in memory), not at all, or borderline: by the estimate unless it lies "
+                   "within a few standard errors of the threshold, then exactly on shingles re-read from the texts "
+                   "of just those documents."),
         Param("linkage", A, str, "bounded", choices=("bounded", "components"), methods=_SHINGLED,
               help="bounded: merge most-similar pairs first and never put documents below threshold − drift "
                    "together; components: plain transitive closure (union-find)."),
@@ -308,8 +310,8 @@ class DedupConfig:
             why = None
             if not c.id_field:
                 why = "given with --id-field (ids name the documents in the index across runs)"
-            elif c.method == "minhash" and c.verify == "exact":
-                why = "used with --verify minhash (the index keeps signatures, not shingle sets)"
+            elif c.method == "minhash" and c.verify == "exact":   # (borderline: an indexed document's pairs
+                why = "used with --verify minhash (the index keeps signatures, not shingle sets)"  # keep the estimate)
             elif c.method == "minhash" and c.metric != "jaccard":
                 why = "used with --metric jaccard (the index keeps no set sizes)"
             elif c.convert is not None:

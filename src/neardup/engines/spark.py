@@ -459,16 +459,19 @@ def _band_batches(batches, b, r, dtype):
             pa.array(np.repeat(rows.astype(np.int64), b), pa.int64())], names=["band", "key", "row"])
 
 
-def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=False):
+def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=False, border=None):
     """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair (SimHash:
     1 − Hamming distance / 64); with ``exact``, sa and sb are the shingle sets and sim is their exact
-    Jaccard (or the larger containment)."""
+    Jaccard (or the larger containment). ``border`` = (threshold, k, z): a fourth column, whether the
+    estimate lies in the band that ``--verify borderline`` decides exactly (the local
+    :func:`~neardup.pipeline.find.borderline_mask`; pairs with a fixed row never)."""
     from ..features.shingles import Features  # noqa: PLC0415
-    from ..pipeline.find import exact_similarity, minhash_similarity  # noqa: PLC0415
+    from ..pipeline.find import borderline_mask, exact_similarity, minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
     for batch in batches:
+        mask = None
         lo = _column(batch, "lo").to_numpy(zero_copy_only=False).astype(np.int64)
         hi = _column(batch, "hi").to_numpy(zero_copy_only=False).astype(np.int64)
         n = lo.shape[0]
@@ -487,13 +490,18 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
             if method == "simhash":
                 j = 1.0 - hamming_array(a.ravel(), b.ravel()) / 64.0
             else:
-                j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
+                jj = j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
+                za = _column(batch, "za").to_numpy(zero_copy_only=False)
+                zb = _column(batch, "zb").to_numpy(zero_copy_only=False)
                 if metric != "jaccard":
-                    j = minhash_similarity(j, _column(batch, "za").to_numpy(zero_copy_only=False),
-                                           _column(batch, "zb").to_numpy(zero_copy_only=False), metric)
-        yield pa.RecordBatch.from_arrays([pa.array(lo, pa.int64()), pa.array(hi, pa.int64()),
-                                          pa.array(np.asarray(j, dtype=np.float64), pa.float64())],
-                                         names=["lo", "hi", "sim"])
+                    j = minhash_similarity(j, za, zb, metric)
+                if border is not None:
+                    mask = borderline_mask(jj, za, zb, border[0], border[1], metric, border[2]) & (lo >= 0)
+        cols = [pa.array(lo, pa.int64()), pa.array(hi, pa.int64()), pa.array(np.asarray(j, dtype=np.float64),
+                                                                              pa.float64())]
+        if border is not None:
+            cols.append(pa.array(np.zeros(n, bool) if mask is None else mask, pa.bool_()))
+        yield pa.RecordBatch.from_arrays(cols, names=["lo", "hi", "sim", "border"][:len(cols)])
 
 
 def _format_records(batches, fmt, indexed=False):
@@ -795,15 +803,42 @@ def _rule(cfg) -> tuple[float, float | None]:
     return get("threshold"), drift
 
 
-def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig) -> DataFrame:
+def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig, border=None, exact=None) -> DataFrame:
     """(lo, hi) → (lo, hi, sim): both signatures joined on (``sigs`` partitioned by row: only the pairs
-    move), the estimate in mapInArrow."""
-    col = "sh" if _exact(cfg) else "sig"
+    move), the estimate in mapInArrow; ``border`` adds the borderline flag (see
+    :func:`_pair_similarity`); ``exact``: the exact similarity on ``sigs``'s shingle sets (``sh``)."""
+    exact = _exact(cfg) if exact is None else exact
+    col = "sh" if exact else "sig"
     a = sigs.select(F.col("row").alias("lo"), F.col(col).alias("sa"), F.col("size").alias("za"))
     b = sigs.select(F.col("row").alias("hi"), F.col(col).alias("sb"), F.col("size").alias("zb"))
     joined = pairs.join(a, "lo").join(b, "hi").select("lo", "hi", "sa", "sb", "za", "zb")
+    schema = "lo long, hi long, sim double" + (", border boolean" if border is not None else "")
     return joined.mapInArrow(partial(_pair_similarity, scheme=cfg.scheme, dtype=_sig_dtype(cfg), metric=cfg.metric,
-                                     method=cfg.method, exact=_exact(cfg)), "lo long, hi long, sim double")
+                                     method=cfg.method, exact=exact, border=border), schema)
+
+
+def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: dict, info: dict) -> DataFrame:
+    """``--verify borderline`` on Spark (the local :func:`~neardup.pipeline.find._decide_borderline`):
+    the pairs flagged ``border`` get the exact similarity of their shingle sets, recomputed from the
+    texts of just their documents (``exact_rows``: rows → (row, sh, size)); the others keep the
+    estimate. Returns (lo, hi, sim)."""
+    t0 = time.perf_counter()
+    sims = sims.persist(StorageLevel.MEMORY_AND_DISK)
+    border = sims.filter(F.col("border")).select("lo", "hi")
+    rows = border.select(F.col("lo").alias("row")).unionByName(border.select(F.col("hi").alias("row"))).distinct()
+    sh = exact_rows(rows).persist(StorageLevel.MEMORY_AND_DISK)
+    ex = _similarities(border, sh, cfg, exact=True)
+    out = (sims.filter(~F.col("border")).select("lo", "hi", "sim").unionByName(ex)
+           .persist(StorageLevel.MEMORY_AND_DISK))
+    out.count()
+    t = F.lit(float(cfg.threshold))
+    est = sims.filter(F.col("border")).select("lo", "hi", F.col("sim").alias("est"))
+    flipped = ex.join(est, ["lo", "hi"]).filter((F.col("sim") >= t) != (F.col("est") >= t)).count()
+    info.update(pairs=int(est.count()), documents=int(sh.count()), flipped=int(flipped))
+    sh.unpersist()
+    sims.unpersist()
+    timings["borderline"] = time.perf_counter() - t0
+    return out
 
 
 def _exact(cfg) -> bool:
@@ -987,12 +1022,14 @@ def _finish_partition(batches, cfg_json):
 
 
 def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket: int = MAX_BUCKET,
-                  fixed: bool = False) -> SparkClusters:
+                  fixed: bool = False, exact_rows=None) -> SparkClusters:
     """Clusters of the signed rows (``_SIGNED`` schema; rows with ``err`` set are ignored) by the local
     engine's rules. ``sig_df`` should be persisted (and ideally hash-partitioned by ``row``).
     ``fixed``: rows with negative row numbers are documents decided before (an index's, the local
     ``fixed`` rows): they come first in row order, are never linked to each other (a verified pair
-    lo < hi with hi < 0) and win the keep policy through their score (+inf, or first in row order)."""
+    lo < hi with hi < 0) and win the keep policy through their score (+inf, or first in row order).
+    ``exact_rows`` (``--verify borderline``): a function of a DataFrame of rows giving (row, sh, size),
+    their distinct shingle hashes from their texts."""
     cfg = (cfg or DedupConfig()).resolved()
     _check_supported(cfg)
     timings: dict = {}
@@ -1040,7 +1077,19 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         # verification on the full signatures
         _phase(spark, "verify")
         t0 = time.perf_counter()
-        sims = _similarities(cands, docs, cfg)
+        if cfg.verify == "borderline":
+            if exact_rows is None:
+                raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was "
+                                  "given none (exact_rows)")
+            from ..pipeline.find import borderline_z  # noqa: PLC0415
+
+            z = borderline_z(n_cand)
+            t = float(cfg.threshold)
+            params["borderline"] = {"z": round(z, 3), "delta_at_t": round(z * (t * (1 - t) / cfg.num_perm) ** 0.5, 4)}
+            sims = _decide_borderline(_similarities(cands, docs, cfg, border=(t, cfg.num_perm, z)), exact_rows, cfg,
+                                      timings, params["borderline"])
+        else:
+            sims = _similarities(cands, docs, cfg)
         if cfg.verify != "none":
             sims = sims.filter(F.col("sim") >= F.lit(float(cfg.threshold)))
         edges = dup.unionByName(sims).persist(StorageLevel.MEMORY_AND_DISK)
@@ -1166,7 +1215,13 @@ def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str
         row_col = "row"
     signed = sign_dataframe(df, cfg, text_col, id_col, row_col)
     signed = signed.repartition(_shuffle_partitions(df.sparkSession), "row").persist(StorageLevel.MEMORY_AND_DISK)
-    found = find_clusters(signed, cfg)
+    ecfg = DedupConfig(**{**asdict(cfg), "verify": "exact"})
+
+    def exact_rows(rows: DataFrame) -> DataFrame:     # --verify borderline: the texts are in df
+        wanted = df.join(rows.withColumnRenamed("row", row_col), row_col, "left_semi")
+        return sign_dataframe(wanted, ecfg, text_col, None, row_col).select("row", "sh", "size")
+
+    found = find_clusters(signed, cfg, exact_rows=exact_rows)
     info = (_per_row(signed, found)
             .join(found.assign.select("row", "rep"), "row", "left")
             .select(F.col("row").alias(row_col), F.coalesce("rep", "row").alias("cluster_row"),
@@ -1485,6 +1540,28 @@ def _mark_duplicate_ids(signed: DataFrame, specs, num: _Numbering, cfg: DedupCon
         dups.unpersist()
 
 
+def _exact_rows(spark, specs, num: _Numbering, cfg: DedupConfig):
+    """``--verify borderline``: rows → (row, sh, size), each row's distinct shingle hashes signed from
+    its text, which is re-read from its input (only the rows asked for are parsed and signed)."""
+    cj = _cfg_json(DedupConfig(**{**asdict(cfg), "verify": "exact"}))
+
+    def exact_rows(rows: DataFrame) -> DataFrame:
+        parts = []
+        for fi, spec in enumerate(specs):
+            lo, n = num.starts[fi], num.rows[fi]
+            mine = rows.filter((F.col("row") >= lo) & (F.col("row") < lo + n))
+            fn = partial(_parse_sign, kind=spec.fmt if _spark_reads(spec) else "parsed", spec=spec, start=lo,
+                         last_row_nl=num.last_nl.get(fi, -1), cfg_json=cj, text_field=cfg.text_field, id_field=None,
+                         key_field=None, keep="first", bom=num.bom.get(fi, False))
+            parts.append(_numbered(spark, _scan(spark, spec, cfg), num.offsets[fi]).join(mine, "row", "left_semi")
+                         .mapInArrow(fn, _SIGNED).select("row", "sh", "size"))
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionByName(p)
+        return out
+    return exact_rows
+
+
 def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings, index=None) -> dict:
     part = None
     docs = signed
@@ -1497,7 +1574,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                 .persist(StorageLevel.MEMORY_AND_DISK)
         timings["index_query"] = time.perf_counter() - t0
     try:
-        found = find_clusters(docs, cfg, fixed=docs is not signed)
+        found = find_clusters(docs, cfg, fixed=docs is not signed, exact_rows=_exact_rows(spark, specs, num, cfg))
     finally:
         if docs is not signed:
             docs.unpersist()
@@ -1587,7 +1664,8 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
             engine_info={"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
                          "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
-            index=index_info))
+            index=index_info,
+            extra={"borderline": found.params["borderline"]} if "borderline" in found.params else {}))
         if local is not None:
             write_report(report, local, cfg.html)        # the local engine's writer, report.html included
         else:

@@ -428,10 +428,52 @@ def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: _Corpus, arrays: tuple)
     return values[keep], empty[keep], (None if sizes is None else sizes[keep]), features
 
 
-def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus, part=None) -> DuplicateResult:
+def _exact_pairs(cfg: DedupConfig, texts_of, offset: int):
+    """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
+    run's documents), from their texts re-read from the inputs and shingled as when they were signed."""
+    from ..features.shingles import Features  # noqa: PLC0415
+    from ..sketches.minhash import MinHasher  # noqa: PLC0415
+    from ..text.normalize import Normalizer  # noqa: PLC0415
+    from .find import exact_similarity  # noqa: PLC0415
+
+    shingler = MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
+                         ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert)).shingler
+
+    def exact(lo, hi):
+        # texts arrive one by one and are shingled a batch at a time: what stays is each document's
+        # distinct shingle hashes (8 bytes each), never all the texts at once
+        rows = np.unique(np.concatenate([lo, hi]))
+        parts: dict[int, np.ndarray] = {}
+        batch: list = []
+
+        def flush():
+            u = shingler.features([t for _, t in batch]).unique()
+            for k, (d, _) in enumerate(batch):
+                parts[d] = u.hashes[u.offsets[k]:u.offsets[k + 1]].copy()
+            batch.clear()
+
+        for d, text in texts_of({d - offset for d in rows.tolist()}):
+            batch.append((d + offset, text))
+            if len(batch) >= 1024:
+                flush()
+        if batch:
+            flush()
+        empty = np.zeros(0, np.uint64)
+        hashes = [parts.get(d, empty) for d in rows.tolist()]
+        off = np.zeros(len(hashes) + 1, dtype=np.int64)
+        np.cumsum([h.shape[0] for h in hashes], out=off[1:])
+        h = np.concatenate(hashes) if hashes else empty
+        feats = Features(h, off, np.ones(h.shape[0], dtype=np.int64))
+        return exact_similarity(feats, np.searchsorted(rows, lo), np.searchsorted(rows, hi), cfg.metric)
+    return exact
+
+
+def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus, part=None,
+          texts_of=None) -> DuplicateResult:
     """Clusters of the documents; with ``part`` (indexed documents the new rows matched) those come
     first as fixed rows, and the result is given back over the new documents only, an indexed
-    representative p appearing as document n + p."""
+    representative p appearing as document n + p. ``texts_of(docs)``: (document, text) of documents,
+    for ``--verify borderline``."""
     lengths = np.asarray(corpus.lengths, dtype=np.int64)
     keys = None
     if cfg.keep == "key":   # numbers already (the readers refuse a row whose key is not one)
@@ -442,7 +484,8 @@ def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus, par
         empty = np.concatenate([np.zeros(m, dtype=bool), empty])
         lengths = np.concatenate([np.zeros(m, dtype=np.int64), lengths])
         keys = None if keys is None else np.concatenate([np.zeros(m), keys])
-    result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m)
+    exact = _exact_pairs(cfg, texts_of, m) if cfg.verify == "borderline" and texts_of is not None else None
+    result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact)
     return _without_fixed(result, m) if m else result
 
 
@@ -460,7 +503,8 @@ def _without_fixed(result: DuplicateResult, m: int) -> DuplicateResult:
                            result.params, result.timings)
 
 
-def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int) -> DuplicateResult:
+def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int,
+              exact_pairs=None) -> DuplicateResult:
     if cfg.method == "minhash":
         from ..index.lsh import choose_params  # noqa: PLC0415
         from ..sketches.minhash import Signatures  # noqa: PLC0415
@@ -469,7 +513,8 @@ def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, f
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         return find_minhash_duplicates(sigs, cfg.threshold, lsh=lsh, metric=cfg.metric, sizes=sizes,
                                        verify=cfg.verify, features=features, keep=cfg.keep, lengths=lengths, keys=keys,
-                                       linkage=cfg.linkage, max_drift=cfg.max_drift, fixed=fixed)
+                                       linkage=cfg.linkage, max_drift=cfg.max_drift, fixed=fixed,
+                                       exact_pairs=exact_pairs)
     if cfg.method == "simhash":
         from .find import find_simhash_duplicates  # noqa: PLC0415
 
@@ -491,10 +536,16 @@ def _sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float
 def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
     """Texts of a few documents (for the report), re-read from the inputs; line formats parse
     only the wanted lines."""
+    return dict(_iter_texts(specs, cfg, corpus, docs))
+
+
+def _iter_texts(specs, cfg, corpus: _Corpus, docs: set[int]):
+    """(document, text) of the documents ``docs``, re-read from the inputs in input order (line
+    formats parse only the wanted lines); a document whose text cannot be read again is absent."""
     if not docs:
-        return {}
+        return
     want_rows = {corpus.doc_row[d]: d for d in docs}
-    out, g = {}, 0
+    g = 0
     for spec, n_rows in zip(specs, corpus.row_source):
         lo, hi = g, g + n_rows
         wanted = {r - lo: d for r, d in want_rows.items() if lo <= r < hi}
@@ -502,21 +553,22 @@ def _fetch_texts(specs, cfg, corpus: _Corpus, docs: set[int]) -> dict[int, str]:
         if not wanted:
             continue
         if spec.fmt in ("jsonl", "lines"):
+            left = len(wanted)
             for i, raw in raw_lines(spec):
                 d = wanted.get(i - 1)
                 if d is None:
                     continue
                 if spec.fmt == "jsonl":  # parsed exactly as when it was read
-                    out[d] = parse_jsonl_line(spec, i, raw, cfg.text_field, None, None).text or ""
+                    yield d, parse_jsonl_line(spec, i, raw, cfg.text_field, None, None).text or ""
                 else:
-                    out[d] = line_text(i, raw)[0]
-                if len(out) == len(want_rows):
+                    yield d, line_text(i, raw)[0]
+                left -= 1
+                if left == 0:
                     break
             continue
         for k, row in enumerate(read_rows(spec, cfg.text_field, None)):
             if k in wanted and row.text is not None:
-                out[wanted[k]] = row.text
-    return out
+                yield wanted[k], row.text
 
 
 STDOUT = "-"
@@ -641,7 +693,8 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         key = run_key(specs, cfg)
         part = matched(index, values, empty, cfg, key)
         timings["index_query"] = time.perf_counter() - t0
-    result = _find(values, empty, sizes, features, cfg, corpus, part)
+    result = _find(values, empty, sizes, features, cfg, corpus, part,
+                   lambda docs: _iter_texts(specs, cfg, corpus, docs))
     timings.update({k: v for k, v in result.timings.items()})
     clusters = result.clusters
     kept_doc = clusters.kept
@@ -789,4 +842,5 @@ def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings
         similarity_counts=similarity_counts(c.similarity[~c.kept]),
         samples=[(ids[k], ids[d], s, texts.get(k, INDEXED_TEXT if k >= len(corpus.ids) else ""), texts.get(d, ""))
                  for k, d, s in samples],
-        timings=timings, lsh=lsh, index=index_info))
+        timings=timings, lsh=lsh, index=index_info,
+        extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}))

@@ -22,7 +22,37 @@ from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
 from ..sketches.minhash import Signatures, empty_value, jaccard_rows
 
 METRICS = ("jaccard", "containment")
-VERIFY = ("minhash", "exact", "none")
+VERIFY = ("minhash", "exact", "none", "borderline")
+
+
+def borderline_z(n_candidates: int) -> float:
+    """The band's width in standard errors: z with n · P(|Z| > z) = 1 (normal approximation), so that
+    among the n candidate pairs decided by their estimate alone, at most about one is expected to lie
+    on the other side of t. A pair outside the band is misdecided only when its estimate errs by more
+    than z standard errors (more still when its true J is farther from t). At least 3."""
+    from statistics import NormalDist  # noqa: PLC0415
+
+    n = max(int(n_candidates), 1)
+    return max(3.0, NormalDist().inv_cdf(1.0 - 0.5 / n))
+
+
+def borderline_mask(j, size_a, size_b, threshold: float, num_perm: int, metric: str, z: float) -> np.ndarray:
+    """Which pairs a MinHash estimate cannot decide: |ĵ − J_t| ≤ z · sqrt(J_t(1 − J_t)/k), where J_t is
+    the Jaccard at which the pair reaches the threshold — t itself, or for containment of A in B
+    (or B in A, whichever needs less) J_t = t|A| / (|A| + |B| − t|A|). The variance is the estimator's,
+    J(1 − J)/k, taken at J_t: the pairs in question are those near it. The one rule both engines use."""
+    j = np.asarray(j, dtype=np.float64)
+    if metric == "jaccard":
+        jt = np.full(j.shape[0], float(threshold))
+    else:
+        a = np.asarray(size_a, dtype=np.float64)
+        b = np.asarray(size_b, dtype=np.float64)
+        t = float(threshold)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ja = t * a / (a + b - t * a)
+            jb = t * b / (a + b - t * b)
+        jt = np.clip(np.nan_to_num(np.minimum(ja, jb), nan=1.0), 0.0, 1.0)
+    return np.abs(j - jt) <= z * np.sqrt(jt * (1.0 - jt) / num_perm)
 
 
 def containment_from_jaccard(j, size_a, size_b):
@@ -72,12 +102,15 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
                             verify: str = "minhash", features: Features | None = None,
                             sizes: np.ndarray | None = None, keep: str = "first", lengths=None, keys=None,
                             linkage: str = "bounded", max_drift: float | None = 0.05, sample: int = 16,
-                            max_bucket: int = MAX_BUCKET, fixed: int = 0) -> DuplicateResult:
+                            max_bucket: int = MAX_BUCKET, fixed: int = 0, exact_pairs=None) -> DuplicateResult:
     """Clusters of near-duplicates among the rows of ``sigs``.
 
     ``metric="containment"`` accepts a pair when either document is at least ``threshold``
     contained in the other (needs ``sizes`` — distinct shingles per document — or ``features``).
-    ``verify="exact"`` checks candidates on ``features``; ``"none"`` accepts every candidate.
+    ``verify="exact"`` checks candidates on ``features``; ``"none"`` accepts every candidate;
+    ``"borderline"`` decides a candidate by its estimate unless the estimate is within the band of
+    :func:`borderline_mask` around the threshold, where ``exact_pairs(lo, hi)`` (the exact
+    similarity of those pairs, from their texts) decides; pairs with a fixed row keep the estimate.
     ``linkage="bounded"`` (default) merges verified pairs most-similar first and refuses merges that
     would put documents below t − ``max_drift`` together (see :mod:`neardup.clusters`);
     ``"components"`` is plain union–find. The first ``fixed`` rows are documents decided before
@@ -93,6 +126,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         raise ValueError(f"verify must be one of {VERIFY}, got {verify!r}")
     if verify == "exact" and features is None:
         raise ValueError("verify='exact' needs the documents' features")
+    if verify == "borderline" and exact_pairs is None and features is None:
+        raise ValueError("verify='borderline' needs exact_pairs (exact similarity of given pairs) or features")
     if metric == "containment" and sizes is None:
         if features is None:
             raise ValueError("metric='containment' needs sizes (distinct shingles per document) or features")
@@ -122,11 +157,15 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         j = jaccard_rows(values, a, b, sigs.scheme)
         return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
 
+    border = {}
     if verify == "none":
         sim = similarity(lo, hi)
         ok = np.ones(lo.shape[0], dtype=bool)
     else:
         sim = similarity(lo, hi)
+        if verify == "borderline":
+            sim, border = _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features,
+                                             exact_pairs)
         ok = sim >= threshold
     lo, hi, sim = lo[ok], hi[ok], sim[ok]
     # identical signatures: linked to the first row with the same values
@@ -151,11 +190,41 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
                               threshold=threshold, max_drift=max_drift, linkage=linkage, edge_sim=sim,
                               oracle=oracle, sample=sample)
     timings["clusters"] = time.perf_counter() - t0
+    if border:
+        timings["borderline"] = border.pop("seconds")
     info = {"method": "minhash", "threshold": threshold, "b": params.b, "r": params.r, "lsh_mode": params.mode,
             "metric": metric, "verify": verify, "keep": keep, "linkage": linkage, "max_drift": max_drift,
             "num_perm": sigs.num_perm,
             "scheme": sigs.scheme, "seed": sigs.seed, "empty_documents": int(empty.sum())}
+    if border:
+        info["borderline"] = border
     return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings)
+
+
+def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features, exact_pairs):
+    """``verify="borderline"``: the pairs within the band get their exact similarity. Returns the
+    similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed)."""
+    t0 = time.perf_counter()
+    j = jaccard_rows(values, lo, hi, sigs.scheme)
+    z = borderline_z(lo.shape[0])
+    za = sizes[lo] if metric != "jaccard" else None       # (set sizes matter to containment only)
+    zb = sizes[hi] if metric != "jaccard" else None
+    mask = borderline_mask(j, za, zb, threshold, sigs.num_perm, metric, z)
+    if fixed:
+        mask &= (lo >= fixed) & (hi >= fixed)        # an index's documents have no text here
+    idx = np.flatnonzero(mask)
+    sim = sim.copy()
+    if idx.shape[0]:
+        ex = (exact_similarity(features, lo[idx], hi[idx], metric) if exact_pairs is None
+              else np.asarray(exact_pairs(lo[idx], hi[idx]), dtype=np.float64))
+        flipped = int(((ex >= threshold) != (sim[idx] >= threshold)).sum())
+        sim[idx] = ex
+    else:
+        flipped = 0
+    docs = int(np.unique(np.concatenate([lo[idx], hi[idx]])).shape[0]) if idx.shape[0] else 0
+    return sim, {"z": round(z, 3), "delta_at_t": round(z * (threshold * (1 - threshold) / sigs.num_perm) ** 0.5, 4),
+                 "pairs": int(idx.shape[0]), "documents": docs, "flipped": flipped,
+                 "seconds": time.perf_counter() - t0}
 
 
 def _unfix(lo, hi, sim, fixed: int):

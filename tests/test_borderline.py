@@ -1,0 +1,115 @@
+"""``--verify borderline`` (pipeline/find.py): estimates far from t decide, pairs within
+z·sqrt(J_t(1 − J_t)/k) of the threshold are decided exactly on shingles re-read from their texts.
+The band's width comes from the theory (z from the number of candidates, the estimator's variance),
+and the statistical test uses fixed seeds and a bound derived from it."""
+from __future__ import annotations
+
+import json
+import random
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+
+from neardup.config import DedupConfig
+from neardup.features.shingles import Shingler
+from neardup.pipeline.dedup import run_dedup
+from neardup.pipeline.find import _decide_borderline, borderline_mask, borderline_z, containment_from_jaccard
+from neardup.similarity.jaccard import exact_jaccard_pairs
+from neardup.sketches.minhash import MinHasher, jaccard_rows
+
+
+def test_z_from_the_number_of_candidates():
+    for n in (1, 10, 1000, 10**6):
+        z = borderline_z(n)
+        expected_outside = n * 2 * (1 - NormalDist().cdf(z))
+        assert z == 3.0 if n < 370 else expected_outside == pytest.approx(1.0, rel=1e-6)
+    assert borderline_z(10**6) > borderline_z(10**3)
+
+
+def test_band_edges_for_jaccard_and_containment():
+    t, k, z = 0.8, 128, 3.0
+    half = z * (t * (1 - t) / k) ** 0.5
+    j = np.array([t - half - 1e-9, t - half + 1e-9, t, t + half - 1e-9, t + half + 1e-9])
+    assert borderline_mask(j, None, None, t, k, "jaccard", z).tolist() == [False, True, True, True, False]
+    # containment: the band is centred on the Jaccard at which the pair reaches t
+    a, b = np.array([100.0, 50.0]), np.array([1000.0, 60.0])
+    jt = np.minimum(t * a / (a + b - t * a), t * b / (a + b - t * b))
+    c = np.maximum(containment_from_jaccard(jt, a, b), containment_from_jaccard(jt, b, a))
+    assert np.allclose(c, t)
+    assert borderline_mask(jt, a, b, t, k, "containment", z).all()
+    far = jt + z * np.sqrt(jt * (1 - jt) / k) + 1e-6
+    assert not borderline_mask(far, a, b, t, k, "containment", z).any()
+
+
+def _pairs(rng: random.Random, n_pairs: int, size: int):
+    """Documents 2i, 2i+1 with shared and own tokens: J uniform over [0.55, 1]."""
+    texts = []
+    for i in range(n_pairs):
+        j = rng.uniform(0.55, 1.0)
+        shared = round(size * 2 * j / (1 + j))         # |A∩B| for |A| = |B| = size
+        common = [f"s{i}_{x}" for x in range(shared)]
+        texts.append(" ".join(common + [f"a{i}_{x}" for x in range(size - shared)]))
+        texts.append(" ".join(common + [f"b{i}_{x}" for x in range(size - shared)]))
+    return texts
+
+
+@pytest.mark.parametrize("scheme,seed", [("permutation", 3), ("oph", 11)])
+def test_outside_the_band_few_are_misdecided_inside_none(scheme, seed):
+    """2,000 pairs with known J. Inside the band the decision is exact, so never wrong; outside it a
+    decision is wrong only when the estimate errs by more than z standard errors, which the choice
+    of z makes an expected ≤ 1 event over all pairs (Poisson: more than 6 has probability < 10⁻³)."""
+    rng = random.Random(seed)
+    texts = _pairs(rng, 2000, 60)
+    sh = Shingler(ngram=1)
+    feats = sh.features(texts)
+    hasher = MinHasher(num_perm=128, scheme=scheme, seed=seed, ngram=1)
+    sigs = hasher.sign_features(feats)
+    lo = np.arange(0, len(texts), 2)
+    hi = lo + 1
+    t = 0.8
+    est = jaccard_rows(sigs.values, lo, hi, scheme)
+    sim, info = _decide_borderline(est, sigs.values, lo, hi, None, sigs, t, "jaccard", 0, feats, None)
+    exact = exact_jaccard_pairs(feats, lo, hi)
+    band = borderline_mask(est, None, None, t, 128, "jaccard", borderline_z(lo.shape[0]))
+    assert info["pairs"] == int(band.sum()) > 0
+    assert np.array_equal(sim[band], exact[band])
+    wrong = (sim >= t) != (exact >= t)
+    assert not wrong[band].any()
+    assert wrong[~band].sum() <= 6
+    assert info["flipped"] == int(((est >= t) != (exact >= t))[band].sum())
+
+
+def test_a_run_reports_the_band_and_beats_the_estimate(tmp_path):
+    """Planted near-duplicates around t: borderline decides like --verify exact on every pair it checks,
+    and reports what it did."""
+    rng = random.Random(5)
+    texts = _pairs(rng, 300, 80)
+    src = tmp_path / "p.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
+    reps = {}
+    for verify in ("minhash", "borderline", "exact"):
+        reps[verify] = run_dedup([str(src)], str(tmp_path / verify),
+                                 DedupConfig(verify=verify, ngram=1, linkage="components", max_drift=None,
+                                             id_field="id", html=False, quiet=True, workers=1))
+    b = reps["borderline"]["borderline"]
+    assert b["pairs"] > 0 and b["documents"] > 0 and b["z"] >= 3.0
+    assert "borderline" not in reps["minhash"]
+    feats = Shingler(ngram=1).features(texts)
+    lo = np.arange(0, len(texts), 2)
+    truth = exact_jaccard_pairs(feats, lo, lo + 1) >= 0.8
+
+    def together(verify):
+        recs = {r["id"]: r["cluster"] for r in map(json.loads, (tmp_path / verify / "clusters.jsonl").read_text()
+                                                   .splitlines())}
+        return np.array([recs[int(i)] == recs[int(i) + 1] for i in lo])
+
+    wrong = {v: int((together(v) != truth).sum()) for v in reps}
+    assert wrong["borderline"] <= wrong["minhash"] and wrong["borderline"] <= 2, wrong
+
+
+def test_borderline_with_an_index_keeps_the_estimate_for_indexed_documents(tmp_path, days):
+    cfg = dict(id_field="id", html=False, quiet=True, workers=1, index=str(tmp_path / "idx"), verify="borderline")
+    run_dedup([str(days / "day1.jsonl")], str(tmp_path / "d1"), DedupConfig(**cfg))
+    rep = run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d2"), DedupConfig(**cfg))
+    assert rep["index"]["removed_by_index"] > 0 and rep["counts"]["accounted"]
