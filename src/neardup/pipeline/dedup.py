@@ -484,7 +484,8 @@ def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus, par
         empty = np.concatenate([np.zeros(m, dtype=bool), empty])
         lengths = np.concatenate([np.zeros(m, dtype=np.int64), lengths])
         keys = None if keys is None else np.concatenate([np.zeros(m), keys])
-    exact = _exact_pairs(cfg, texts_of, m) if cfg.verify == "borderline" and texts_of is not None else None
+    exact = (_exact_pairs(cfg, texts_of, m) if cfg.method == "minhash" and cfg.verify == "borderline"
+             and texts_of is not None else None)
     result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact)
     return _without_fixed(result, m) if m else result
 
