@@ -154,6 +154,30 @@ def test_verify_borderline_matches_local(spark, planted, tmp_path, metric, linka
     assert ra["borderline"] == rep["borderline"] and rep["borderline"]["pairs"] > 0
 
 
+def test_verify_borderline_with_an_index_matches_local(spark, days, tmp_path):
+    """With --index, an indexed document's pairs in the band are checked through the new row identical to
+    it; the rerun of a changed day 2 then removes every row, on both engines alike."""
+    import os
+
+    from neardup.engines.spark import run_spark_dedup
+
+    kw = dict(verify="borderline", id_field="id")
+    for engine in ("local", "spark"):
+        cfg = _config(index=str(tmp_path / f"idx-{engine}"), **kw)
+        run = run_dedup if engine == "local" else (lambda i, o, c: run_spark_dedup(i, o, c, spark=spark))
+        run([str(days / "day1.jsonl")], str(tmp_path / f"{engine}-1"), cfg)
+        run([str(days / "day2.jsonl")], str(tmp_path / f"{engine}-2"), cfg)
+        st = os.stat(days / "day2.jsonl")
+        os.utime(days / "day2.jsonl", ns=(1, 1))
+        try:
+            rep = run([str(days / "day2.jsonl")], str(tmp_path / f"{engine}-3"), cfg)
+        finally:
+            os.utime(days / "day2.jsonl", ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert rep["counts"]["kept"] == 0 and rep["borderline"]["pairs"] > 0
+    for day in (1, 2, 3):
+        _same_outputs(tmp_path / f"local-{day}", tmp_path / f"spark-{day}")
+
+
 @pytest.mark.parametrize("opts", [{"compat": "yanyiwu", "top_n": 8}])
 def test_simhash_feature_options_match_local(spark, planted, tmp_path, opts):
     """The SimHash feature options (one definition: sketches.simhash.feature_signer) on Spark: the local

@@ -464,7 +464,7 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
     1 − Hamming distance / 64); with ``exact``, sa and sb are the shingle sets and sim is their exact
     Jaccard (or the larger containment). ``border`` = (threshold, k, z): a fourth column, whether the
     estimate lies in the band that ``--verify borderline`` decides exactly (the local
-    :func:`~neardup.pipeline.find.borderline_mask`; pairs with a fixed row never)."""
+    :func:`~neardup.pipeline.find.borderline_mask`)."""
     from ..features.shingles import Features  # noqa: PLC0415
     from ..pipeline.find import borderline_mask, exact_similarity, minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
@@ -496,7 +496,7 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
                 if metric != "jaccard":
                     j = minhash_similarity(j, za, zb, metric)
                 if border is not None:
-                    mask = borderline_mask(jj, za, zb, border[0], border[1], metric, border[2]) & (lo >= 0)
+                    mask = borderline_mask(jj, za, zb, border[0], border[1], metric, border[2])
         cols = [pa.array(lo, pa.int64()), pa.array(hi, pa.int64()), pa.array(np.asarray(j, dtype=np.float64),
                                                                               pa.float64())]
         if border is not None:
@@ -817,26 +817,39 @@ def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig, border=No
                                      method=cfg.method, exact=exact, border=border), schema)
 
 
-def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: dict, info: dict) -> DataFrame:
+def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: dict, info: dict,
+                       alias: DataFrame | None = None) -> DataFrame:
     """``--verify borderline`` on Spark (the local :func:`~neardup.pipeline.find._decide_borderline`):
     the pairs flagged ``border`` get the exact similarity of their shingle sets, recomputed from the
     texts of just their documents (``exact_rows``: rows → (row, sh, size)); the others keep the
-    estimate. Returns (lo, hi, sim)."""
+    estimate. A fixed row (lo < 0) is checked through its ``alias`` (lo, alias): the first new row with
+    an identical signature (the local :func:`~neardup.pipeline.find.fixed_aliases`); without one its
+    pairs keep the estimate. Returns (lo, hi, sim)."""
     t0 = time.perf_counter()
     sims = sims.persist(StorageLevel.MEMORY_AND_DISK)
-    border = sims.filter(F.col("border")).select("lo", "hi")
-    rows = border.select(F.col("lo").alias("row")).unionByName(border.select(F.col("hi").alias("row"))).distinct()
+    flagged = sims.filter(F.col("border") & (F.col("hi") >= 0))
+    if alias is not None:
+        flagged = flagged.join(alias, "lo", "left").withColumn(
+            "ea", F.when(F.col("lo") < 0, F.col("alias")).otherwise(F.col("lo")))
+    else:
+        flagged = flagged.withColumn("ea", F.col("lo"))
+    flagged = flagged.persist(StorageLevel.MEMORY_AND_DISK)
+    border = flagged.filter(F.col("ea").isNotNull()).select("lo", "hi", "ea", F.col("sim").alias("est"))
+    keep = (sims.filter(~F.col("border") | (F.col("hi") < 0)).select("lo", "hi", "sim")
+            .unionByName(flagged.filter(F.col("ea").isNull()).select("lo", "hi", "sim")))
+    rows = border.select(F.col("ea").alias("row")).unionByName(border.select(F.col("hi").alias("row"))).distinct()
     sh = exact_rows(rows).persist(StorageLevel.MEMORY_AND_DISK)
-    ex = _similarities(border, sh, cfg, exact=True)
-    out = (sims.filter(~F.col("border")).select("lo", "hi", "sim").unionByName(ex)
-           .persist(StorageLevel.MEMORY_AND_DISK))
+    ex = _similarities(border.select(F.col("ea").alias("lo"), "hi").distinct(), sh, cfg, exact=True)
+    decided = border.join(ex.select(F.col("lo").alias("ea"), "hi", "sim"), ["ea", "hi"]).select("lo", "hi", "sim",
+                                                                                                  "est")
+    decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
+    out = keep.unionByName(decided.select("lo", "hi", "sim")).persist(StorageLevel.MEMORY_AND_DISK)
     out.count()
     t = F.lit(float(cfg.threshold))
-    est = sims.filter(F.col("border")).select("lo", "hi", F.col("sim").alias("est"))
-    flipped = ex.join(est, ["lo", "hi"]).filter((F.col("sim") >= t) != (F.col("est") >= t)).count()
-    info.update(pairs=int(est.count()), documents=int(sh.count()), flipped=int(flipped))
-    sh.unpersist()
-    sims.unpersist()
+    flipped = decided.filter((F.col("sim") >= t) != (F.col("est") >= t)).count()
+    info.update(pairs=int(decided.count()), documents=int(sh.count()), flipped=int(flipped))
+    for df in (sh, flagged, decided, sims):
+        df.unpersist()
     timings["borderline"] = time.perf_counter() - t0
     return out
 
@@ -1086,8 +1099,10 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
             z = borderline_z(n_cand)
             t = float(cfg.threshold)
             params["borderline"] = {"z": round(z, 3), "delta_at_t": round(z * (t * (1 - t) / cfg.num_perm) ** 0.5, 4)}
+            alias = (dup.filter((F.col("lo") < 0) & (F.col("hi") >= 0)).groupBy("lo").agg(F.min("hi").alias("alias"))
+                     if fixed else None)
             sims = _decide_borderline(_similarities(cands, docs, cfg, border=(t, cfg.num_perm, z)), exact_rows, cfg,
-                                      timings, params["borderline"])
+                                      timings, params["borderline"], alias)
         else:
             sims = _similarities(cands, docs, cfg)
         if cfg.verify != "none":

@@ -165,7 +165,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         sim = similarity(lo, hi)
         if verify == "borderline":
             sim, border = _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features,
-                                             exact_pairs)
+                                             exact_pairs, same)
         ok = sim >= threshold
     lo, hi, sim = lo[ok], hi[ok], sim[ok]
     # identical signatures: linked to the first row with the same values
@@ -201,27 +201,50 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings)
 
 
-def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features, exact_pairs):
+def fixed_aliases(same: np.ndarray, fixed: int) -> np.ndarray:
+    """Per row the row whose text stands for it in an exact check: itself, or for a fixed row (an
+    index's document, whose text is not at hand) the first new row with an identical signature
+    (−1: none). Identical k-slot signatures are identical shingle sets but for a 2⁻³²ᵏ-scale
+    accident, so the new row's set is the fixed row's."""
+    n = same.shape[0]
+    out = np.arange(n, dtype=np.int64)
+    if fixed:
+        out[:fixed] = -1
+        r = np.arange(fixed, n, dtype=np.int64)
+        f = same[fixed:]
+        m = f < fixed
+        firsts, at = np.unique(f[m], return_index=True)
+        out[firsts] = r[m][at]
+    return out
+
+
+def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features, exact_pairs,
+                       same=None):
     """``verify="borderline"``: the pairs within the band get their exact similarity. Returns the
-    similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed)."""
+    similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed).
+    A fixed row is checked through the new row identical to it (:func:`fixed_aliases`); without one
+    its pairs keep the estimate."""
     t0 = time.perf_counter()
     j = jaccard_rows(values, lo, hi, sigs.scheme)
     z = borderline_z(lo.shape[0])
     za = sizes[lo] if metric != "jaccard" else None       # (set sizes matter to containment only)
     zb = sizes[hi] if metric != "jaccard" else None
     mask = borderline_mask(j, za, zb, threshold, sigs.num_perm, metric, z)
-    if fixed:
-        mask &= (lo >= fixed) & (hi >= fixed)        # an index's documents have no text here
+    ea, eb = lo, hi
+    if fixed:                                        # an index's documents have no text here
+        alias = fixed_aliases(same if same is not None else np.arange(values.shape[0]), fixed)
+        ea, eb = alias[lo], alias[hi]
+        mask &= (ea >= 0) & (eb >= 0) & (hi >= fixed)
     idx = np.flatnonzero(mask)
     sim = sim.copy()
     if idx.shape[0]:
-        ex = (exact_similarity(features, lo[idx], hi[idx], metric) if exact_pairs is None
-              else np.asarray(exact_pairs(lo[idx], hi[idx]), dtype=np.float64))
+        ex = (exact_similarity(features, ea[idx], eb[idx], metric) if exact_pairs is None
+              else np.asarray(exact_pairs(ea[idx], eb[idx]), dtype=np.float64))
         flipped = int(((ex >= threshold) != (sim[idx] >= threshold)).sum())
         sim[idx] = ex
     else:
         flipped = 0
-    docs = int(np.unique(np.concatenate([lo[idx], hi[idx]])).shape[0]) if idx.shape[0] else 0
+    docs = int(np.unique(np.concatenate([ea[idx], eb[idx]])).shape[0]) if idx.shape[0] else 0
     return sim, {"z": round(z, 3), "delta_at_t": round(z * (threshold * (1 - threshold) / sigs.num_perm) ** 0.5, 4),
                  "pairs": int(idx.shape[0]), "documents": docs, "flipped": flipped,
                  "seconds": time.perf_counter() - t0}
