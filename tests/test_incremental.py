@@ -164,7 +164,7 @@ def test_bad_uses_are_refused_before_anything_is_written(days, tmp_path):
     day2 = str(days / "day2.jsonl")
     with pytest.raises(ConfigError, match="--id-field"):
         run_dedup([day2], str(tmp_path / "o"), DedupConfig(index=str(tmp_path / "i")))
-    with pytest.raises(ConfigError, match="verify minhash"):
+    with pytest.raises(ConfigError, match="borderline or minhash"):
         run_dedup([day2], str(tmp_path / "o"), _cfg(index=str(tmp_path / "i"), verify="exact"))
     with pytest.raises(ConfigError, match="--index"):
         run_dedup([day2], str(tmp_path / "o"), _cfg(index=str(tmp_path / "i"), method="exact"))

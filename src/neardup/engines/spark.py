@@ -1105,12 +1105,15 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
                                       timings, params["borderline"], alias)
         else:
             sims = _similarities(cands, docs, cfg)
+        decided = sims if cfg.verify == "borderline" else None     # persisted by _decide_borderline
         if cfg.verify != "none":
             sims = sims.filter(F.col("sim") >= F.lit(float(cfg.threshold)))
         edges = dup.unionByName(sims).persist(StorageLevel.MEMORY_AND_DISK)
         n_edges = edges.count()
         cands.unpersist()
         dup.unpersist()
+        if decided is not None:
+            decided.unpersist()
         timings["verify"] = time.perf_counter() - t0
     elif cfg.method == "simhash":
         edges, n_cand, n_edges, params = _simhash_edges(spark, live, same, cfg, timings)
