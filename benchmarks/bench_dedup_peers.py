@@ -7,11 +7,10 @@ Target settings everywhere: Jaccard 0.8, 128 permutations, word 5-grams; where a
 differently, its own closest setting is used (see TOOLS below and benchmarks/DEDUP.md):
 
 * ``neardup``         ``neardup dedup CORPUS -o OUT --id-field id -q`` (defaults: oph MinHash,
-                      LSH bands for 99 % recall at t, candidates verified on the signatures except
-                      those near t, which are checked exactly on re-read texts (``--verify
-                      borderline``), bounded linkage, keep first).
-* ``neardup-minhash`` the same with ``--verify minhash`` (every candidate decided by its estimate:
-                      the default before stop 19).
+                      LSH bands for 99 % recall at t, candidates verified on the signatures,
+                      bounded linkage, keep first).
+* ``neardup-borderline`` the same with ``--verify borderline`` (candidates near t checked exactly on
+                      their re-read texts).
 * ``neardup-exact``   the same with ``--verify exact`` (candidates checked on the shingle sets).
 * ``neardup-exact-components``  ``--verify exact --linkage components`` (plain transitive closure of
                       the verified pairs, still with neardup's drift split) — an extra row showing
@@ -68,7 +67,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-ALL_TOOLS = ("neardup", "neardup-minhash", "neardup-exact", "neardup-exact-components", "text-dedup", "datasketch")
+ALL_TOOLS = ("neardup", "neardup-borderline", "neardup-exact", "neardup-exact-components", "text-dedup", "datasketch")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -318,7 +317,7 @@ def main() -> None:
 
     runners = {
         "neardup": lambda w: run_neardup(args, ids, w, []),
-        "neardup-minhash": lambda w: run_neardup(args, ids, w, ["--verify", "minhash"]),
+        "neardup-borderline": lambda w: run_neardup(args, ids, w, ["--verify", "borderline"]),
         "neardup-exact": lambda w: run_neardup(args, ids, w, ["--verify", "exact"]),
         "neardup-exact-components": lambda w: run_neardup(args, ids, w, ["--verify", "exact",
                                                                          "--linkage", "components"]),
@@ -327,8 +326,8 @@ def main() -> None:
     }
     settings = {
         "neardup": "word 5-grams (NFKC+casefold), 128 perm oph, bands for 99% recall at 0.8, "
-                   "verify on signatures, exactly near t (borderline), bounded linkage",
-        "neardup-minhash": "as neardup, every candidate verified on the signatures",
+                   "verify on signatures, bounded linkage",
+        "neardup-borderline": "as neardup, candidates near t verified exactly on re-read texts",
         "neardup-exact": "as neardup, candidates verified on exact shingle sets",
         "neardup-exact-components": "as neardup-exact, plain components (+ drift split)",
         "text-dedup": "re.split(r'\\W', lower) 5-grams, 128 perm sha1+universal hash, "

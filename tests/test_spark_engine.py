@@ -36,7 +36,7 @@ def spark():
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.adaptive.enabled", "false")   # fixed per-query cost on tiny data; one test turns it on
-               .config("spark.driver.memory", "1g")
+               .config("spark.driver.memory", "2g")   # headroom: the suite runs ~200 Spark jobs in one session
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

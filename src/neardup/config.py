@@ -144,7 +144,7 @@ def _params() -> tuple[Param, ...]:
         Param("bands", A, int, None, lo=1, nullable=True, methods=_MINHASH, help="Explicit LSH bands b (with --rows)."),
         Param("rows", A, int, None, lo=1, nullable=True, methods=_MINHASH,
               help="Explicit LSH rows per band r (with --bands)."),
-        Param("verify", A, str, "borderline", choices=("minhash", "exact", "none", "borderline"), methods=_MINHASH,
+        Param("verify", A, str, "minhash", choices=("minhash", "exact", "none", "borderline"), methods=_MINHASH,
               help="Check candidates on the full signature estimate, on the exact shingle sets (keeps 8 bytes "
                    "per distinct shingle in memory), not at all, or borderline: by the estimate unless it lies "
                    "within a few standard errors of the threshold, then exactly on shingles re-read from the texts "
@@ -229,7 +229,7 @@ class DedupConfig:
     keep: str = "first"                  # first | longest | key
     keep_field: str | None = None
     metric: str = "jaccard"
-    verify: str = "borderline"
+    verify: str = "minhash"
     lsh_mode: str = "recall"
     recall: float = 0.99
     bands: int | None = None
