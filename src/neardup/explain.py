@@ -52,20 +52,29 @@ def _slot_values(hashes: np.ndarray, scheme: str, k: int, seed: int) -> tuple[np
     src = np.arange(k)
     if n == 0:
         return win, np.full(k, empty_value(scheme), dtype=np.uint64), np.full(k, -1)
-    if scheme == "permutation":
+    if scheme == "permutation":            # in chunks of shingles: memory k × 8 × 8,192 bytes at most
         a, b = K.permutation_params(seed, k)
-        with np.errstate(over="ignore"):
-            v = (hashes[:, None] * a[None, :] + b[None, :]) >> np.uint64(32)
-        win = np.argmin(v, axis=0)
-        return win, v[win, np.arange(k)], src
+        best = np.full(k, np.iinfo(np.uint64).max, dtype=np.uint64)
+        for lo in range(0, n, 8192):
+            with np.errstate(over="ignore"):
+                v = (hashes[lo:lo + 8192, None] * a[None, :] + b[None, :]) >> np.uint64(32)
+            arg = np.argmin(v, axis=0)
+            val = v[arg, np.arange(k)]
+            better = val < best                # strictly: the first shingle with the minimum wins
+            best[better] = val[better]
+            win[better] = arg[better] + lo
+        return win, best, src
     salt = K.scheme_salt(seed)
     h = fmix64(hashes ^ salt)
     bins = ((h >> np.uint64(32)) * np.uint64(k)) >> np.uint64(32)
     vals = h & K.U32_MAX
     best = np.full(k, K.EMPTY_BIN, dtype=np.uint64)
-    for i in np.argsort(vals, kind="stable")[::-1]:       # smallest value last: it wins its bin
-        best[bins[i]] = vals[i]
-        win[bins[i]] = i
+    order = np.lexsort((np.arange(n), vals, bins))       # per bin: smallest value, then first shingle
+    first = np.ones(n, dtype=bool)
+    first[1:] = bins[order][1:] != bins[order][:-1]
+    top = order[first]
+    best[bins[top]] = vals[top]
+    win[bins[top]] = top
     out = best.copy()
     full = best != K.EMPTY_BIN
     for i in np.flatnonzero(~full).tolist():              # optimal densification: the probe sequence

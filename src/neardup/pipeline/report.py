@@ -79,6 +79,9 @@ class RunSummary:
     extra: dict = field(default_factory=dict)
 
 
+COMPACT_EXPLAIN_CHARS = 200_000   # longer sample texts get no compact explanation (seconds each)
+
+
 def compact_explanation(a: str, b: str, params: dict) -> dict | None:
     """A sample pair's explanation in a few numbers (``neardup explain OUT A B`` gives all of it):
     MinHash — agreeing slots of k, colliding LSH bands, the shared shingles that decide most slots;
@@ -87,8 +90,8 @@ def compact_explanation(a: str, b: str, params: dict) -> dict | None:
     from ..explain import explain_pair  # noqa: PLC0415
     from .dedup import INDEXED_TEXT  # noqa: PLC0415
 
-    if INDEXED_TEXT in (a, b):
-        return None
+    if INDEXED_TEXT in (a, b) or max(len(a), len(b)) > COMPACT_EXPLAIN_CHARS:
+        return None                        # (a very long pair: `neardup explain` gives it on demand)
     try:
         e = explain_pair(a, b, params, show=3)
     except (ValueError, ImportError):      # a scheme explain does not cover (datasketch-*)
