@@ -22,7 +22,7 @@ import os
 import time
 
 import numpy as np
-from common import corpus, write_result
+from common import corpus, write_result, zh_pages
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -58,14 +58,10 @@ def main() -> None:
 
     texts = []
     if args.chinese:
-        import glob
-
         from neardup.text.normalize import _converter
 
         conv = _converter("tw2sp").convert
-        root = os.path.join(HERE, "..", "..", "shared", "corpora", "manpages_zh_sample")
-        texts = [conv(open(p, encoding="utf-8").read()) for sub in ("zh_CN", "zh_TW")
-                 for p in sorted(glob.glob(os.path.join(root, sub, "*")))]
+        texts = [conv(t) for t in zh_pages()]
     else:
         with open(corpus(args.corpus), encoding="utf-8") as fh:
             for line in fh:

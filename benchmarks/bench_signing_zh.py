@@ -25,7 +25,6 @@ except (AttributeError, OSError):
 
 import argparse
 import gc
-import glob
 import json
 import time
 
@@ -33,15 +32,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def load(shared: str, copies: int) -> list[str]:
-    root = os.path.join(shared, "corpora", "manpages_zh_sample")
-    texts = []
-    for sub in ("zh_CN", "zh_TW"):
-        for path in sorted(glob.glob(os.path.join(root, sub, "*"))):
-            with open(path, "rb") as fh:
-                texts.append(fh.read().decode("utf-8", errors="replace"))
-    if not texts:
-        raise SystemExit(f"no Chinese man pages under {root}")
-    return texts * copies
+    from common import zh_pages
+
+    return zh_pages(shared) * copies
 
 
 def methods():

@@ -23,26 +23,20 @@ from __future__ import annotations
 
 import argparse
 import gc
-import glob
 import os
 import time
 
 import numpy as np
-from common import OUT, write_result
+from common import OUT, write_result, zh_pages
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KS = range(7)
 
 
 def load(shared: str) -> list[str]:
-    root = os.path.join(shared, "corpora", "manpages_zh_sample")
-    texts = []
-    for sub in ("zh_CN", "zh_TW"):
-        for path in sorted(glob.glob(os.path.join(root, sub, "*"))):
-            with open(path, "rb") as fh:
-                texts.append(fh.read().decode("utf-8", errors="replace"))
+    texts = zh_pages(shared)
     if len(texts) != 100:
-        raise SystemExit(f"expected 100 Chinese man pages under {root}, found {len(texts)}")
+        raise SystemExit(f"expected 100 Chinese man pages under {shared}, found {len(texts)}")
     return texts
 
 

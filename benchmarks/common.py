@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 OUT = os.path.join(HERE, "out")
 CORPUS = os.path.join(DATA, "corpus.jsonl")
+SHARED = os.path.join(HERE, "..", "..", "shared")
 
 
 def corpus(path: str = CORPUS) -> str:
@@ -33,6 +34,21 @@ def synthetic(n: int, path: str | None = None) -> str:
         subprocess.run([sys.executable, os.path.join(HERE, "build_synthetic.py"), "--n", str(n), "--out", path],
                        check=True)
     return path
+
+
+def zh_pages(shared: str = SHARED) -> list[str]:
+    """The 100 Chinese man pages of ../shared (zh_CN, then zh_TW; the same name is the same page)."""
+    import glob
+
+    root = os.path.join(shared, "corpora", "manpages_zh_sample")
+    texts = []
+    for sub in ("zh_CN", "zh_TW"):
+        for path in sorted(glob.glob(os.path.join(root, sub, "*"))):
+            with open(path, "rb") as fh:
+                texts.append(fh.read().decode("utf-8", errors="replace"))
+    if not texts:
+        raise SystemExit(f"no Chinese man pages under {root}")
+    return texts
 
 
 def write_result(name: str, obj) -> str:
