@@ -710,6 +710,16 @@ def _starts_with_bom(spec: InputSpec) -> bool:
         return fh.read(3) == _BOM
 
 
+def _sign_fn(spec: InputSpec, fi: int, num: _Numbering, cfg_json: str, cfg: DedupConfig, fields: bool = True):
+    """The mapInArrow function that parses and signs the numbered rows of input ``fi`` (``fields``:
+    also its id and keep-key fields; without, only the text)."""
+    keyed = fields and cfg.keep == "key"
+    return partial(_parse_sign, kind=spec.fmt if _spark_reads(spec) else "parsed", spec=spec, start=num.starts[fi],
+                   last_row_nl=num.last_nl.get(fi, -1), cfg_json=cfg_json, text_field=cfg.text_field,
+                   id_field=cfg.id_field if fields else None, key_field=cfg.keep_field if keyed else None,
+                   keep=cfg.keep if fields else "first", bom=num.bom.get(fi, False))
+
+
 def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataFrame, _Numbering]:
     scans = [_scan(spark, s, cfg) for s in specs]
     _phase(spark, "number rows")
@@ -723,10 +733,7 @@ def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataF
             last = num.starts[fi] + num.rows[fi] - 1
         num.last_nl[fi] = last
         num.bom[fi] = kind in ("jsonl", "lines") and _starts_with_bom(spec)
-        fn = partial(_parse_sign, kind=kind, spec=spec, start=num.starts[fi],
-                     last_row_nl=last, cfg_json=cj, text_field=cfg.text_field, id_field=cfg.id_field,
-                     key_field=cfg.keep_field if cfg.keep == "key" else None, keep=cfg.keep, bom=num.bom[fi])
-        signed.append(_numbered(spark, scan, num.offsets[fi]).mapInArrow(fn, _SIGNED))
+        signed.append(_numbered(spark, scan, num.offsets[fi]).mapInArrow(_sign_fn(spec, fi, num, cj, cfg), _SIGNED))
     if not signed:
         return spark.createDataFrame([], _SIGNED), num
     out = signed[0]
@@ -1568,9 +1575,7 @@ def _exact_rows(spark, specs, num: _Numbering, cfg: DedupConfig):
         for fi, spec in enumerate(specs):
             lo, n = num.starts[fi], num.rows[fi]
             mine = rows.filter((F.col("row") >= lo) & (F.col("row") < lo + n))
-            fn = partial(_parse_sign, kind=spec.fmt if _spark_reads(spec) else "parsed", spec=spec, start=lo,
-                         last_row_nl=num.last_nl.get(fi, -1), cfg_json=cj, text_field=cfg.text_field, id_field=None,
-                         key_field=None, keep="first", bom=num.bom.get(fi, False))
+            fn = _sign_fn(spec, fi, num, cj, cfg, fields=False)
             parts.append(_numbered(spark, _scan(spark, spec, cfg), num.offsets[fi]).join(mine, "row", "left_semi")
                          .mapInArrow(fn, _SIGNED).select("row", "sh", "size"))
         out = parts[0]
@@ -1756,12 +1761,13 @@ def _index_matches(batches, path, cfg_json, hidden, token):
 
 
 def _bad_ids(batches):
-    """mapInArrow: (row, id JSON) → the rows whose id cannot be an index key (not a string or a 64-bit
-    integer)."""
+    """mapInArrow: (row, id JSON) → the rows whose id cannot be an index key
+    (:func:`neardup.pipeline.incremental.is_key`)."""
+    from ..pipeline.incremental import is_key  # noqa: PLC0415
+
     for batch in batches:
         ids = _column(batch, "id").to_pylist()
-        bad = [k for k, i in enumerate(ids) if i is not None and not (
-               i.startswith('"') or re.fullmatch(r"-?[0-9]+", i) and -2**63 <= int(i) < 2**63)]
+        bad = [k for k, i in enumerate(ids) if i is not None and not is_key(json.loads(i))]
         yield batch.take(pa.array(bad, pa.int64())) if bad else batch.slice(0, 0)
 
 

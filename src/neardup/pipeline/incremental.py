@@ -89,11 +89,16 @@ def run_key(specs, cfg: DedupConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+def is_key(v) -> bool:
+    """Whether an id can be an index key: a string or a 64-bit integer."""
+    return type(v) is str or type(v) is int and -2**63 <= v < 2**63
+
+
 def check_ids(ids: list, place) -> None:
     """Index keys are strings or integers: other id types (floats, booleans, null, objects) are refused
     before anything is written, naming the first row."""
     for d, v in enumerate(ids):
-        if type(v) not in (str, int) or (type(v) is int and not -2**63 <= v < 2**63):
+        if not is_key(v):
             raise InputFormatError(f"{place(d)}: id {v!r} cannot name a document in the index (--index needs "
                                    "string or 64-bit integer ids)")
 
