@@ -55,15 +55,22 @@ from .report import SKIPPED_LISTED, RunSummary, build_report, sample_ranks, simi
 _SIGNER = None
 
 
-def _make_signer(cfg: DedupConfig):
+def _minhasher(cfg: DedupConfig):
+    """The run's MinHasher (its shingler also gives the shingle sets of exact checks)."""
     from ..sketches.minhash import MinHasher  # noqa: PLC0415
+    from ..text.normalize import Normalizer  # noqa: PLC0415
+
+    return MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
+                     ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert))
+
+
+def _make_signer(cfg: DedupConfig):
     from ..sketches.sentences import SentenceSigner, exact_hash  # noqa: PLC0415
     from ..sketches.simhash import feature_signer  # noqa: PLC0415
     from ..text.normalize import Normalizer  # noqa: PLC0415
 
     if cfg.method == "minhash":
-        hasher = MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
-                           ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert))
+        hasher = _minhasher(cfg)
         need_sizes = cfg.metric == "containment"
         exact = cfg.verify == "exact"
 
@@ -432,12 +439,9 @@ def _exact_pairs(cfg: DedupConfig, texts_of, offset: int):
     """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
     run's documents), from their texts re-read from the inputs and shingled as when they were signed."""
     from ..features.shingles import Features  # noqa: PLC0415
-    from ..sketches.minhash import MinHasher  # noqa: PLC0415
-    from ..text.normalize import Normalizer  # noqa: PLC0415
     from .find import exact_similarity  # noqa: PLC0415
 
-    shingler = MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
-                         ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert)).shingler
+    shingler = _minhasher(cfg).shingler
 
     def exact(lo, hi):
         # texts arrive one by one and are shingled a batch at a time: what stays is each document's
