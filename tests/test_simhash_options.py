@@ -128,3 +128,12 @@ def test_compat_with_script_conversion_reads_the_converted_text(shared):
         got = feature_signer("word", None, None, None, top_n, compat, "tw2sp")(texts)[0]
         want = feature_signer("word", None, None, None, top_n, compat, None)([conv(t) for t in texts])[0]
         assert got.tolist() == want.tolist()
+
+
+def test_index_signs_with_its_own_seed(tmp_path):
+    """An index made with a hash seed signs with it (its SimHasher), not with the default seed."""
+    texts = ["some text here for a test document", "another one entirely different words"]
+    with SimHashDiskIndex.create(tmp_path / "i", seed=5) as idx:
+        got = idx._sign(texts)[0].ravel().tolist()
+    assert got == [int(x) for x in SimHasher(seed=5).sign_batch(texts)]
+    assert got != [int(x) for x in SimHasher(seed=0).sign_batch(texts)]

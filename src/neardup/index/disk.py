@@ -646,8 +646,10 @@ class SimHashDiskIndex(_BaseDiskIndex):
         self.hasher = None if self.compat else SimHasher(
             tokenizer=config["tokenizer"], ngram=config["ngram"], weighting=config["weighting"],
             idf=config.get("idf"), top_n=config["top_n"], seed=config["seed"])
-        self._features = feature_signer(config["tokenizer"], config["ngram"], config["weighting"], config.get("idf"),
-                                        config["top_n"], self.compat)
+        # one signer: the SimHasher itself (its seed included), or the peer's for compat
+        self._features = (feature_signer(config["tokenizer"], config["ngram"], config["weighting"], None,
+                                         config["top_n"], self.compat) if self.compat
+                          else self.hasher.sign_batch_sizes)
         if config["hasher"] is not None and self._hasher_config() != config["hasher"]:
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the stored text pipeline {config['hasher']} differs "
                                    f"from this neardup's {self._hasher_config()}; rebuild the index")
