@@ -10,7 +10,7 @@ import time
 
 import click
 
-from ..config import DedupConfig, click_options
+from ..config import DedupConfig, click_options, inapplicable
 from ..errors import ConfigError
 from ..io.formats import FORMATS
 from ..io.readers import batched, iter_documents
@@ -90,9 +90,9 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
     (one document per file), '-' for JSONL on stdin; --files makes each file one document.
     """
     simhash_opts = {"weighting": weighting, "idf": idf, "top_n": top_n, "compat": compat}
-    if method != "simhash" and any(v is not None for v in simhash_opts.values()):
-        given = next(k for k, v in simhash_opts.items() if v is not None)
-        raise click.UsageError(f"--{given.replace('_', '-')} applies to --method simhash")
+    wrong = inapplicable(method, [k for k, v in simhash_opts.items() if v is not None])   # dedup's rule
+    if wrong:
+        raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
     if jsonl is not None:
         if input_format is not None:
             raise click.UsageError("give --input-format or --jsonl/--files, not both")
