@@ -1101,11 +1101,11 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
             if exact_rows is None:
                 raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was "
                                   "given none (exact_rows)")
-            from ..pipeline.find import borderline_z  # noqa: PLC0415
+            from ..pipeline.find import borderline_band, borderline_z  # noqa: PLC0415
 
             z = borderline_z(n_cand)
             t = float(cfg.threshold)
-            params["borderline"] = {"z": round(z, 3), "delta_at_t": round(z * (t * (1 - t) / cfg.num_perm) ** 0.5, 4)}
+            params["borderline"] = borderline_band(n_cand, t, cfg.num_perm)
             alias = (dup.filter((F.col("lo") < 0) & (F.col("hi") >= 0)).groupBy("lo").agg(F.min("hi").alias("alias"))
                      if fixed else None)
             sims = _decide_borderline(_similarities(cands, docs, cfg, border=(t, cfg.num_perm, z)), exact_rows, cfg,

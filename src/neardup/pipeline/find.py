@@ -36,6 +36,13 @@ def borderline_z(n_candidates: int) -> float:
     return max(3.0, NormalDist().inv_cdf(1.0 - 0.5 / n))
 
 
+def borderline_band(n_candidates: int, threshold: float, num_perm: int) -> dict:
+    """What a report says of the band: z (:func:`borderline_z`) and its half-width at J = t."""
+    z = borderline_z(n_candidates)
+    t = float(threshold)
+    return {"z": round(z, 3), "delta_at_t": round(z * (t * (1 - t) / num_perm) ** 0.5, 4)}
+
+
 def borderline_mask(j, size_a, size_b, threshold: float, num_perm: int, metric: str, z: float) -> np.ndarray:
     """Which pairs a MinHash estimate cannot decide: |ĵ − J_t| ≤ z · sqrt(J_t(1 − J_t)/k), where J_t is
     the Jaccard at which the pair reaches the threshold — t itself, or for containment of A in B
@@ -110,7 +117,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     ``verify="exact"`` checks candidates on ``features``; ``"none"`` accepts every candidate;
     ``"borderline"`` decides a candidate by its estimate unless the estimate is within the band of
     :func:`borderline_mask` around the threshold, where ``exact_pairs(lo, hi)`` (the exact
-    similarity of those pairs, from their texts) decides; pairs with a fixed row keep the estimate.
+    similarity of those pairs, from their texts) decides; a fixed row is checked through the new row
+    identical to it (:func:`fixed_aliases`), and without one its pairs keep the estimate.
     ``linkage="bounded"`` (default) merges verified pairs most-similar first and refuses merges that
     would put documents below t − ``max_drift`` together (see :mod:`neardup.clusters`);
     ``"components"`` is plain union–find. The first ``fixed`` rows are documents decided before
@@ -245,9 +253,8 @@ def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixe
     else:
         flipped = 0
     docs = int(np.unique(np.concatenate([ea[idx], eb[idx]])).shape[0]) if idx.shape[0] else 0
-    return sim, {"z": round(z, 3), "delta_at_t": round(z * (threshold * (1 - threshold) / sigs.num_perm) ** 0.5, 4),
-                 "pairs": int(idx.shape[0]), "documents": docs, "flipped": flipped,
-                 "seconds": time.perf_counter() - t0}
+    return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": int(idx.shape[0]),
+                 "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}
 
 
 def _unfix(lo, hi, sim, fixed: int):
