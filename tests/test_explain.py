@@ -154,6 +154,11 @@ def test_explain_bad_inputs(run, tmp_path):
         assert res.exit_code != 0 and needle in res.output and "Traceback" not in res.output, res.output
 
     fails([out, first, "no-such-id"], "no document with id 'no-such-id'")
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    with open(bad / "clusters.jsonl", "a", encoding="utf-8") as fh:
+        fh.write("{truncated\n")
+    fails([bad, first, first], "clusters.jsonl:551: malformed JSON")
     fails([tmp_path / "nowhere", 1, 2], "no report.json")
     other = tmp_path / "other"
     other.mkdir()

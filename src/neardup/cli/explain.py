@@ -33,15 +33,16 @@ def _report(out: str) -> dict:
 def _records(out: str, rep: dict) -> list[dict]:
     fmt = rep["parameters"].get("clusters_format", "jsonl")
     path = os.path.join(out, f"clusters.{fmt}")
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq  # noqa: PLC0415
-
-            return pq.read_table(path).to_pylist()
-        with open(path, encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    except FileNotFoundError:
+    if not os.path.exists(path):
         _fail(out, f"clusters.{fmt} is missing")
+    if fmt != "parquet":                  # eval's reader: a bad line is named by file and line
+        from .evaluate import _read  # noqa: PLC0415
+
+        return [rec for _, rec in _read(path)]
+    try:
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        return pq.read_table(path).to_pylist()
     except (OSError, ValueError) as exc:
         _fail(out, f"clusters.{fmt} cannot be read ({exc})")
 
