@@ -190,7 +190,7 @@ def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None =
 
 def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert):
     """(feature texts, hashes uint64, weights float64) as the fingerprint folds them."""
-    from .text.normalize import Normalizer, _converter  # noqa: PLC0415
+    from .text.normalize import _converter  # noqa: PLC0415
 
     if compat is not None and convert:
         text = _converter(convert).convert(text)
@@ -206,10 +206,9 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
 
         names, weights = simhash_1e0ng._weighted(text)
         return names, simhash_1e0ng.feature_hashes(names), np.asarray(weights, dtype=np.float64)
-    from .sketches.simhash import SimHasher  # noqa: PLC0415
+    from .sketches.simhash import native_hasher  # noqa: PLC0415
 
-    hasher = SimHasher(tokenizer=tokenizer, ngram=3 if ngram is None else ngram, weighting=weighting or "tf", idf=idf,
-                       top_n=top_n, normalizer=Normalizer(convert=convert))
+    hasher = native_hasher(tokenizer, ngram, weighting, idf, top_n, convert)
     uniq, w = hasher.weights(hasher.shingler.features([text]))
     hashes, names = _shingle_table(hasher.shingler, text)
     text_of = dict(zip(hashes.tolist(), names))

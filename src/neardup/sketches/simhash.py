@@ -143,7 +143,7 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
     the raw text, after the ``convert`` script conversion when one is given. Otherwise neardup's
     pipeline: normalised text, ``tokenizer`` tokens, ``ngram`` shingles, ``weighting`` (default tf;
     ``tfidf`` with ``idf="jieba"``), ``top_n`` heaviest features."""
-    from ..text.normalize import Normalizer, _converter  # noqa: PLC0415
+    from ..text.normalize import _converter  # noqa: PLC0415
 
     if compat is not None:
         if compat not in COMPATS:
@@ -170,6 +170,14 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
                               for t in texts], dtype=np.int64)
             return fps, sizes
         return sign_1e0ng
-    hasher = SimHasher(tokenizer=tokenizer, ngram=3 if ngram is None else ngram, weighting=weighting or "tf",
-                       idf=idf, top_n=top_n, normalizer=Normalizer(convert=convert))
-    return hasher.sign_batch_sizes
+    return native_hasher(tokenizer, ngram, weighting, idf, top_n, convert).sign_batch_sizes
+
+
+def native_hasher(tokenizer: str = "word", ngram: int | None = 3, weighting: str | None = None,
+                  idf: str | None = None, top_n: int | None = None, convert: str | None = None) -> SimHasher:
+    """The SimHasher of :func:`feature_signer`'s options without ``compat`` (ngram None: 3; weighting
+    None: tf)."""
+    from ..text.normalize import Normalizer  # noqa: PLC0415
+
+    return SimHasher(tokenizer=tokenizer, ngram=3 if ngram is None else ngram, weighting=weighting or "tf",
+                     idf=idf, top_n=top_n, normalizer=Normalizer(convert=convert))
