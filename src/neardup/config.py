@@ -29,9 +29,11 @@ from .sketches.simhash import COMPATS, WEIGHTINGS
 from .text.normalize import CONVERSIONS
 from .text.tokenize import TOKENIZERS
 
-METHODS = ("minhash", "simhash", "sentences", "exact")
+METHODS = ("minhash", "simhash", "sentences", "exact", "lines", "substrings")
 _MINHASH = ("minhash",)
 _SHINGLED = ("minhash", "simhash")
+_DOCUMENTS = ("minhash", "simhash", "sentences", "exact")   # remove whole documents
+_SPANS = ("lines", "substrings")                              # remove repeated spans inside documents
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,15 @@ def _params() -> tuple[Param, ...]:
     schemes, tokenizers = tuple(SCHEMES), tuple(TOKENIZERS)
     A, I, O, R = "algorithm", "input", "output", "run"
     return (
-        Param("method", A, str, "minhash", choices=METHODS, help="minhash, simhash, sentences or exact."),
+        Param("method", A, str, "minhash", choices=METHODS,
+              help="Whole documents: minhash, simhash, sentences or exact. Spans inside documents: lines "
+                   "(repeated lines or paragraphs) or substrings (exact repeated substrings, suffix array)."),
         Param("threshold", A, float, None, lo=0.0, hi=1.0, lo_open=True, nullable=True, methods=_MINHASH,
               help="MinHash: similarity to call two documents duplicates (default 0.8)."),
         Param("metric", A, str, "jaccard", choices=("jaccard", "containment"), methods=_MINHASH,
               help="MinHash: Jaccard, or containment of either document in the other."),
         Param("tokenizer", A, str, "word", choices=tokenizers, methods=_SHINGLED, help="How text becomes tokens."),
-        Param("convert", A, str, None, choices=CONVERSIONS, nullable=True,
+        Param("convert", A, str, None, choices=CONVERSIONS, nullable=True, methods=_DOCUMENTS,
               help="Convert traditional Chinese to simplified before signing (OpenCC; pip install 'neardup[zh]')."),
         Param("ngram", A, int, None, lo=1, hi=64, nullable=True, methods=_SHINGLED,
               help="Shingle size (default: 5 minhash, 3 simhash)."),
@@ -137,6 +141,17 @@ def _params() -> tuple[Param, ...]:
               help="SimHash: a peer's fingerprints exactly: yanyiwu (cppjieba keywords, compiled) or 1e0ng "
                    "(PyPI simhash)."),
         Param("sentences", A, int, 3, lo=1, methods=("sentences",), help="How many longest sentences."),
+        Param("unit", A, str, "line", choices=("line", "paragraph"), methods=("lines",),
+              help="lines: the unit removed when repeated: a line, or a paragraph (non-blank lines and the "
+                   "blank lines after them)."),
+        Param("min_docs", A, int, 1, lo=1, methods=("lines",),
+              help="lines: remove a unit only when it occurs in at least N documents (1: every repeat, also "
+                   "within one document); its first occurrence always stays."),
+        Param("min_length", A, int, 100, lo=1, methods=("substrings",),
+              help="substrings: the shortest repeated span removed, in UTF-8 bytes."),
+        Param("min_remaining", A, int, 0, lo=0, methods=_SPANS,
+              help="lines, substrings: drop a document left with fewer than N characters (white space not "
+                   "counted) after its repeats are removed; 0 keeps every document (emptied ones are counted)."),
         Param("lsh_mode", A, str, "recall", choices=("recall", "datasketch"), methods=_MINHASH, flag="--lsh",
               help="How to choose LSH bands: a recall target at the threshold, or datasketch's optimum."),
         Param("recall", A, float, 0.99, lo=0.5, hi=1.0, hi_open=True, methods=_MINHASH,
@@ -155,9 +170,9 @@ def _params() -> tuple[Param, ...]:
         Param("max_drift", A, float, None, lo=0.0, hi=1.0, nullable=True, methods=_SHINGLED,
               help="How far below the threshold a cluster member may be from the others and from its "
                    "representative (default 0.05; simhash 2/64, i.e. 2 bits)."),
-        Param("keep", A, str, "first", choices=("first", "longest", "key"),
+        Param("keep", A, str, "first", choices=("first", "longest", "key"), methods=_DOCUMENTS,
               help="Which row of a cluster is kept: the first, the longest, or the largest --keep-field."),
-        Param("keep_field", A, str, None, nullable=True,
+        Param("keep_field", A, str, None, nullable=True, methods=_DOCUMENTS,
               help="With --keep key: the field whose largest value is kept."),
         Param("text_field", I, str, "text", help="Field holding the text."),
         Param("id_field", I, str, None, nullable=True,
@@ -167,7 +182,7 @@ def _params() -> tuple[Param, ...]:
                    "pipes are JSONL)."),
         Param("on_error", I, str, "raise", choices=("raise", "skip"),
               help="A bad row stops the run (raise), or is skipped and counted (skip)."),
-        Param("clusters_format", O, str, "jsonl", choices=("jsonl", "parquet"), flag="--format",
+        Param("clusters_format", O, str, "jsonl", choices=("jsonl", "parquet"), flag="--format", methods=_DOCUMENTS,
               help="Format of the clusters file."),
         Param("samples", O, int, 12, lo=0, flag="", help="Sample duplicate pairs in the report."),
         Param("html", O, bool, True, flag="--html/--no-html", help="Write report.html."),
@@ -190,6 +205,8 @@ DEFAULTS = {  # per method: what a user gets without flags (for parameters whose
     "simhash": {"bits": 3, "ngram": 3, "max_drift": 2 / 64},
     "sentences": {},
     "exact": {},
+    "lines": {},
+    "substrings": {},
 }
 
 
@@ -226,6 +243,10 @@ class DedupConfig:
     top_n: int | None = None             # simhash: keep the N heaviest features
     compat: str | None = None            # simhash: a peer's fingerprints (yanyiwu | 1e0ng)
     sentences: int = 3
+    unit: str = "line"                   # lines: line | paragraph
+    min_docs: int = 1                    # lines: remove units found in ≥ N documents
+    min_length: int = 100                # substrings: shortest repeated span, bytes
+    min_remaining: int = 0               # spans: drop documents left shorter than this
     keep: str = "first"                  # first | longest | key
     keep_field: str | None = None
     metric: str = "jaccard"

@@ -62,10 +62,17 @@ def dedup(inputs, outdir, engine, **params):
     if not quiet:
         c = report["counts"]
         t = report["timings"]
-        click.echo(f"neardup dedup --method {cfg.method}: {c['input_rows']} rows → {c['kept']} kept, "
-                   f"{c['removed']} removed as duplicates ({100 * c['duplicate_rate']:.1f}%), "
-                   f"{c['skipped_records']} skipped, {c['clusters']} clusters, {c['empty_documents']} empty; "
-                   f"{t['total']:.2f} s", err=True)
+        if "spans" in report:
+            click.echo(f"neardup dedup --method {cfg.method}: {c['input_rows']} rows → {c['kept']} kept "
+                       f"({c['edited_documents']} edited, {c['emptied_documents']} emptied, {c['dropped']} dropped), "
+                       f"{c['skipped_records']} skipped; {c['removed_bytes']:,} of {c['input_bytes']:,} bytes removed "
+                       f"({100 * c['removed_byte_rate']:.1f}%) in {c['removed_spans']:,} spans; {t['total']:.2f} s",
+                       err=True)
+        else:
+            click.echo(f"neardup dedup --method {cfg.method}: {c['input_rows']} rows → {c['kept']} kept, "
+                       f"{c['removed']} removed as duplicates ({100 * c['duplicate_rate']:.1f}%), "
+                       f"{c['skipped_records']} skipped, {c['clusters']} clusters, {c['empty_documents']} empty; "
+                       f"{t['total']:.2f} s", err=True)
         if outdir != "-":
             html = os.path.join(outdir, "report.html")
             click.echo(f"report: {os.path.join(outdir, 'report.json')}"

@@ -43,6 +43,7 @@ from ..io.formats import (
     raw_lines,
     read_rows,
     row_place,
+    write_edited,
     write_kept,
 )
 from ..io.outdir import StagedOutput, is_write_error, release_inherited_locks
@@ -50,6 +51,7 @@ from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
 from .records import document_line, id_json, json_default, parquet_batch, parquet_id_text, parquet_schema, skipped_line
 from .report import SKIPPED_LISTED, RunSummary, build_report, sample_ranks, similarity_counts
+from .spans import SPAN_METHODS
 
 # -- signing (runs in worker processes) ----------------------------------------------------------
 _SIGNER = None
@@ -69,6 +71,10 @@ def _make_signer(cfg: DedupConfig):
     from ..sketches.simhash import feature_signer  # noqa: PLC0415
     from ..text.normalize import Normalizer  # noqa: PLC0415
 
+    if cfg.method in SPAN_METHODS:
+        from .spans import make_signer  # noqa: PLC0415
+
+        return make_signer(cfg)
     if cfg.method == "minhash":
         hasher = _minhasher(cfg)
         need_sizes = cfg.metric == "containment"
@@ -187,6 +193,7 @@ class _Corpus:
     doc_line: array = field(default_factory=lambda: array("q"))   # its line / record number in its input
     row_source: list = field(default_factory=list)    # per input: number of rows read
     skipped: list = field(default_factory=list)       # (global row, file, line, reason)
+    spans: list = field(default_factory=list)         # span methods: what the workers gave per batch
     replaced: int = 0
     n_rows: int = 0
     n_chars: int = 0
@@ -307,6 +314,10 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
                 collect_oldest()
     corpus.row_source.extend(rows_of)
     bar.close()
+    if cfg.method in SPAN_METHODS:   # documents numbered here; what the workers found is in corpus.spans
+        corpus.spans = sigs
+        empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
+        return np.arange(empty.shape[0], dtype=np.int64), empty, None, None
     features = None
     if sigs:
         values = np.concatenate(sigs)
@@ -687,6 +698,11 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         arrays = _drop_duplicate_ids(specs, cfg, corpus, arrays)
     values, empty, sizes, features = arrays
     timings["read_sign"] = time.perf_counter() - t0
+    if cfg.method in SPAN_METHODS:
+        from .spans import run_spans  # noqa: PLC0415
+
+        return run_spans(specs, cfg, out, corpus, values, command, t_start, timings,
+                         lambda d: _where(specs, corpus, d))
     n_docs = len(corpus.ids)
 
     part = None
@@ -713,20 +729,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         check_parquet_ids(corpus.ids, lambda d: _where(specs, corpus, d))
     keep_row = np.zeros(corpus.n_rows, dtype=bool)
     keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
-    kept_dir = os.path.join(out, "kept")
-    os.makedirs(kept_dir)
-    used: set = set()
-    outputs = []
-    g = 0
-    bar = _progress(cfg, len(specs), "write", unit="file")
-    for spec, n_rows in zip(specs, corpus.row_source):
-        name = output_name(spec, used)
-        written = write_kept(spec, keep_row[g:g + n_rows], os.path.join(kept_dir, name))
-        outputs.append({"input": spec.label, "format": spec.fmt, "output": os.path.join("kept", name),
-                        "rows": n_rows, "kept": written})
-        g += n_rows
-        bar.update(1)
-    bar.close()
+    outputs = write_rows(specs, cfg, corpus, out, keep_row)
     _write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
     timings["write"] = time.perf_counter() - t0
 
@@ -750,6 +753,33 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         kept = np.flatnonzero(kept_doc)
         add_kept(index, [corpus.ids[d] for d in kept.tolist()], values[kept], empty[kept], key, cfg)
     return report
+
+
+def write_rows(specs, cfg: DedupConfig, corpus: _Corpus, out: str, keep_row: np.ndarray, touched_row=None,
+               edit=None) -> list[dict]:
+    """Pass 2: each input's kept rows (``keep_row``, per input row) into ``out/kept/`` in its own
+    format; rows with ``touched_row`` get their text from ``edit(row, text)`` (None drops the row).
+    Returns the report's ``outputs``."""
+    kept_dir = os.path.join(out, "kept")
+    os.makedirs(kept_dir)
+    used: set = set()
+    outputs = []
+    g = 0
+    bar = _progress(cfg, len(specs), "write", unit="file")
+    for spec, n_rows in zip(specs, corpus.row_source):
+        name = output_name(spec, used)
+        dest = os.path.join(kept_dir, name)
+        if touched_row is None:
+            written = write_kept(spec, keep_row[g:g + n_rows], dest)
+        else:
+            written = write_edited(spec, keep_row[g:g + n_rows], touched_row[g:g + n_rows],
+                                   lambda k, text, lo=g: edit(lo + k, text), dest, cfg.text_field)
+        outputs.append({"input": spec.label, "format": spec.fmt, "output": os.path.join("kept", name),
+                        "rows": n_rows, "kept": written})
+        g += n_rows
+        bar.update(1)
+    bar.close()
+    return outputs
 
 
 def write_report(report: dict, folder: str, html: bool) -> None:

@@ -84,6 +84,25 @@ def _pct(x) -> str:
 
 
 # ---------------------------------------------------------------- sections
+def _summary(c: dict, cards: list, kept, removed, unit: str, notes: tuple) -> str:
+    """The summary section: a row of cards (class, value, label), a kept/removed bar (in ``unit``)
+    and a line of the counts ``notes`` names (key, label) that the report has."""
+    out = ['<section id="summary"><div class="cards">']
+    for cls, val, name in cards:
+        shown = _num(val) if val is not None else '<span class="na">n/a</span>'
+        out.append(f'<div class="card {cls}"><b>{shown}</b><span>{_e(name)}</span></div>')
+    out.append("</div>")
+    if isinstance(kept, int) and isinstance(removed, int) and kept + removed > 0:
+        k = kept / (kept + removed) * 100
+        out.append(f'<div class="split" title="kept {kept:,}{unit} / removed {removed:,}{unit}"><div class="k" '
+                   f'style="width:{k:.2f}%"></div><div class="r" style="width:{100 - k:.2f}%"></div></div>')
+    extra = [f"{_num(c[k])} {label}" for k, label in notes if k in c]
+    if extra:
+        out.append(f'<p class="note">{" · ".join(extra)}</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
 def _headline(r: dict) -> str:
     c = r.get("counts") or {}
     docs, kept, removed = c.get("documents"), c.get("kept"), c.get("removed")
@@ -95,23 +114,9 @@ def _headline(r: dict) -> str:
              ("", _pct(rate) if rate is not None else None, "duplicate rate"),
              ("", c.get("clusters"), "duplicate clusters"),
              ("", svg.fmt_seconds(total) if isinstance(total, (int, float)) else None, "total time")]
-    out = ['<section id="summary"><div class="cards">']
-    for cls, val, name in cards:
-        shown = _num(val) if val is not None else '<span class="na">n/a</span>'
-        out.append(f'<div class="card {cls}"><b>{shown}</b><span>{_e(name)}</span></div>')
-    out.append("</div>")
-    if isinstance(kept, int) and isinstance(removed, int) and kept + removed > 0:
-        k = kept / (kept + removed) * 100
-        out.append(f'<div class="split" title="kept {kept:,} / removed {removed:,}"><div class="k" '
-                   f'style="width:{k:.2f}%"></div><div class="r" style="width:{100 - k:.2f}%"></div></div>')
-    extra = [f"{_num(c[k])} {label}" for k, label in (
+    return _summary(c, cards, kept, removed, "", (
         ("input_rows", "input rows read"), ("skipped_records", "records skipped"),
-        ("empty_documents", "empty documents"), ("invalid_utf8_replaced", "records with invalid UTF-8 replaced"))
-        if k in c]
-    if extra:
-        out.append(f'<p class="note">{" · ".join(extra)}</p>')
-    out.append("</section>")
-    return "".join(out)
+        ("empty_documents", "empty documents"), ("invalid_utf8_replaced", "records with invalid UTF-8 replaced")))
 
 
 def _parameters(r: dict) -> str:
@@ -191,6 +196,51 @@ def _similarity(r: dict) -> str:
     if first > 0:
         note += f" Empty bins below {edges[first]:g} are not drawn."
     return f'{head}{chart}<p class="note">{_e(note)}</p></section>'
+
+
+def _span_headline(r: dict) -> str:
+    c = r.get("counts") or {}
+    total = (r.get("timings") or {}).get("total")
+    cards = [("", c.get("documents"), "documents in"), ("kept", c.get("kept"), "documents kept"),
+             ("removed", c.get("edited_documents"), "documents edited"),
+             ("", _pct(c.get("removed_byte_rate")), "of the bytes removed"),
+             ("", c.get("emptied_documents"), "documents emptied"),
+             ("", svg.fmt_seconds(total) if isinstance(total, (int, float)) else None, "total time")]
+    kb, rb, db = c.get("kept_bytes"), c.get("removed_bytes"), c.get("dropped_bytes", 0)
+    gone = rb + db if isinstance(rb, int) and isinstance(db, int) else None
+    return _summary(c, cards, kb, gone, " bytes", (
+        ("input_rows", "input rows read"), ("skipped_records", "records skipped"), ("dropped", "documents dropped"),
+        ("removed_spans", "spans removed"), ("input_bytes", "bytes in"), ("kept_bytes", "bytes kept")))
+
+
+def _top_spans(r: dict) -> str:
+    sp = r.get("spans") or {}
+    head = '<section id="spans"><h2>Most repeated spans</h2>'
+    top = sp.get("top") or []
+    if not top:
+        return head + _na("No span was removed.") + "</section>"
+    rows = ["<table><tr><th>bytes removed</th><th>times removed</th><th>span</th></tr>"]
+    for t in top:
+        text = str(t.get("text", ""))
+        rows.append(f'<tr><td class="num">{_num(t.get("bytes_removed"))}</td><td class="num">'
+                    f'{_num(t.get("removed"))}</td><td><pre class="doc">{_e(text)}</pre></td></tr>')
+    rows.append("</table>")
+    unit = sp.get("unit")
+    note = (f"Spans grouped by their normalised words ({unit}s)" if sp.get("method") == "lines"
+            else "Spans grouped by their exact bytes") + "; each shown as first removed."
+    return head + f'<div class="scroll">{"".join(rows)}</div><p class="note">{_e(note)}</p></section>'
+
+
+def _span_fraction(r: dict) -> str:
+    head = '<section id="fraction"><h2>Share of each edited document removed</h2>'
+    h = (r.get("spans") or {}).get("removed_fraction_histogram") or {}
+    edges, counts = list(h.get("edges") or []), list(h.get("counts") or [])
+    if len(edges) < 2 or len(counts) != len(edges) - 1 or not any(c > 0 for c in counts):
+        return head + _na("No document was edited.") + "</section>"
+    chart = svg.histogram("chart-fraction", edges, counts, marker=None, marker_label="",
+                          x_title="fraction of the document's bytes removed", y_title="edited documents",
+                          label="Histogram of the fraction removed per edited document")
+    return f'{head}{chart}<p class="note">{_e(f"{sum(counts):,.0f} edited documents.")}</p></section>'
 
 
 def _sup(n: int) -> str:
@@ -372,10 +422,19 @@ def render_html(report: dict) -> str:
             meta.append(f"{label} {_e(r[key])}")
     method = (r.get("parameters") or {}).get("method")
     title = "neardup report" + (f" — {method}" if method else "")
+    if "spans" in r:
+        body = [f"<h1>{_e(title)}</h1>", f'<p class="meta">{" · ".join(meta) or "run details not available"}</p>',
+                _span_headline(r), '<div class="grid">', _span_fraction(r), _timings(r), "</div>", _top_spans(r),
+                '<div class="grid">', _parameters(r), _counts(r), "</div>", _skipped(r)]
+        return _page(title, body)
     body = [f"<h1>{_e(title)}</h1>", f'<p class="meta">{" · ".join(meta) or "run details not available"}</p>',
             _headline(r), '<div class="grid">', _cluster_sizes(r), _similarity(r), "</div>",
             '<div class="grid">', _lsh(r), _timings(r), "</div>",
             _samples(r), '<div class="grid">', _parameters(r), _counts(r), "</div>", _skipped(r)]
+    return _page(title, body)
+
+
+def _page(title: str, body: list[str]) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"

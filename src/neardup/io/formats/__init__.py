@@ -87,6 +87,11 @@ def write_kept(spec: InputSpec, keep: np.ndarray, dest: str) -> int:
     return format_of(spec).write_kept(spec, keep, dest)
 
 
+def write_edited(spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str, text_field: str) -> int:
+    """Kept rows with some texts rewritten (:meth:`Format.write_edited`)."""
+    return format_of(spec).write_edited(spec, keep, touched, edit, dest, text_field)
+
+
 def output_name(spec: InputSpec, used: set) -> str:
     """A unique, sanitised file (or folder) name under ``kept/`` for this input's kept rows."""
     return unique_name(format_of(spec).kept_name(spec), used)
@@ -95,4 +100,4 @@ __all__ = ["DirEntry", "Fields", "Format", "InputSpec", "Row", "REGISTRY", "FORM
            "check_fields_apply", "check_format", "check_stamp", "content", "decode", "fmt_for_name", "format_of",
            "line_text", "list_entries", "output_name", "parse_jsonl_line", "raw_lines", "read_rows", "row_place",
            "safe_name",
-           "write_kept", "Delimited", "Directory", "Document", "JSONL", "Lines", "Parquet"]
+           "write_edited", "write_kept", "Delimited", "Directory", "Document", "JSONL", "Lines", "Parquet"]

@@ -190,6 +190,14 @@ class Format:
         """Copy the rows whose ``keep[row]`` is True (row counts every row read, good or bad, from
         0) to ``dest``; the number of rows must equal ``len(keep)`` (else
         :class:`~neardup.errors.InputChangedError`). Returns the number written."""
+        return self.write_edited(spec, keep, None, None, dest, "")
+
+    def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray | None, edit, dest: str,
+                     text_field: str) -> int:
+        """:meth:`write_kept`, where a kept row with ``touched[row]`` gets its text replaced by
+        ``edit(row, text)`` (the text as :meth:`read` gave it), every other field as it was; when
+        ``edit`` returns None the row is dropped. ``touched=None``: no row is edited (rows are
+        copied as they are). Returns the number of rows written."""
         raise NotImplementedError
 
     def kept_name(self, spec: InputSpec) -> str:

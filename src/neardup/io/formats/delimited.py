@@ -104,7 +104,8 @@ class Delimited(Format):
                     continue
             yield Row(rec_no, rid, rec[ti], replaced="\ufffd" in rec[ti], key=key)
 
-    def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
+    def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str,
+                     text_field: str) -> int:
         written = n = 0
         with open_write(dest, spec.compression) as outb:
             dst = io.TextIOWrapper(outb, encoding="utf-8", errors="surrogateescape", newline="")
@@ -113,10 +114,21 @@ class Delimited(Format):
             header = next(it, None)
             if header is not None:
                 writer.writerow(header[1])
+                ti = header[1].index(text_field) if text_field in header[1] else -1
                 for n, (_, rec) in enumerate(it, 1):
-                    if n <= keep.shape[0] and keep[n - 1]:
-                        writer.writerow(rec)
-                        written += 1
+                    k = n - 1
+                    if k >= keep.shape[0] or not keep[k]:
+                        continue
+                    if touched is not None and touched[k] and 0 <= ti < len(rec):
+                        # the text as the reader gave it (invalid bytes replaced), not as escaped here
+                        text = rec[ti].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                        new = edit(k, text)
+                        if new is None:
+                            continue
+                        rec = list(rec)
+                        rec[ti] = new
+                    writer.writerow(rec)
+                    written += 1
             dst.flush()
             dst.detach()
         check_count(spec, keep.shape[0], n)

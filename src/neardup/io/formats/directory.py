@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...errors import InputFormatError
-from ..compression import open_read, split_suffix
+from ..compression import open_read, open_write, split_suffix
 from .base import DirEntry, Fields, Format, InputSpec, Row, check_count, decode
 
 
@@ -94,14 +94,27 @@ class Directory(Format):
                 continue
             yield Row(i, entry_id(spec, e), text, replaced=bad)
 
-    def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
+    def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str,
+                     text_field: str) -> int:
         check_count(spec, keep.shape[0], len(spec.entries))
         os.makedirs(dest, exist_ok=True)
         written = 0
         for k, e in enumerate(spec.entries):
-            if keep[k]:
-                target = os.path.join(dest, e.rel)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
+            if not keep[k]:
+                continue
+            target = os.path.join(dest, e.rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if touched is None or not touched[k]:
                 shutil.copyfile(e.path, target)
                 written += 1
+                continue
+            codec = split_suffix(e.rel)[1]
+            where = entry_id(spec, e)
+            with open_read(e.path, codec, where) as fh:
+                new = edit(k, decode(fh.read())[0])
+            if new is None:
+                continue
+            with open_write(target, codec) as out:
+                out.write(new.encode("utf-8", "surrogatepass"))
+            written += 1
         return written

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..compression import open_write
 from .base import Fields, Format, InputSpec, Row, check_count, decode, open_input
 
 
@@ -21,9 +22,18 @@ class Document(Format):
             text, bad = decode(fh.read())
         yield Row(1, spec.label, text, replaced=bad)
 
-    def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
+    def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str,
+                     text_field: str) -> int:
         check_count(spec, keep.shape[0], 1)
         if not keep[0]:
             return 0
-        shutil.copyfile(spec.path, dest)
+        if touched is None or not touched[0]:
+            shutil.copyfile(spec.path, dest)
+            return 1
+        with open_input(spec) as fh:
+            new = edit(0, decode(fh.read())[0])
+        if new is None:
+            return 0
+        with open_write(dest, spec.compression) as out:
+            out.write(new.encode("utf-8", "surrogatepass"))
         return 1

@@ -71,6 +71,20 @@ class JSONL(LineFormat):
     name = "jsonl"
     suffix = ".jsonl"
 
+    def edit_line(self, spec: InputSpec, n: int, raw: bytes, edit, text_field: str) -> bytes | None:
+        """The record with its text field replaced, written as ``json.dumps(record, ensure_ascii=False)``
+        (every other field keeps its value; a lone surrogate is written as its JSON escape)."""
+        raw = content(n, raw)
+        try:
+            rec = json.loads(raw)
+        except UnicodeDecodeError:
+            rec = json.loads(decode(raw)[0])
+        new = edit(rec.get(text_field) or "")
+        if new is None:
+            return None
+        rec[text_field] = new
+        return (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+
     def read(self, spec: InputSpec, fields: Fields) -> Iterator[Row]:
         for i, raw in raw_lines(spec):
             yield parse_jsonl_line(spec, i, raw, fields.text, fields.id, fields.key)

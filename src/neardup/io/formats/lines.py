@@ -36,21 +36,42 @@ def line_text(i: int, raw: bytes) -> tuple[str, bool]:
 class LineFormat(Format):
     """Formats whose rows are the lines of a file."""
 
-    def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
+    def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str,
+                     text_field: str) -> int:
         written = n = 0
         with open_write(dest, spec.compression) as out:
             for n, raw in raw_lines(spec):
-                if n <= keep.shape[0] and keep[n - 1]:
+                k = n - 1
+                if k >= keep.shape[0] or not keep[k]:
+                    continue
+                if touched is not None and touched[k]:
+                    line = self.edit_line(spec, n, raw, lambda text, k=k: edit(k, text), text_field)
+                    if line is None:
+                        continue
+                    out.write(line)
+                else:
                     out.write(raw if raw.endswith(b"\n") else raw + b"\n")
-                    written += 1
+                written += 1
         check_count(spec, keep.shape[0], n)
         return written
+
+    def edit_line(self, spec: InputSpec, n: int, raw: bytes, edit, text_field: str) -> bytes | None:
+        """Line ``n`` with its text edited (None: dropped)."""
+        raise NotImplementedError
 
 
 class Lines(LineFormat):
     name = "lines"
     suffix = ".txt"
     records = False
+
+    def edit_line(self, spec: InputSpec, n: int, raw: bytes, edit, text_field: str) -> bytes | None:
+        new = edit(line_text(n, raw)[0])
+        if new is None:
+            return None
+        head = BOM if n == 1 and raw.startswith(BOM) else b""
+        end = b"\r\n" if raw.endswith(b"\r\n") else b"\n"
+        return head + new.encode("utf-8", "surrogatepass") + end
 
     def read(self, spec: InputSpec, fields: Fields) -> Iterator[Row]:
         self.check_fields(spec, fields)

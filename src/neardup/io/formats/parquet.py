@@ -76,7 +76,8 @@ class Parquet(Format):
                         continue
                 yield Row(row_no, rid, "" if t is None else t, key=key)
 
-    def write_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
+    def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str,
+                     text_field: str) -> int:
         import pyarrow as pa  # noqa: PLC0415
         import pyarrow.parquet as pq  # noqa: PLC0415
 
@@ -89,9 +90,24 @@ class Parquet(Format):
                     batch = next(batches, None)
                 if batch is None:
                     break
-                m = keep[start:start + batch.num_rows]
-                start += batch.num_rows
-                if m.shape[0] == batch.num_rows and m.any():
+                lo, start = start, start + batch.num_rows
+                m = keep[lo:start].copy()
+                if m.shape[0] != batch.num_rows:
+                    continue              # more rows than pass 1 saw: check_count reports it
+                t = None if touched is None else touched[lo:start] & m
+                if t is not None and t.any():
+                    j = batch.schema.get_field_index(text_field)
+                    texts = batch.column(j).to_pylist()
+                    for k in np.flatnonzero(t).tolist():
+                        new = edit(lo + k, texts[k] or "")
+                        if new is None:
+                            m[k] = False
+                        else:
+                            texts[k] = new
+                    cols = list(batch.columns)
+                    cols[j] = pa.array(texts, type=batch.schema.field(j).type)
+                    batch = pa.RecordBatch.from_arrays(cols, schema=batch.schema)
+                if m.any():
                     w.write_table(pa.Table.from_batches([batch.filter(pa.array(m))]))
                     written += int(m.sum())
         check_count(spec, keep.shape[0], start)

@@ -1,0 +1,278 @@
+"""``neardup dedup --method lines|substrings``: repeated spans removed from inside documents, the
+documents kept (CCNet's paragraph dedup; Lee et al. 2022's exact substrings).
+
+Pass 1 (shared with the whole-document methods, :mod:`.dedup`) reads every row; the workers turn
+each batch into line/paragraph units (:class:`~neardup.features.units.UnitHasher`, compiled) or
+into its UTF-8 bytes (substrings). The main process decides what goes: every unit after the first
+with the same normalised tokens (:func:`~neardup.features.units.repeated_units`), or every window
+of ``min_length`` bytes seen before (:func:`~neardup.index.suffix.repeated_in_buffer`). Pass 2
+re-reads each input and writes every row in its own format, a row with removals with its text
+rewritten and every other field unchanged.
+
+Outputs: ``kept/`` (the rows), ``edits.jsonl`` (one record per input row: what was removed, as byte
+ranges of the original text's UTF-8 form with a hash of each removed span, so the edit can be
+audited and undone from the input), ``report.json``/``report.html`` (most repeated spans, bytes
+removed in total and per document). Accounting, checked at the end of every run:
+input rows = documents + skipped; input bytes = kept bytes + removed bytes + bytes of dropped
+documents (``--min-remaining``), bytes being those of the text field's UTF-8 form.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from ..config import DedupConfig
+from ..errors import InputChangedError
+from ..features.units import UnitHasher, Units, pack_raw, repeated_units, utf8
+from ..io.formats import check_stamp
+from .records import id_json, skipped_line
+from .report import SKIPPED_LISTED, build_report, similarity_edges
+
+SPAN_METHODS = ("lines", "substrings")
+TOP_SPANS = 50
+SPAN_CHARS = 600
+
+
+def make_signer(cfg: DedupConfig):
+    """What a worker computes per batch: ((units or UTF-8 parts, bytes per document), empty, None)."""
+    if cfg.method == "lines":
+        hasher = UnitHasher(cfg.unit)
+
+        def sign(texts):
+            buf, off = pack_raw(texts)
+            nbytes = np.diff(off)
+            return (hasher.from_buffer(buf, off), nbytes), nbytes == 0, None
+        return sign
+
+    def sign(texts):
+        parts = [utf8(t) for t in texts]
+        nbytes = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+        return (parts, nbytes), nbytes == 0, None
+    return sign
+
+
+class _Ranges:
+    """Removed byte ranges of the documents (CSR by document) with the XXH64 ``digests`` of their
+    bytes; ``source`` (lines): per range the document of the unit's first occurrence; ``key``: what
+    makes two removed spans "the same span" in the report (the unit hash, or the digest)."""
+
+    def __init__(self, n_docs: int, docs, starts, ends, digests, source=None, key=None):
+        self.docs, self.starts, self.ends, self.digests = docs, starts, ends, digests
+        self.source = source
+        self.key = digests if key is None else key
+        self.off = np.searchsorted(docs, np.arange(n_docs + 1), side="left")
+
+    def of(self, d: int) -> range:
+        return range(int(self.off[d]), int(self.off[d + 1]))
+
+    def removed_bytes(self, n_docs: int) -> np.ndarray:
+        return np.bincount(self.docs, weights=self.ends - self.starts, minlength=n_docs).astype(np.int64)
+
+    def top(self, n: int) -> list[tuple[int, int, int]]:
+        """The ``n`` spans that removed the most bytes: (first range of the span, times removed, bytes
+        removed), ties by times removed then order of appearance."""
+        if self.docs.shape[0] == 0:
+            return []
+        keys, first, inv, counts = np.unique(self.key, return_index=True, return_inverse=True, return_counts=True)
+        total = np.bincount(inv, weights=self.ends - self.starts).astype(np.int64)
+        order = np.lexsort((first, -counts, -total))[:n]
+        return [(int(first[g]), int(counts[g]), int(total[g])) for g in order.tolist()]
+
+
+def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, n_docs: int) -> tuple[_Ranges, dict]:
+    """The ranges to remove, over the documents ``alive`` (original indices, renumbered 0..n−1)."""
+    total = sum(p[1].shape[0] for p in payloads)
+    remap = np.full(total, -1, dtype=np.int64)
+    remap[alive] = np.arange(n_docs)
+    if cfg.method == "lines":
+        parts, base = [], 0
+        for u, nb in payloads:
+            parts.append((base, u))
+            base += nb.shape[0]
+        units = Units.concat(parts)
+        payloads.clear()
+        docs = remap[units.docs]
+        units = Units(units.hashes, docs, units.starts, units.ends, units.tokens, units.digests).take(docs >= 0)
+        removed, first = repeated_units(units, cfg.min_docs)
+        r = np.flatnonzero(removed)
+        distinct = int(np.unique(units.hashes).shape[0]) if len(units) else 0
+        info = {"units": len(units), "distinct_units": distinct, "removed_units": int(r.shape[0])}
+        return _Ranges(n_docs, units.docs[r], units.starts[r], units.ends[r], units.digests[r],
+                       source=units.docs[first[r]], key=units.hashes[r]), info
+    from ..index.suffix import join, repeated_in_buffer  # noqa: PLC0415
+
+    flat = [b for parts, _ in payloads for b in parts]
+    payloads.clear()
+    text, starts = join([flat[d] for d in alive.tolist()])
+    del flat
+    spans = repeated_in_buffer(text, starts, cfg.min_length)
+    info = {"text_bytes": int(text.shape[0]), "repeated_windows": spans.windows, "window_runs": spans.runs}
+    return _Ranges(n_docs, spans.docs, spans.starts, spans.ends, spans.digests), info
+
+
+class _Editor:
+    """Applies the ranges to texts in pass 2; notes emptied and dropped documents and the bytes of
+    the ranges the report shows (``wanted``: range → its bytes, filled when its document passes)."""
+
+    def __init__(self, cfg: DedupConfig, ranges: _Ranges, nbytes: np.ndarray, where, wanted: dict):
+        self.cfg, self.r, self.nbytes, self.where = cfg, ranges, nbytes, where
+        n = nbytes.shape[0]
+        self.dropped = np.zeros(n, dtype=bool)
+        self.emptied = np.zeros(n, dtype=bool)
+        self.wanted = wanted
+
+    def __call__(self, d: int, text: str) -> str | None:
+        b = utf8(text)
+        if len(b) != self.nbytes[d]:
+            raise InputChangedError(f"{self.where(d)}: the text has {len(b)} bytes in the second pass and had "
+                                    f"{int(self.nbytes[d])} in the first: the input changed during the run "
+                                    "(nothing was written)")
+        pieces, pos = [], 0
+        r = self.r
+        starts, ends = r.starts, r.ends
+        for i in r.of(d):
+            a = int(starts[i])
+            pieces.append(b[pos:a])
+            pos = int(ends[i])
+            if i in self.wanted:
+                self.wanted[i] = b[a:pos]
+        pieces.append(b[pos:])
+        new = b"".join(pieces).decode("utf-8", "surrogatepass")
+        visible = len("".join(new.split()))
+        if visible == 0:
+            self.emptied[d] = True
+        if visible < self.cfg.min_remaining:
+            self.dropped[d] = True
+            return None
+        return new
+
+
+def run_spans(specs, cfg: DedupConfig, out: str, corpus, alive: np.ndarray, command: str, t_start: float,
+              timings: dict, where) -> dict:
+    """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``alive``: the original
+    indices of the documents that remain after duplicate-id checks; ``where(d)``: a row's place)."""
+    from .dedup import write_report, write_rows  # noqa: PLC0415
+
+    n_docs = len(corpus.ids)
+    payloads = corpus.spans
+    nbytes = np.concatenate([p[1] for p in payloads])[alive] if payloads else np.zeros(0, dtype=np.int64)
+    t0 = time.perf_counter()
+    ranges, info = _find(cfg, payloads, alive, n_docs)
+    timings["find"] = time.perf_counter() - t0
+
+    # -- pass 2: every row, rewritten where something goes ------------------------------------------
+    t0 = time.perf_counter()
+    for spec in specs:
+        check_stamp(spec)
+    doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
+    keep_row = np.zeros(corpus.n_rows, dtype=bool)
+    keep_row[doc_row] = True
+    touched_row = np.zeros(corpus.n_rows, dtype=bool)
+    touched_row[doc_row[np.unique(ranges.docs)]] = True
+    doc_of_row = np.full(corpus.n_rows, -1, dtype=np.int64)
+    doc_of_row[doc_row] = np.arange(n_docs)
+    top = ranges.top(TOP_SPANS)
+    editor = _Editor(cfg, ranges, nbytes, where, {i: b"" for i, _, _ in top})
+    outputs = write_rows(specs, cfg, corpus, out, keep_row, touched_row,
+                         lambda g, text: editor(int(doc_of_row[g]), text))
+    _write_edits(os.path.join(out, "edits.jsonl"), cfg, corpus, ranges, editor, doc_of_row, doc_row)
+    timings["write"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t_start
+    report = _report(cfg, specs, corpus, ranges, editor, info, outputs, timings, command, top)
+    write_report(report, out, cfg.html)
+    return report
+
+
+def _write_edits(path: str, cfg: DedupConfig, corpus, ranges: _Ranges, editor: _Editor, doc_of_row, doc_row):
+    """edits.jsonl: per input row ``{"row", "id", "status", "bytes", "kept_bytes", "removed"}`` where
+    status is ``kept`` (nothing removed), ``edited``, ``emptied`` (nothing but white space left) or
+    ``dropped`` (``--min-remaining``), and ``removed`` lists ``[start, end, hash]`` — a byte range of
+    the original text's UTF-8 form and the XXH64 (seed 0, hex) of its bytes — with, for ``lines``, the row of
+    the unit's first occurrence as a fourth item. A skipped row's record is clusters.jsonl's."""
+    skipped = {g: reason for g, _, _, reason in corpus.skipped}
+    lines_method = ranges.source is not None
+    starts, ends, digests = ranges.starts, ranges.ends, ranges.digests
+    source_row = doc_row[ranges.source] if lines_method else None
+    nbytes = editor.nbytes
+    kept = nbytes - ranges.removed_bytes(nbytes.shape[0])
+    with open(path, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20) as fh:
+        for g, d in enumerate(doc_of_row.tolist()):
+            if d < 0:
+                fh.write(skipped_line(g, skipped[g]) + "\n")
+                continue
+            lo, hi = int(ranges.off[d]), int(ranges.off[d + 1])
+            status = ("dropped" if editor.dropped[d] else "emptied" if editor.emptied[d]
+                      else "edited" if hi > lo else "kept")
+            if hi == lo:
+                removed = ""
+            elif lines_method:
+                removed = ", ".join(f'[{a}, {e}, "{h:016x}", {src}]' for a, e, h, src in zip(
+                    starts[lo:hi].tolist(), ends[lo:hi].tolist(), digests[lo:hi].tolist(), source_row[lo:hi].tolist()))
+            else:
+                removed = ", ".join(f'[{a}, {e}, "{h:016x}"]' for a, e, h in zip(
+                    starts[lo:hi].tolist(), ends[lo:hi].tolist(), digests[lo:hi].tolist()))
+            fh.write(f'{{"row": {g}, "id": {id_json(corpus.ids[d])}, "status": "{status}", '
+                     f'"bytes": {int(nbytes[d])}, "kept_bytes": {int(kept[d])}, "removed": [{removed}]}}\n')
+
+
+def _report(cfg, specs, corpus, ranges: _Ranges, editor: _Editor, info: dict, outputs, timings, command,
+            top) -> dict:
+    from .report import RunSummary  # noqa: PLC0415
+
+    n_docs = len(corpus.ids)
+    nb = editor.nbytes
+    kb = nb - ranges.removed_bytes(n_docs)
+    dropped = editor.dropped
+    input_bytes = int(nb.sum())
+    removed_bytes = int((nb - kb).sum())
+    dropped_bytes = int(kb[dropped].sum())
+    kept_bytes = int(kb[~dropped].sum())
+    edited = np.zeros(n_docs, dtype=bool)
+    edited[ranges.docs] = True
+    frac = np.where(nb > 0, (nb - kb) / np.maximum(nb, 1), 0.0)[edited]
+    hist, _ = np.histogram(frac, bins=20, range=(0.0, 1.0))
+    base = build_report(RunSummary(
+        cfg=cfg, command=command, engine="local", inputs=[s.label for s in specs], outputs=outputs,
+        n_rows=corpus.n_rows, n_docs=n_docs, removed=int(dropped.sum()), n_skipped=len(corpus.skipped),
+        skipped=[(f, line, reason) for _, f, line, reason in corpus.skipped[:SKIPPED_LISTED]],
+        empty=int((nb == 0).sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=0, verified=0,
+        cluster_sizes={}, similarity_counts=[0] * 20, samples=[], timings=timings))
+    for k in ("cluster_sizes", "similarity_histogram", "samples"):
+        base.pop(k, None)
+    c = base["counts"]
+    for k in ("clusters", "candidate_pairs", "verified_pairs", "duplicate_rate"):
+        c.pop(k, None)
+    c.update({
+        "dropped": int(dropped.sum()),
+        "edited_documents": int(edited.sum()),
+        "emptied_documents": int(editor.emptied.sum()),
+        "removed_spans": int(ranges.docs.shape[0]),
+        "input_bytes": input_bytes,
+        "kept_bytes": kept_bytes,
+        "removed_bytes": removed_bytes,
+        "dropped_bytes": dropped_bytes,
+        "removed_byte_rate": removed_bytes / input_bytes if input_bytes else 0.0,
+    })
+    c["accounted"] = bool(c["accounted"] and input_bytes == kept_bytes + removed_bytes + dropped_bytes)
+    base["spans"] = {
+        "method": cfg.method,
+        "unit": cfg.unit if cfg.method == "lines" else "bytes",
+        **info,
+        "top": [_top_span(corpus, ranges, editor.wanted[i], i, n, total) for i, n, total in top],
+        "removed_fraction_histogram": {"edges": similarity_edges(), "counts": hist.tolist()},
+    }
+    return base
+
+
+def _top_span(corpus, ranges: _Ranges, b: bytes, i: int, n: int, total: int) -> dict:
+    """A line of the report's table of most repeated spans (range ``i``: its first removal)."""
+    out = {"text": b.decode("utf-8", "replace")[:SPAN_CHARS], "bytes": len(b), "removed": n, "bytes_removed": total,
+           "first_removed_from": corpus.ids[int(ranges.docs[i])]}
+    if ranges.source is not None:
+        out["first_occurrence"] = corpus.ids[int(ranges.source[i])]
+    return out
+
+
+__all__ = ["SPAN_METHODS", "make_signer", "run_spans"]
