@@ -362,3 +362,53 @@ def test_cli_summary_and_html(tmp_path):
     assert "bytes removed" in res.output and "edited" in res.output
     html = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
     assert "Most repeated spans" in html and "cookies" in html
+
+
+# ---------------------------------------------------------------- --spans: both steps in one run
+def _pages():
+    """Pages made mostly of one shared navigation block: whole-document MinHash calls them near
+    duplicates on the raw text; with the block removed first they differ. Plus one true copy."""
+    nav = "".join(f"Home | Products | Support | Contact | Careers page {k}\n" for k in range(12))
+    own = ["A review of the new bicycle lanes along the harbour front and what they cost the city.",
+           "Recipe: slow roasted tomatoes with garlic, thyme and a little sugar, ready in three hours.",
+           "The chess club meets on Thursdays; beginners get a short lesson before the games start."]
+    pages = [nav + o + "\n" for o in own]
+    pages.append(pages[0])             # an exact copy of page 0
+    return pages
+
+
+@pytest.mark.parametrize("order", ["after", "before"])
+def test_spans_with_a_document_method_accounts_for_every_byte(tmp_path, order):
+    src = _write_inputs(tmp_path, _pages() + _docs(), "jsonl")
+    out = tmp_path / order
+    r = run_dedup([str(src)], str(out), DedupConfig(spans="lines", spans_order=order, workers=2, batch_size=3,
+                                                    threshold=0.5, html=False))
+    c = r["counts"]
+    assert c["accounted"] and c["documents"] == c["kept"] + c["removed"] + c["dropped"]
+    assert c["input_bytes"] == c["kept_bytes"] + c["removed_bytes"] + c["duplicate_bytes"] + c["dropped_bytes"]
+    assert sum(_text_bytes(out / "kept" / "in.jsonl", "jsonl")) == c["kept_bytes"]
+    clusters = [json.loads(x) for x in (out / "clusters.jsonl").read_text().splitlines()]
+    edits = [json.loads(x) for x in (out / "edits.jsonl").read_text().splitlines()]
+    assert [e["status"] == "duplicate" for e in edits] == [not x["kept"] for x in clusters]
+    kept_ids = {x["id"] for x in clusters if x["kept"]}
+    if order == "after":
+        # on the raw text the pages are near duplicates of page 0: only page 0 stays, and the
+        # navigation block is then removed from nothing else (it stays in page 0 once)
+        assert {0, 1, 2, 3} & kept_ids == {0}
+    else:
+        # navigation removed first: the three pages differ; the copy of page 0 is emptied, so
+        # it has no signature left and stays as an empty document
+        assert {0, 1, 2, 3} <= kept_ids
+        assert edits[3]["status"] == "emptied"
+
+
+def test_spans_refusals(tmp_path):
+    for bad, what in [({"spans_order": "before"}, "spans_order"),
+                      ({"min_docs": 2}, "min_docs"),
+                      ({"spans": "lines", "min_length": 50}, "min_length"),
+                      ({"spans": "lines", "id_field": "id", "index": str(tmp_path / "i")}, "index"),
+                      ({"method": "lines", "spans": "substrings"}, "spans")]:
+        with pytest.raises(ConfigError, match=what):
+            DedupConfig(**bad).resolved()
+    DedupConfig(spans="substrings", min_length=50, min_remaining=3).resolved()
+    DedupConfig(method="simhash", spans="lines", unit="paragraph", min_docs=2).resolved()

@@ -149,6 +149,12 @@ def _params() -> tuple[Param, ...]:
                    "within one document); its first occurrence always stays."),
         Param("min_length", A, int, 100, lo=1, methods=("substrings",),
               help="substrings: the shortest repeated span removed, in UTF-8 bytes."),
+        Param("spans", A, str, None, choices=_SPANS, nullable=True, methods=_DOCUMENTS,
+              help="Also remove repeated spans inside the documents, in the same run: lines or substrings "
+                   "(their options apply: --unit, --min-docs, --min-length, --min-remaining)."),
+        Param("spans_order", A, str, "after", choices=("after", "before"), methods=_DOCUMENTS,
+              help="With --spans: after (whole-document duplicates go first, then repeated spans among the "
+                   "documents kept) or before (spans go first; documents are compared on what is left)."),
         Param("min_remaining", A, int, 0, lo=0, methods=_SPANS,
               help="lines, substrings: drop a document left with fewer than N characters (white space not "
                    "counted) after its repeats are removed; 0 keeps every document (emptied ones are counted)."),
@@ -210,12 +216,15 @@ DEFAULTS = {  # per method: what a user gets without flags (for parameters whose
 }
 
 
-def inapplicable(method: str, given) -> list[str]:
-    """The parameters among ``given`` that do not change ``method``'s result, with the methods they do."""
+def inapplicable(method: str, given, spans: str | None = None) -> list[str]:
+    """The parameters among ``given`` that do not change ``method``'s result (nor, with ``--spans``,
+    the span method's), with the methods they do."""
     out = []
     for name in given:
         p = BY_NAME.get(name)
-        if p is not None and p.methods is not None and method not in p.methods:
+        if name == "spans_order" and spans is None and method not in _SPANS:
+            out.append("spans_order (--spans-order; applies with --spans)")
+        elif p is not None and p.methods is not None and method not in p.methods and spans not in p.methods:
             out.append(f"{name} ({p.option}; applies to --method {' or '.join(p.methods)})")
     return out
 
@@ -246,6 +255,8 @@ class DedupConfig:
     unit: str = "line"                   # lines: line | paragraph
     min_docs: int = 1                    # lines: remove units found in ≥ N documents
     min_length: int = 100                # substrings: shortest repeated span, bytes
+    spans: str | None = None             # whole-document methods: also remove spans (lines | substrings)
+    spans_order: str = "after"           # with spans: after | before the whole-document step
     min_remaining: int = 0               # spans: drop documents left shorter than this
     keep: str = "first"                  # first | longest | key
     keep_field: str | None = None
@@ -288,7 +299,7 @@ class DedupConfig:
     def _resolved(self) -> DedupConfig:
         c = DedupConfig(**{p.name: p.check(getattr(self, p.name)) for p in PARAMS})
         given = [p.name for p in PARAMS if getattr(c, p.name) != p.default]
-        wrong = inapplicable(c.method, given)
+        wrong = inapplicable(c.method, given, c.spans)
         if wrong:
             raise ConfigError(f"not used by --method {c.method}: {'; '.join(wrong)}")
         if c.compat is not None:
@@ -336,6 +347,8 @@ class DedupConfig:
                        "sets)")
             elif c.method == "minhash" and c.metric != "jaccard":
                 why = "used with --metric jaccard (the index keeps no set sizes)"
+            elif c.spans is not None:
+                why = "used without --spans (the index keeps whole documents)"
             elif c.convert is not None:
                 why = "used without --convert (the index does not record the conversion)"
             elif not str(c.index).strip():

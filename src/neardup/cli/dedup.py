@@ -38,7 +38,7 @@ def dedup(inputs, outdir, engine, **params):
     ctx = click.get_current_context()
     given = [p.name for p in PARAMS
              if p.name in params and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
-    wrong = inapplicable(params["method"], given)   # also a flag given with its default value
+    wrong = inapplicable(params["method"], given, params.get("spans"))   # also a flag given with its default value
     if wrong:
         raise click.UsageError(f"not used by --method {params['method']}: {'; '.join(wrong)}")
     if engine == "spark":
@@ -62,7 +62,12 @@ def dedup(inputs, outdir, engine, **params):
     if not quiet:
         c = report["counts"]
         t = report["timings"]
-        if "spans" in report:
+        if "spans" in report and "clusters" in c:
+            click.echo(f"neardup dedup --method {cfg.method} --spans {cfg.spans}: {c['input_rows']} rows → "
+                       f"{c['kept']} kept, {c['removed']} removed as duplicates, {c['dropped']} dropped, "
+                       f"{c['skipped_records']} skipped; {c['edited_documents']} edited: {c['removed_bytes']:,} "
+                       f"bytes of spans removed ({100 * c['removed_byte_rate']:.1f}%); {t['total']:.2f} s", err=True)
+        elif "spans" in report:
             click.echo(f"neardup dedup --method {cfg.method}: {c['input_rows']} rows → {c['kept']} kept "
                        f"({c['edited_documents']} edited, {c['emptied_documents']} emptied, {c['dropped']} dropped), "
                        f"{c['skipped_records']} skipped; {c['removed_bytes']:,} of {c['input_bytes']:,} bytes removed "

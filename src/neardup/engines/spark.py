@@ -119,6 +119,9 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.method == "minhash" and cfg.scheme == "bottomk":
         raise ConfigError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
                           "apply; use scheme 'oph' or 'permutation' to find duplicates")
+    if cfg.spans is not None:
+        raise ConfigError(f"spans (--spans) {cfg.spans} runs on the local engine (--engine local); on Spark it is "
+                          "not built yet (see README, 'Duplicates inside documents')")
     if cfg.method in ("lines", "substrings"):
         raise ConfigError(f"method (--method) {cfg.method} runs on the local engine (--engine local); on Spark it "
                           "is not built yet (see README, 'Duplicates inside documents')")

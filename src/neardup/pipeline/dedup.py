@@ -26,13 +26,14 @@ from array import array
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import get_context
+from typing import NamedTuple
 
 import numpy as np
 
 from ..config import DedupConfig
-from ..errors import ConfigError, InputFormatError, OutputError, WorkerError
+from ..errors import ConfigError, InputChangedError, InputFormatError, OutputError, WorkerError
 from ..io.formats import (
     InputSpec,
     check_fields_apply,
@@ -57,6 +58,13 @@ from .spans import SPAN_METHODS
 _SIGNER = None
 
 
+class _Both(NamedTuple):
+    """A batch's result with ``--spans``: the documents' signing result and the span step's payload."""
+
+    doc: tuple
+    span: tuple
+
+
 def _minhasher(cfg: DedupConfig):
     """The run's MinHasher (its shingler also gives the shingle sets of exact checks)."""
     from ..sketches.minhash import MinHasher  # noqa: PLC0415
@@ -75,6 +83,11 @@ def _make_signer(cfg: DedupConfig):
         from .spans import make_signer  # noqa: PLC0415
 
         return make_signer(cfg)
+    if cfg.spans is not None:    # --spans after: one read gives both the signatures and the units
+        from .spans import make_signer, stage_config  # noqa: PLC0415
+
+        doc_sign, span_sign = _make_signer(replace(cfg, spans=None)), make_signer(stage_config(cfg))
+        return lambda texts: _Both(doc_sign(texts), span_sign(texts)[0])
     if cfg.method == "minhash":
         hasher = _minhasher(cfg)
         need_sizes = cfg.metric == "containment"
@@ -166,17 +179,25 @@ def _row_meta(row) -> tuple:
 
 def _run_job(job, cfg: DedupConfig, sign):
     """One batch: ``("texts", texts)`` (rows already read by the main process) or
-    ``("jsonl", spec, [(line, raw bytes), …])``, parsed here so that JSON decoding runs in the
-    worker processes too. Returns (row metadata or None, signing result or None)."""
+    ``("jsonl", spec, [(line, raw bytes), …], edits)``, parsed here so that JSON decoding runs in the
+    worker processes too; ``edits`` (``--spans-order before``: line → byte ranges) are removed from
+    the texts before they are signed. Returns (row metadata or None, signing result or None)."""
     if job[0] == "texts":
         meta, texts = None, job[1]
     else:
-        _, spec, lines = job
+        _, spec, lines, edits = job
         key_field = cfg.keep_field if cfg.keep == "key" else None
         rows = [parse_jsonl_line(spec, i, raw, cfg.text_field, cfg.id_field, key_field) for i, raw in lines]
         meta = [_row_meta(r) for r in rows]
-        texts = [r.text for r in rows if r.error is None]
+        texts = [r.text if r.line not in edits else _edited(r.text, edits[r.line])
+                 for r in rows if r.error is None]
     return meta, (sign(texts) if texts else None)
+
+
+def _edited(text: str, ranges) -> str:
+    from .spans import cut  # noqa: PLC0415
+
+    return cut(text.encode("utf-8", "surrogatepass"), *ranges).decode("utf-8", "surrogatepass")
 
 
 def _worker_job(job):
@@ -193,7 +214,8 @@ class _Corpus:
     doc_line: array = field(default_factory=lambda: array("q"))   # its line / record number in its input
     row_source: list = field(default_factory=list)    # per input: number of rows read
     skipped: list = field(default_factory=list)       # (global row, file, line, reason)
-    spans: list = field(default_factory=list)         # span methods: what the workers gave per batch
+    spans: list = field(default_factory=list)         # span step: what the workers gave per batch
+    payload_of_doc: np.ndarray | None = None          # its index there per document (after id checks)
     replaced: int = 0
     n_rows: int = 0
     n_chars: int = 0
@@ -207,8 +229,12 @@ def _progress(cfg: DedupConfig, total: int | None, desc: str, unit: str = "B"):
                 leave=False)
 
 
-def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
+def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus, edits: tuple | None = None):
+    """Pass 1: every row read, every document signed. ``edits`` = (input row → byte ranges, rows per
+    input of an earlier read): ranges removed from those rows' texts before they are signed
+    (``--spans-order before``)."""
     sigs, empties, sizes, shingles = [], [], [], []
+    edits, bases = (edits[0], [sum(edits[1][:k]) for k in range(len(specs))]) if edits else ({}, [0] * len(specs))
     # progress in characters against the file sizes: exact for plain UTF-8 ASCII text, close for
     # the rest; no total (no ETA) when an input is compressed or binary
     plain = all(s.fmt in ("jsonl", "lines", "csv") and s.compression is None for s in specs)
@@ -222,28 +248,33 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
         reading fails (a truncated file, a missing column), the rows read before still come out
         first, so that an earlier bad row is reported before the read error."""
         for si, spec in enumerate(specs):
+            base = bases[si]
             if spec.fmt == "jsonl":  # raw lines: parsed where the batch is signed
                 lines, nbytes = [], 0
+
+                def job(lines, base=base, spec=spec):
+                    return "jsonl", spec, lines, ({i: edits[base + i - 1] for i, _ in lines if base + i - 1 in edits}
+                                                  if edits else {})
                 try:
                     for i, raw in raw_lines(spec):
                         lines.append((i, raw))
                         nbytes += len(raw)
                         if len(lines) >= cfg.batch_size:
                             batch, lines, nbytes0, nbytes = lines, [], nbytes, 0
-                            yield si, ("jsonl", spec, batch), None, nbytes0
+                            yield si, job(batch), None, nbytes0
                 except Exception:
                     if lines:
-                        yield si, ("jsonl", spec, lines), None, nbytes
+                        yield si, job(lines), None, nbytes
                     raise
                 if lines:
-                    yield si, ("jsonl", spec, lines), None, nbytes
+                    yield si, job(lines), None, nbytes
                 continue
             meta, texts = [], []
             try:
-                for row in read_rows(spec, cfg.text_field, cfg.id_field, key_field):
+                for k, row in enumerate(read_rows(spec, cfg.text_field, cfg.id_field, key_field)):
                     meta.append(_row_meta(row))
                     if row.error is None:
-                        texts.append(row.text)
+                        texts.append(row.text if base + k not in edits else _edited(row.text, edits[base + k]))
                         if len(texts) >= cfg.batch_size:
                             batch_meta, batch, meta, texts = meta, texts, [], []
                             yield si, ("texts", batch), batch_meta, sum(len(t) for t in batch)
@@ -275,6 +306,9 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus):
         bar.update(nbytes)
         if res is None:
             return
+        if isinstance(res, _Both):
+            corpus.spans.append(res.span)
+            res = res.doc
         s, e, z = res[:3]
         sigs.append(s)
         empties.append(e)
@@ -440,6 +474,7 @@ def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: _Corpus, arrays: tuple)
         old = getattr(corpus, name)
         setattr(corpus, name, [old[k] for k in keep])
     corpus.doc_line = array("q", (corpus.doc_line[k] for k in keep))
+    corpus.payload_of_doc = keep
     values, empty, sizes, features = arrays
     if features is not None:
         features = features.subset(keep)
@@ -689,18 +724,41 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
     return report
 
 
+def _read(specs, cfg: DedupConfig, corpus: _Corpus, edits=None) -> tuple:
+    arrays = _read_and_sign(specs, cfg, corpus, edits)
+    if cfg.id_field is not None:
+        arrays = _drop_duplicate_ids(specs, cfg, corpus, arrays)
+    if corpus.payload_of_doc is None:
+        corpus.payload_of_doc = np.arange(len(corpus.ids), dtype=np.int64)
+    return arrays
+
+
 def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None) -> dict:
+    from .spans import SpanStage, run_spans, stage_config  # noqa: PLC0415
+
     timings = {}
     corpus = _Corpus()
     t0 = time.perf_counter()
-    arrays = _read_and_sign(specs, cfg, corpus)
-    if cfg.id_field is not None:
-        arrays = _drop_duplicate_ids(specs, cfg, corpus, arrays)
-    values, empty, sizes, features = arrays
+    span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
+    stage, by_row = None, {}
+    if span_cfg is not None and cfg.spans_order == "before":
+        # the spans first (one read), then the documents signed with them removed (a second read)
+        _read(specs, span_cfg, corpus)
+        stage = SpanStage(span_cfg, corpus, corpus.payload_of_doc, np.ones(len(corpus.ids), dtype=bool),
+                          lambda d: _where(specs, corpus, d))
+        timings["spans"] = stage.seconds
+        first, corpus = corpus, _Corpus()
+        for spec in specs:
+            check_stamp(spec)
+        by_row = stage.by_row(first.doc_row)
+        values, empty, sizes, features = _read(specs, replace(cfg, spans=None), corpus, (by_row, first.row_source))
+        if corpus.doc_row != first.doc_row:
+            raise InputChangedError("the inputs changed between the two reads of --spans-order before "
+                                    f"({len(first.ids)} documents, then {len(corpus.ids)}); nothing was written")
+    else:
+        values, empty, sizes, features = _read(specs, cfg, corpus)
     timings["read_sign"] = time.perf_counter() - t0
     if cfg.method in SPAN_METHODS:
-        from .spans import run_spans  # noqa: PLC0415
-
         return run_spans(specs, cfg, out, corpus, values, command, t_start, timings,
                          lambda d: _where(specs, corpus, d))
     n_docs = len(corpus.ids)
@@ -714,8 +772,13 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         key = run_key(specs, cfg)
         part = matched(index, values, empty, cfg, key)
         timings["index_query"] = time.perf_counter() - t0
-    result = _find(values, empty, sizes, features, cfg, corpus, part,
-                   lambda docs: _iter_texts(specs, cfg, corpus, docs))
+
+    def texts_of(docs):   # for exact checks: the texts as they were signed
+        for d, t in _iter_texts(specs, cfg, corpus, docs):
+            g = corpus.doc_row[d]
+            yield d, (_edited(t, by_row[g]) if g in by_row else t)
+
+    result = _find(values, empty, sizes, features, cfg, corpus, part, texts_of)
     timings.update({k: v for k, v in result.timings.items()})
     clusters = result.clusters
     kept_doc = clusters.kept
@@ -727,9 +790,16 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         check_stamp(spec)
     if cfg.clusters_format == "parquet":
         check_parquet_ids(corpus.ids, lambda d: _where(specs, corpus, d))
-    keep_row = np.zeros(corpus.n_rows, dtype=bool)
-    keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
-    outputs = write_rows(specs, cfg, corpus, out, keep_row)
+    if span_cfg is not None:
+        if stage is None:   # --spans-order after: spans among the documents kept
+            stage = SpanStage(span_cfg, corpus, corpus.payload_of_doc, kept_doc, lambda d: _where(specs, corpus, d))
+            timings["spans"] = stage.seconds
+        outputs = stage.write(specs, cfg, corpus, out, kept_doc)
+        stage.write_edits(os.path.join(out, "edits.jsonl"), corpus, duplicate=~kept_doc)
+    else:
+        keep_row = np.zeros(corpus.n_rows, dtype=bool)
+        keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
+        outputs = write_rows(specs, cfg, corpus, out, keep_row)
     _write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
     timings["write"] = time.perf_counter() - t0
 
@@ -746,6 +816,8 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     timings["total"] = time.perf_counter() - t_start
     report = _report(cfg, specs, corpus, result, removed, empty, timings, samples, texts, outputs, command,
                      extra_ids, index_info)
+    if stage is not None:
+        stage.add_to_report(report, corpus, duplicate=~kept_doc)
     write_report(report, out, cfg.html)
     if part is not None and not part.rerun:   # outputs staged in full: the index changes, then they go in place
         from .incremental import add_kept  # noqa: PLC0415

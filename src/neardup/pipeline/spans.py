@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict
 
 import numpy as np
 
@@ -81,18 +82,19 @@ class _Ranges:
         return [(int(first[g]), int(counts[g]), int(total[g])) for g in order.tolist()]
 
 
-def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, n_docs: int) -> tuple[_Ranges, dict]:
-    """The ranges to remove, over the documents ``alive`` (original indices, renumbered 0..n−1)."""
+def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndarray,
+          n_docs: int) -> tuple[_Ranges, dict]:
+    """The ranges to remove among the documents ``alive`` (indices into what the workers gave, in
+    order), which are documents ``out_docs`` of the run (``n_docs`` in all)."""
     total = sum(p[1].shape[0] for p in payloads)
     remap = np.full(total, -1, dtype=np.int64)
-    remap[alive] = np.arange(n_docs)
+    remap[alive] = out_docs
     if cfg.method == "lines":
         parts, base = [], 0
         for u, nb in payloads:
             parts.append((base, u))
             base += nb.shape[0]
         units = Units.concat(parts)
-        payloads.clear()
         docs = remap[units.docs]
         units = Units(units.hashes, docs, units.starts, units.ends, units.tokens, units.digests).take(docs >= 0)
         removed, first = repeated_units(units, cfg.min_docs)
@@ -109,7 +111,17 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, n_docs: int) -> t
     del flat
     spans = repeated_in_buffer(text, starts, cfg.min_length)
     info = {"text_bytes": int(text.shape[0]), "repeated_windows": spans.windows, "window_runs": spans.runs}
-    return _Ranges(n_docs, spans.docs, spans.starts, spans.ends, spans.digests), info
+    return _Ranges(n_docs, out_docs[spans.docs], spans.starts, spans.ends, spans.digests), info
+
+
+def cut(b: bytes, starts, ends) -> bytes:
+    """``b`` without the byte ranges [starts[i], ends[i]) (sorted, disjoint)."""
+    pieces, pos = [], 0
+    for a, e in zip(starts, ends):
+        pieces.append(b[pos:a])
+        pos = e
+    pieces.append(b[pos:])
+    return b"".join(pieces)
 
 
 class _Editor:
@@ -129,17 +141,11 @@ class _Editor:
             raise InputChangedError(f"{self.where(d)}: the text has {len(b)} bytes in the second pass and had "
                                     f"{int(self.nbytes[d])} in the first: the input changed during the run "
                                     "(nothing was written)")
-        pieces, pos = [], 0
         r = self.r
-        starts, ends = r.starts, r.ends
-        for i in r.of(d):
-            a = int(starts[i])
-            pieces.append(b[pos:a])
-            pos = int(ends[i])
-            if i in self.wanted:
-                self.wanted[i] = b[a:pos]
-        pieces.append(b[pos:])
-        new = b"".join(pieces).decode("utf-8", "surrogatepass")
+        lo, hi = int(r.off[d]), int(r.off[d + 1])
+        for i in self.wanted.keys() & range(lo, hi) if self.wanted else ():
+            self.wanted[i] = b[int(r.starts[i]):int(r.ends[i])]
+        new = cut(b, r.starts[lo:hi].tolist(), r.ends[lo:hi].tolist()).decode("utf-8", "surrogatepass")
         visible = len("".join(new.split()))
         if visible == 0:
             self.emptied[d] = True
@@ -149,121 +155,166 @@ class _Editor:
         return new
 
 
+def stage_config(cfg: DedupConfig) -> DedupConfig | None:
+    """The configuration of a run's span step: the run's own (``--method lines|substrings``), one
+    with ``method`` set to ``--spans`` (a whole-document method with ``--spans``), or None."""
+    if cfg.method in SPAN_METHODS:
+        return cfg
+    if cfg.spans is None:
+        return None
+    return DedupConfig(**{**asdict(cfg), "method": cfg.spans, "spans": None})
+
+
+class SpanStage:
+    """The span step of a run: the ranges decided over the documents ``consider`` (a mask over the
+    run's documents; ``payload_of_doc[d]``: document d's place in what the workers gave), then pass 2's
+    editor, edits.jsonl and the report's section."""
+
+    def __init__(self, cfg: DedupConfig, corpus, payload_of_doc: np.ndarray, consider: np.ndarray, where):
+        self.cfg = cfg
+        n_docs = len(corpus.ids)
+        payloads = corpus.spans
+        nb_all = np.concatenate([p[1] for p in payloads]) if payloads else np.zeros(0, dtype=np.int64)
+        self.nbytes = nb_all[payload_of_doc]
+        t0 = time.perf_counter()
+        self.ranges, self.info = _find(cfg, payloads, payload_of_doc[consider], np.flatnonzero(consider), n_docs)
+        self.seconds = time.perf_counter() - t0
+        corpus.spans = []
+        self.where = where
+        self.editor: _Editor | None = None
+        self.top: list = []
+
+    def by_row(self, doc_row) -> dict:
+        """Input row → (starts, ends) of its ranges, for the rows that have some."""
+        r = self.ranges
+        docs = np.unique(r.docs).tolist()
+        return {int(doc_row[d]): (r.starts[r.off[d]:r.off[d + 1]].tolist(), r.ends[r.off[d]:r.off[d + 1]].tolist())
+                for d in docs}
+
+    def write(self, specs, run_cfg: DedupConfig, corpus, out: str, keep_doc: np.ndarray) -> list[dict]:
+        """Pass 2: the rows of documents ``keep_doc``, with their ranges removed."""
+        from .dedup import write_rows  # noqa: PLC0415
+
+        for spec in specs:
+            check_stamp(spec)
+        n_docs = len(corpus.ids)
+        doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
+        keep_row = np.zeros(corpus.n_rows, dtype=bool)
+        keep_row[doc_row[keep_doc]] = True
+        touched_row = np.zeros(corpus.n_rows, dtype=bool)
+        touched_row[doc_row[np.unique(self.ranges.docs)]] = True
+        doc_of_row = np.full(corpus.n_rows, -1, dtype=np.int64)
+        doc_of_row[doc_row] = np.arange(n_docs)
+        self.top = self.ranges.top(TOP_SPANS)
+        wanted = {i: b"" for i, _, _ in self.top}
+        self.editor = editor = _Editor(self.cfg, self.ranges, self.nbytes, self.where, wanted)
+        return write_rows(specs, run_cfg, corpus, out, keep_row, touched_row,
+                          lambda g, text: editor(int(doc_of_row[g]), text))
+
+    def write_edits(self, path: str, corpus, duplicate: np.ndarray | None = None) -> None:
+        """edits.jsonl: per input row ``{"row", "id", "status", "bytes", "kept_bytes", "removed"}`` where
+        status is ``kept`` (nothing removed), ``edited``, ``emptied`` (nothing but white space left),
+        ``dropped`` (``--min-remaining``) or ``duplicate`` (removed whole by the document method), and
+        ``removed`` lists ``[start, end, hash]`` — a byte range of the original text's UTF-8 form and
+        the XXH64 (seed 0, hex) of its bytes — with, for ``lines``, the row of the unit's first
+        occurrence as a fourth item. A skipped row's record is clusters.jsonl's."""
+        ranges, editor = self.ranges, self.editor
+        doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
+        doc_of_row = np.full(corpus.n_rows, -1, dtype=np.int64)
+        doc_of_row[doc_row] = np.arange(len(corpus.ids))
+        skipped = {g: reason for g, _, _, reason in corpus.skipped}
+        lines_method = ranges.source is not None
+        starts, ends, digests = ranges.starts, ranges.ends, ranges.digests
+        source_row = doc_row[ranges.source] if lines_method else None
+        nbytes = self.nbytes
+        kept = nbytes - ranges.removed_bytes(nbytes.shape[0])
+        with open(path, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20) as fh:
+            for g, d in enumerate(doc_of_row.tolist()):
+                if d < 0:
+                    fh.write(skipped_line(g, skipped[g]) + "\n")
+                    continue
+                lo, hi = int(ranges.off[d]), int(ranges.off[d + 1])
+                status = ("duplicate" if duplicate is not None and duplicate[d] else "dropped" if editor.dropped[d]
+                          else "emptied" if editor.emptied[d] else "edited" if hi > lo else "kept")
+                if hi == lo:
+                    removed = ""
+                elif lines_method:
+                    removed = ", ".join(f'[{a}, {e}, "{h:016x}", {src}]' for a, e, h, src in zip(
+                        starts[lo:hi].tolist(), ends[lo:hi].tolist(), digests[lo:hi].tolist(),
+                        source_row[lo:hi].tolist()))
+                else:
+                    removed = ", ".join(f'[{a}, {e}, "{h:016x}"]' for a, e, h in zip(
+                        starts[lo:hi].tolist(), ends[lo:hi].tolist(), digests[lo:hi].tolist()))
+                fh.write(f'{{"row": {g}, "id": {id_json(corpus.ids[d])}, "status": "{status}", '
+                         f'"bytes": {int(nbytes[d])}, "kept_bytes": {int(kept[d])}, "removed": [{removed}]}}\n')
+
+    def add_to_report(self, report: dict, corpus, duplicate: np.ndarray | None = None) -> None:
+        """The byte counts (``counts``) and the ``spans`` section. Bytes per document: its input bytes
+        are the removed spans' plus what is left, and what is left is kept, dropped
+        (``--min-remaining``) or, for a document removed whole (``duplicate``), duplicate bytes."""
+        n_docs = len(corpus.ids)
+        r, editor = self.ranges, self.editor
+        nb = self.nbytes
+        left = nb - r.removed_bytes(n_docs)
+        dup = np.zeros(n_docs, dtype=bool) if duplicate is None else duplicate
+        dropped = editor.dropped & ~dup
+        kept = ~dup & ~dropped
+        edited = np.zeros(n_docs, dtype=bool)
+        edited[r.docs] = True
+        frac = np.where(nb > 0, (nb - left) / np.maximum(nb, 1), 0.0)[edited]
+        hist, _ = np.histogram(frac, bins=20, range=(0.0, 1.0))
+        c = report["counts"]
+        input_bytes, removed_bytes = int(nb.sum()), int((nb - left).sum())
+        kept_bytes, dropped_bytes = int(left[kept].sum()), int(left[dropped].sum())
+        counts = {"dropped": int(dropped.sum()), "edited_documents": int(edited.sum()),
+                  "emptied_documents": int(editor.emptied.sum()), "removed_spans": int(r.docs.shape[0]),
+                  "input_bytes": input_bytes, "kept_bytes": kept_bytes, "removed_bytes": removed_bytes,
+                  "dropped_bytes": dropped_bytes}
+        if duplicate is not None:
+            counts["duplicate_bytes"] = int(left[dup].sum())
+        counts["removed_byte_rate"] = removed_bytes / input_bytes if input_bytes else 0.0
+        c.update(counts)
+        c["kept"] = int(kept.sum())
+        c["accounted"] = bool(c["accounted"] and input_bytes == kept_bytes + removed_bytes + dropped_bytes
+                              + counts.get("duplicate_bytes", 0)
+                              and c["documents"] == c["kept"] + c["dropped"] + int(dup.sum()))
+        report["spans"] = {
+            "method": self.cfg.method,
+            "unit": self.cfg.unit if self.cfg.method == "lines" else "bytes",
+            **self.info,
+            "top": [_top_span(corpus, r, editor.wanted[i], i, n, total) for i, n, total in self.top],
+            "removed_fraction_histogram": {"edges": similarity_edges(), "counts": hist.tolist()},
+        }
+
+
 def run_spans(specs, cfg: DedupConfig, out: str, corpus, alive: np.ndarray, command: str, t_start: float,
               timings: dict, where) -> dict:
     """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``alive``: the original
     indices of the documents that remain after duplicate-id checks; ``where(d)``: a row's place)."""
-    from .dedup import write_report, write_rows  # noqa: PLC0415
-
-    n_docs = len(corpus.ids)
-    payloads = corpus.spans
-    nbytes = np.concatenate([p[1] for p in payloads])[alive] if payloads else np.zeros(0, dtype=np.int64)
-    t0 = time.perf_counter()
-    ranges, info = _find(cfg, payloads, alive, n_docs)
-    timings["find"] = time.perf_counter() - t0
-
-    # -- pass 2: every row, rewritten where something goes ------------------------------------------
-    t0 = time.perf_counter()
-    for spec in specs:
-        check_stamp(spec)
-    doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
-    keep_row = np.zeros(corpus.n_rows, dtype=bool)
-    keep_row[doc_row] = True
-    touched_row = np.zeros(corpus.n_rows, dtype=bool)
-    touched_row[doc_row[np.unique(ranges.docs)]] = True
-    doc_of_row = np.full(corpus.n_rows, -1, dtype=np.int64)
-    doc_of_row[doc_row] = np.arange(n_docs)
-    top = ranges.top(TOP_SPANS)
-    editor = _Editor(cfg, ranges, nbytes, where, {i: b"" for i, _, _ in top})
-    outputs = write_rows(specs, cfg, corpus, out, keep_row, touched_row,
-                         lambda g, text: editor(int(doc_of_row[g]), text))
-    _write_edits(os.path.join(out, "edits.jsonl"), cfg, corpus, ranges, editor, doc_of_row, doc_row)
-    timings["write"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - t_start
-    report = _report(cfg, specs, corpus, ranges, editor, info, outputs, timings, command, top)
-    write_report(report, out, cfg.html)
-    return report
-
-
-def _write_edits(path: str, cfg: DedupConfig, corpus, ranges: _Ranges, editor: _Editor, doc_of_row, doc_row):
-    """edits.jsonl: per input row ``{"row", "id", "status", "bytes", "kept_bytes", "removed"}`` where
-    status is ``kept`` (nothing removed), ``edited``, ``emptied`` (nothing but white space left) or
-    ``dropped`` (``--min-remaining``), and ``removed`` lists ``[start, end, hash]`` — a byte range of
-    the original text's UTF-8 form and the XXH64 (seed 0, hex) of its bytes — with, for ``lines``, the row of
-    the unit's first occurrence as a fourth item. A skipped row's record is clusters.jsonl's."""
-    skipped = {g: reason for g, _, _, reason in corpus.skipped}
-    lines_method = ranges.source is not None
-    starts, ends, digests = ranges.starts, ranges.ends, ranges.digests
-    source_row = doc_row[ranges.source] if lines_method else None
-    nbytes = editor.nbytes
-    kept = nbytes - ranges.removed_bytes(nbytes.shape[0])
-    with open(path, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20) as fh:
-        for g, d in enumerate(doc_of_row.tolist()):
-            if d < 0:
-                fh.write(skipped_line(g, skipped[g]) + "\n")
-                continue
-            lo, hi = int(ranges.off[d]), int(ranges.off[d + 1])
-            status = ("dropped" if editor.dropped[d] else "emptied" if editor.emptied[d]
-                      else "edited" if hi > lo else "kept")
-            if hi == lo:
-                removed = ""
-            elif lines_method:
-                removed = ", ".join(f'[{a}, {e}, "{h:016x}", {src}]' for a, e, h, src in zip(
-                    starts[lo:hi].tolist(), ends[lo:hi].tolist(), digests[lo:hi].tolist(), source_row[lo:hi].tolist()))
-            else:
-                removed = ", ".join(f'[{a}, {e}, "{h:016x}"]' for a, e, h in zip(
-                    starts[lo:hi].tolist(), ends[lo:hi].tolist(), digests[lo:hi].tolist()))
-            fh.write(f'{{"row": {g}, "id": {id_json(corpus.ids[d])}, "status": "{status}", '
-                     f'"bytes": {int(nbytes[d])}, "kept_bytes": {int(kept[d])}, "removed": [{removed}]}}\n')
-
-
-def _report(cfg, specs, corpus, ranges: _Ranges, editor: _Editor, info: dict, outputs, timings, command,
-            top) -> dict:
+    from .dedup import write_report  # noqa: PLC0415
     from .report import RunSummary  # noqa: PLC0415
 
     n_docs = len(corpus.ids)
-    nb = editor.nbytes
-    kb = nb - ranges.removed_bytes(n_docs)
-    dropped = editor.dropped
-    input_bytes = int(nb.sum())
-    removed_bytes = int((nb - kb).sum())
-    dropped_bytes = int(kb[dropped].sum())
-    kept_bytes = int(kb[~dropped].sum())
-    edited = np.zeros(n_docs, dtype=bool)
-    edited[ranges.docs] = True
-    frac = np.where(nb > 0, (nb - kb) / np.maximum(nb, 1), 0.0)[edited]
-    hist, _ = np.histogram(frac, bins=20, range=(0.0, 1.0))
-    base = build_report(RunSummary(
+    stage = SpanStage(cfg, corpus, alive, np.ones(n_docs, dtype=bool), where)
+    timings["find"] = stage.seconds
+    t0 = time.perf_counter()
+    outputs = stage.write(specs, cfg, corpus, out, np.ones(n_docs, dtype=bool))
+    stage.write_edits(os.path.join(out, "edits.jsonl"), corpus)
+    timings["write"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t_start
+    report = build_report(RunSummary(
         cfg=cfg, command=command, engine="local", inputs=[s.label for s in specs], outputs=outputs,
-        n_rows=corpus.n_rows, n_docs=n_docs, removed=int(dropped.sum()), n_skipped=len(corpus.skipped),
+        n_rows=corpus.n_rows, n_docs=n_docs, removed=0, n_skipped=len(corpus.skipped),
         skipped=[(f, line, reason) for _, f, line, reason in corpus.skipped[:SKIPPED_LISTED]],
-        empty=int((nb == 0).sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=0, verified=0,
-        cluster_sizes={}, similarity_counts=[0] * 20, samples=[], timings=timings))
+        empty=int((stage.nbytes == 0).sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=0,
+        verified=0, cluster_sizes={}, similarity_counts=[0] * 20, samples=[], timings=timings))
     for k in ("cluster_sizes", "similarity_histogram", "samples"):
-        base.pop(k, None)
-    c = base["counts"]
-    for k in ("clusters", "candidate_pairs", "verified_pairs", "duplicate_rate"):
-        c.pop(k, None)
-    c.update({
-        "dropped": int(dropped.sum()),
-        "edited_documents": int(edited.sum()),
-        "emptied_documents": int(editor.emptied.sum()),
-        "removed_spans": int(ranges.docs.shape[0]),
-        "input_bytes": input_bytes,
-        "kept_bytes": kept_bytes,
-        "removed_bytes": removed_bytes,
-        "dropped_bytes": dropped_bytes,
-        "removed_byte_rate": removed_bytes / input_bytes if input_bytes else 0.0,
-    })
-    c["accounted"] = bool(c["accounted"] and input_bytes == kept_bytes + removed_bytes + dropped_bytes)
-    base["spans"] = {
-        "method": cfg.method,
-        "unit": cfg.unit if cfg.method == "lines" else "bytes",
-        **info,
-        "top": [_top_span(corpus, ranges, editor.wanted[i], i, n, total) for i, n, total in top],
-        "removed_fraction_histogram": {"edges": similarity_edges(), "counts": hist.tolist()},
-    }
-    return base
+        report.pop(k, None)
+    for k in ("clusters", "candidate_pairs", "verified_pairs", "duplicate_rate", "removed"):
+        report["counts"].pop(k, None)
+    stage.add_to_report(report, corpus)
+    write_report(report, out, cfg.html)
+    return report
 
 
 def _top_span(corpus, ranges: _Ranges, b: bytes, i: int, n: int, total: int) -> dict:
@@ -275,4 +326,4 @@ def _top_span(corpus, ranges: _Ranges, b: bytes, i: int, n: int, total: int) -> 
     return out
 
 
-__all__ = ["SPAN_METHODS", "make_signer", "run_spans"]
+__all__ = ["SPAN_METHODS", "SpanStage", "cut", "make_signer", "run_spans", "stage_config"]

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Duplicates inside documents: throughput, scale and the order of the two steps.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_spans.py                 # kernels + end to end on the 92 MB corpus, orders
+    .venv/bin/python benchmarks/bench_spans.py --substrings-mb 1000   # also substrings on ~1 GB of synthetic text
+
+Sections (all written to benchmarks/out/bench_spans.json):
+
+* ``kernels``: one core, warm, the corpus packed once: units (lines, paragraphs) per second of
+  text through :func:`neardup.kernels.spans.unit_hashes_batch`, the first-occurrence decision, and
+  the suffix array + window marking of ``--method substrings`` (libdivsufsort, then the capped PLCP).
+* ``end_to_end``: ``neardup dedup --method lines|substrings`` through the CLI (all cores): wall
+  time, peak memory, bytes removed.
+* ``substrings_scale``: ``--method substrings`` on the first N MB of text of the synthetic corpus
+  (build_synthetic.py), wall time and peak memory against the text size.
+* ``order``: ``--method minhash --spans lines`` with ``--spans-order after`` and ``before`` on the
+  corpus. Two failure modes, each counted: *fragments* (documents kept with at least half of their
+  bytes removed but something left — the residue of a near copy whose shared lines were cut out) and
+  *boilerplate duplicates* (documents removed whole whose exact word-5-gram Jaccard to their kept
+  representative falls below the threshold once the lines repeated in the corpus are taken out of
+  both — removed for sharing boilerplate rather than content).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from common import DATA, corpus, neardup_cli, synthetic, timed, write_result
+
+
+def _texts(path: str, limit_mb: float | None = None) -> list[str]:
+    out, total = [], 0
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            t = json.loads(line)["text"]
+            out.append(t)
+            total += len(t)
+            if limit_mb and total >= limit_mb * 1e6:
+                break
+    return out
+
+
+def kernels(texts: list[str]) -> dict:
+    from neardup.features.units import UnitHasher, pack_raw, repeated_units
+    from neardup.index.suffix import join, suffix_array
+    from neardup.kernels.spans import mark_repeated_windows, window_ranges
+
+    buf, off = pack_raw(texts)
+    mb = off[-1] / 1e6
+    res = {"text_MB": round(mb, 1), "documents": len(texts)}
+    for unit in ("line", "paragraph"):
+        h = UnitHasher(unit)
+        h.from_buffer(buf[:off[100]].copy(), off[:101])            # compile / load
+        best = 1e9
+        for _ in range(3):
+            t = time.perf_counter()
+            u = h.from_buffer(buf, off)
+            best = min(best, time.perf_counter() - t)
+        t = time.perf_counter()
+        repeated_units(u, 1)
+        dec = time.perf_counter() - t
+        res[unit] = {"units": len(u), "hash_s": round(best, 3), "MB_per_s_one_core": round(mb / best, 1),
+                     "decide_s": round(dec, 3)}
+    text, starts = join([t.encode("utf-8", "surrogatepass") for t in texts])
+    t = time.perf_counter()
+    sa = suffix_array(text)
+    t_sa = time.perf_counter() - t
+    t = time.perf_counter()
+    marks, _, _ = mark_repeated_windows(text, sa, 100)
+    t_mark = time.perf_counter() - t
+    del sa
+    t = time.perf_counter()
+    window_ranges(text, marks, starts, 100)
+    t_ranges = time.perf_counter() - t
+    res["substrings"] = {"suffix_array_s": round(t_sa, 2), "mark_s": round(t_mark, 2), "ranges_s": round(t_ranges, 2),
+                         "MB_per_s_one_core": round(mb / (t_sa + t_mark + t_ranges), 1)}
+    return res
+
+
+def _run(args: list[str], out: str) -> dict:
+    m = timed([neardup_cli(), "dedup", *args, "-o", out, "-q", "--no-html"])
+    with open(os.path.join(out, "report.json"), encoding="utf-8") as fh:
+        r = json.load(fh)
+    c = r["counts"]
+    m.update({k: c[k] for k in ("documents", "kept", "removed", "dropped", "edited_documents", "emptied_documents",
+                                "input_bytes", "kept_bytes", "removed_bytes", "duplicate_bytes") if k in c})
+    m["timings"] = r["timings"]
+    return m
+
+
+def end_to_end(path: str, tmp: str) -> dict:
+    res = {}
+    for name, args in (("lines", ["--method", "lines"]), ("paragraphs", ["--method", "lines", "--unit", "paragraph"]),
+                       ("substrings_L100", ["--method", "substrings", "--min-length", "100"])):
+        res[name] = _run([path, *args], os.path.join(tmp, name))
+        res[name]["MB_per_s"] = round(os.path.getsize(path) / 1e6 / res[name]["wall_s"], 1)
+    return res
+
+
+def substrings_scale(mb: float, tmp: str) -> dict:
+    src = synthetic(1_000_000)
+    part = os.path.join(DATA, f"synthetic_first_{int(mb)}MB.jsonl")
+    if not os.path.exists(part):
+        total = 0
+        with open(src, encoding="utf-8") as fh, open(part, "w", encoding="utf-8") as out:
+            for line in fh:
+                out.write(line)
+                total += len(json.loads(line)["text"].encode("utf-8"))
+                if total >= mb * 1e6:
+                    break
+    m = _run([part, "--method", "substrings", "--min-length", "100"], os.path.join(tmp, "scale"))
+    m["text_MB"] = round(m["input_bytes"] / 1e6, 1)
+    m["peak_over_text"] = round(m["peak_rss_MB"] * 1.048576 / m["text_MB"], 2)
+    return m
+
+
+def order(path: str, tmp: str) -> dict:
+    """Both orders of ``--spans lines`` with MinHash, and the two failure modes (see the docstring)."""
+    from neardup import Shingler
+    from neardup.features.units import UnitHasher, repeated_units, utf8
+    from neardup.pipeline.spans import cut
+    from neardup.similarity import exact_jaccard_pairs
+
+    texts = _texts(path)
+    # lines repeated in the corpus (every occurrence, the first included): what "boilerplate" means here
+    u = UnitHasher("line").units(texts)
+    removed, first = repeated_units(u, 1)
+    rep = np.zeros(len(u), dtype=bool)
+    rep[removed] = True
+    rep[first[removed]] = True
+    bare = []
+    off = np.searchsorted(u.docs, np.arange(len(texts) + 1))
+    for d, t in enumerate(texts):
+        sel = np.flatnonzero(rep[off[d]:off[d + 1]]) + off[d]
+        bare.append(cut(utf8(t), u.starts[sel].tolist(), u.ends[sel].tolist()).decode("utf-8", "surrogatepass"))
+    sh = Shingler(ngram=5)
+    feats = sh.features(bare)
+    res = {}
+    for o in ("after", "before"):
+        out = os.path.join(tmp, f"order_{o}")
+        m = _run([path, "--spans", "lines", "--spans-order", o], out)
+        recs = [json.loads(x) for x in open(os.path.join(out, "edits.jsonl"), encoding="utf-8")]
+        clus = [json.loads(x) for x in open(os.path.join(out, "clusters.jsonl"), encoding="utf-8")]
+        fragments = sum(1 for e in recs if e.get("status") == "edited" and e["kept_bytes"] * 2 <= e["bytes"])
+        row_of = {c["id"]: c["row"] for c in clus if c["status"] != "skipped"}
+        lo = np.array([c["row"] for c in clus if c["status"] == "duplicate"], dtype=np.int64)
+        hi = np.array([row_of[c["cluster"]] for c in clus if c["status"] == "duplicate"], dtype=np.int64)
+        sims = exact_jaccard_pairs(feats, lo, hi) if lo.shape[0] else np.zeros(0)
+        m.update({"fragments": fragments, "duplicates": int(lo.shape[0]),
+                  "boilerplate_duplicates": int((sims < 0.8).sum()),
+                  "duplicates_without_content": int(sum(1 for d in lo.tolist() if not bare[d].strip()))})
+        res[o] = m
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--substrings-mb", type=float, default=0, help="also run substrings on this many MB of text")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["kernels", "end_to_end", "order"])
+    a = ap.parse_args()
+    path = corpus()
+    res = {"corpus": path, "corpus_MB": round(os.path.getsize(path) / 1e6, 1), "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="bench-spans-") as tmp:
+        if "kernels" not in a.skip:
+            res["kernels"] = kernels(_texts(path))
+            print(json.dumps(res["kernels"], indent=1), flush=True)
+        if "end_to_end" not in a.skip:
+            res["end_to_end"] = end_to_end(path, tmp)
+            print(json.dumps(res["end_to_end"], indent=1), flush=True)
+        if "order" not in a.skip:
+            res["order"] = order(path, tmp)
+            print(json.dumps(res["order"], indent=1), flush=True)
+        if a.substrings_mb:
+            res["substrings_scale"] = substrings_scale(a.substrings_mb, tmp)
+            print(json.dumps(res["substrings_scale"], indent=1), flush=True)
+    print("wrote", write_result("bench_spans.json", res))
+
+
+if __name__ == "__main__":
+    main()
