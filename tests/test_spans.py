@@ -412,3 +412,18 @@ def test_spans_refusals(tmp_path):
             DedupConfig(**bad).resolved()
     DedupConfig(spans="substrings", min_length=50, min_remaining=3).resolved()
     DedupConfig(method="simhash", spans="lines", unit="paragraph", min_docs=2).resolved()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_substrings_with_whole_copies_equal_the_reference(seed):
+    """Documents equal to an earlier one skip the suffix array; the result must not change."""
+    texts = _corpus(seed, 10)
+    rnd = random.Random(seed)
+    texts += [rnd.choice(texts) for _ in range(5)] + ["short", "short"]
+    rnd.shuffle(texts)
+    for L in (3, 12):
+        s = repeated_substrings(texts, min_length=L)
+        assert list(zip(s.docs.tolist(), s.starts.tolist(), s.ends.tolist())) == _reference(texts, L)
+        assert s.copies > 0
+        for d, a, b, h in zip(s.docs.tolist(), s.starts.tolist(), s.ends.tolist(), s.digests.tolist()):
+            assert h == xxhash.xxh64_intdigest(utf8(texts[d])[a:b])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..features.units import utf8
+from ..kernels.hashing import xxh64_bytes
 from ..kernels.spans import SEPARATOR, mark_repeated_windows, range_digests, window_ranges
 
 
@@ -39,6 +40,7 @@ class Spans:
     digests: np.ndarray
     windows: int = 0
     runs: int = 0
+    copies: int = 0          # documents equal to an earlier one, removed whole without sorting them
 
     def __len__(self) -> int:
         return self.docs.shape[0]
@@ -82,11 +84,40 @@ def repeated_in_buffer(text: np.ndarray, starts: np.ndarray, min_length: int) ->
     return Spans(d, s, e, range_digests(text, starts, d, s, e), int(marked), int(runs))
 
 
+def repeated_in_parts(parts: Sequence[bytes], min_length: int) -> Spans:
+    """:func:`repeated_substrings` over UTF-8 documents. A document equal to an earlier one is left
+    out of the suffix array and removed whole when it has at least one window (``min_length`` bytes
+    or more): every one of its windows occurs in the earlier copy, and every window elsewhere that
+    occurs in it also occurs in that copy, earlier — so the result is the same, with the copies'
+    bytes (often a tenth of a web crawl) never sorted."""
+    first: dict = {}
+    unique, copies = [], []
+    for d, b in enumerate(parts):
+        if first.setdefault(b, d) == d:
+            unique.append(d)
+        elif len(b) >= min_length:
+            copies.append(d)
+    if not copies:
+        text, starts = join(parts)
+        return repeated_in_buffer(text, starts, min_length)
+    text, starts = join([parts[d] for d in unique])
+    found = repeated_in_buffer(text, starts, min_length)
+    del text
+    unique_idx = np.asarray(unique, dtype=np.int64)
+    cd = np.asarray(copies, dtype=np.int64)
+    ce = np.asarray([len(parts[d]) for d in copies], dtype=np.int64)
+    cdig = np.asarray([xxh64_bytes(parts[d]) for d in copies], dtype=np.uint64)
+    docs = np.concatenate([unique_idx[found.docs], cd])
+    order = np.argsort(docs, kind="stable")       # copies' single ranges join in document order
+    return Spans(docs[order], np.concatenate([found.starts, np.zeros_like(cd)])[order],
+                 np.concatenate([found.ends, ce])[order], np.concatenate([found.digests, cdig])[order],
+                 found.windows, found.runs, len(copies))
+
+
 def repeated_substrings(texts: Sequence[str], min_length: int = 100) -> Spans:
     """The byte ranges to remove so that no string of ≥ ``min_length`` bytes occurs twice (its
     first occurrence stays). Ranges are in each text's UTF-8 form (:func:`neardup.features.units.utf8`)."""
-    text, starts = join([utf8(t) for t in texts])
-    return repeated_in_buffer(text, starts, min_length)
+    return repeated_in_parts([utf8(t) for t in texts], min_length)
 
 
-__all__ = ["Spans", "join", "repeated_in_buffer", "repeated_substrings", "suffix_array"]
+__all__ = ["Spans", "join", "repeated_in_buffer", "repeated_in_parts", "repeated_substrings", "suffix_array"]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .swar import LITTLE_ENDIAN, load_u64
+
 U64 = np.uint64
 P1 = np.uint64(11400714785074694791)
 P2 = np.uint64(14029467366897019727)
@@ -31,6 +33,8 @@ def rotl(x, r):
 
 @njit(inline="always", cache=True)
 def _read64(buf, i):
+    if LITTLE_ENDIAN:            # one unaligned load (XXH64 reads its lanes little-endian)
+        return load_u64(buf, i)
     v = np.uint64(0)
     for j in range(8):
         v |= np.uint64(buf[i + j]) << np.uint64(8 * j)

@@ -32,6 +32,7 @@ from numba import njit
 
 from .hashing import P1, P5, fmix64, xxh64
 from .shingle import scan_scratch, word_scan
+from .swar import LITTLE_ENDIAN, cttz64, load_u64
 
 SEPARATOR = 0xFF
 
@@ -45,12 +46,50 @@ def _blank(buf, i, j):
     return True
 
 
+NEWLINES = np.uint64(0x0A0A0A0A0A0A0A0A)
+ONES = np.uint64(0x0101010101010101)
+HIGHS = np.uint64(0x8080808080808080)
+
+
+@njit(inline="always", cache=True)
+def _next_newline(buf, j, e):
+    """The first ``\\n`` at or after j (e when none), 8 bytes at a time: in w = word ⊕ 0x0A…0A a zero
+    byte is a newline, and (w − 0x01…01) & ~w & 0x80…80 sets the high bit of every zero byte (and
+    possibly of bytes above one), so its lowest set bit marks the first newline exactly."""
+    if LITTLE_ENDIAN:
+        while j + 8 <= e:
+            w = load_u64(buf, j) ^ NEWLINES
+            z = (w - ONES) & ~w & HIGHS
+            if z != 0:
+                return j + (np.int64(cttz64(z)) >> 3)
+            j += 8
+    while j < e and buf[j] != 10:
+        j += 1
+    return j
+
+
+LOWS7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
 @njit(cache=True)
 def _count_newlines(buf, lo, hi):
+    """Newlines in buf[lo:hi], 8 bytes at a time: with w = word ⊕ 0x0A…0A, ((w & 0x7F…) + 0x7F…) | w
+    has the high bit of exactly the non-zero bytes, so its complement's high bits count the newlines."""
     c = 0
-    for p in range(lo, hi):
+    p = lo
+    if LITTLE_ENDIAN:
+        while p + 8 <= hi:
+            w = load_u64(buf, p) ^ NEWLINES
+            nz = (((w & LOWS7) + LOWS7) | w) & HIGHS
+            z = ~nz & HIGHS
+            while z != 0:
+                c += 1
+                z &= z - np.uint64(1)
+            p += 8
+    while p < hi:
         if buf[p] == 10:
             c += 1
+        p += 1
     return c
 
 
@@ -95,9 +134,7 @@ def unit_hashes_batch(buf, offsets, table, map_slot, map_utf8, seed, paragraph):
         pe = -1          # its end so far (after its last line and the blank lines that followed)
         seen_blank = False
         while i < e:
-            j = i
-            while j < e and buf[j] != 10:
-                j += 1
+            j = _next_newline(buf, i, e)
             le = j + 1 if j < e else e
             if not paragraph:
                 while t < m and tok_start[t] < le:

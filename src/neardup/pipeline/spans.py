@@ -103,14 +103,15 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
         info = {"units": len(units), "distinct_units": distinct, "removed_units": int(r.shape[0])}
         return _Ranges(n_docs, units.docs[r], units.starts[r], units.ends[r], units.digests[r],
                        source=units.docs[first[r]], key=units.hashes[r]), info
-    from ..index.suffix import join, repeated_in_buffer  # noqa: PLC0415
+    from ..index.suffix import repeated_in_parts  # noqa: PLC0415
 
     flat = [b for parts, _ in payloads for b in parts]
     payloads.clear()
-    text, starts = join([flat[d] for d in alive.tolist()])
+    parts = [flat[d] for d in alive.tolist()]
     del flat
-    spans = repeated_in_buffer(text, starts, cfg.min_length)
-    info = {"text_bytes": int(text.shape[0]), "repeated_windows": spans.windows, "window_runs": spans.runs}
+    spans = repeated_in_parts(parts, cfg.min_length)
+    info = {"text_bytes": sum(len(b) for b in parts), "repeated_windows": spans.windows, "window_runs": spans.runs,
+            "copies_removed_whole": spans.copies}
     return _Ranges(n_docs, out_docs[spans.docs], spans.starts, spans.ends, spans.digests), info
 
 
