@@ -74,7 +74,8 @@ def kernels(texts: list[str]) -> dict:
     sa = suffix_array(text)
     t_sa = time.perf_counter() - t
     t = time.perf_counter()
-    marks, _, _ = mark_repeated_windows(text, sa, 100)
+    from numba import get_num_threads
+    marks, _, _ = mark_repeated_windows(text, sa, 100, get_num_threads())
     t_mark = time.perf_counter() - t
     del sa
     t = time.perf_counter()

@@ -427,3 +427,19 @@ def test_substrings_with_whole_copies_equal_the_reference(seed):
         assert s.copies > 0
         for d, a, b, h in zip(s.docs.tolist(), s.starts.tolist(), s.ends.tolist(), s.digests.tolist()):
             assert h == xxhash.xxh64_intdigest(utf8(texts[d])[a:b])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_marking_does_not_depend_on_the_number_of_stretches(seed):
+    """The parallel passes cut the text and the suffix array into stretches; any number of them
+    gives the same marks (runs are never split, a carried length of 0 is always valid)."""
+    from neardup.index.suffix import join, suffix_array
+    from neardup.kernels.spans import mark_repeated_windows
+
+    text, _ = join([utf8(t) for t in _corpus(seed, 20)])
+    sa = suffix_array(text)
+    for L in (2, 9):
+        want = mark_repeated_windows(text, sa, L, 1)
+        for nt in (2, 3, 7, 64):
+            got = mark_repeated_windows(text, sa, L, nt)
+            assert (got[0] < 0).tolist() == (want[0] < 0).tolist() and got[1:] == want[1:]

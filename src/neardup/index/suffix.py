@@ -77,7 +77,9 @@ def repeated_in_buffer(text: np.ndarray, starts: np.ndarray, min_length: int) ->
         e = np.zeros(0, dtype=np.int64)
         return Spans(e, e, e, np.zeros(0, dtype=np.uint64))
     sa = suffix_array(text)
-    marks, marked, runs = mark_repeated_windows(text, sa, int(min_length))
+    from numba import get_num_threads  # noqa: PLC0415
+
+    marks, marked, runs = mark_repeated_windows(text, sa, int(min_length), get_num_threads())
     del sa
     d, s, e = window_ranges(text, marks, starts, int(min_length))
     del marks

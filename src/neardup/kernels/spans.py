@@ -28,7 +28,7 @@ occurrence (each of its windows, at a later occurrence, is marked).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .hashing import P1, P5, fmix64, xxh64
 from .shingle import scan_scratch, word_scan
@@ -215,8 +215,8 @@ def first_occurrences(hashes, docs, order, min_docs):
     return removed, first
 
 
-@njit(cache=True)
-def capped_plcp(text, sa, L):
+@njit(parallel=True, cache=True)
+def capped_plcp(text, sa, L, nt):
     """min(L, lcp'(p, pred(p))) for every position p, where pred(p) precedes p in the suffix array and
     lcp' is the common prefix length up to the first separator (−1 marks the first suffix).
 
@@ -224,63 +224,78 @@ def capped_plcp(text, sa, L):
     text order, each at least the previous one minus 1 (the usual lemma; it holds for lcp' too, as
     lcp' = min(lcp, distance to the separator) is monotone in lcp), computed in place over Φ. With
     the cap, a step compares at most L bytes beyond the carried length, and the total work is
-    O(n + n) compares: linear, with no full LCP array. Memory: one int32/int64 per position."""
+    O(n + n) compares: linear, with no full LCP array. Memory: one int32/int64 per position.
+    Parallel: Φ is filled in parallel, and the text is cut into one stretch per thread, each
+    starting with a carried length of 0 (always a valid lower bound); ``nt`` stretches (the threads:
+    a kernel that asks numba for them cannot be cached)."""
     n = sa.shape[0]
     plcp = np.empty(n, dtype=sa.dtype)
     if n == 0:
         return plcp
     plcp[sa[0]] = -1
-    for j in range(1, n):
+    for j in prange(1, n):
         plcp[sa[j]] = sa[j - 1]
     m = text.shape[0]
-    l = 0
-    for i in range(n):
-        k = plcp[i]
-        if k < 0:
-            plcp[i] = 0
-            l = 0
-            continue
-        while l < L and i + l < m and k + l < m:
-            x = text[i + l]
-            if x != text[k + l] or x == SEPARATOR:
-                break
-            l += 1
-        plcp[i] = l
-        if l > 0:
-            l -= 1
+    step = (n + nt - 1) // nt
+    for c in prange(nt):
+        l = 0
+        for i in range(c * step, min(n, (c + 1) * step)):
+            k = plcp[i]
+            if k < 0:
+                plcp[i] = 0
+                l = 0
+                continue
+            while l < L and i + l < m and k + l < m:
+                x = text[i + l]
+                if x != text[k + l] or x == SEPARATOR:
+                    break
+                l += 1
+            plcp[i] = l
+            if l > 0:
+                l -= 1
     return plcp
 
 
-@njit(cache=True)
-def mark_repeated_windows(text, sa, L):
+@njit(parallel=True, cache=True)
+def mark_repeated_windows(text, sa, L, nt):
     """Marks every valid window T[p:p+L] equal to a window starting earlier, by setting
     ``plcp[p] = -1`` in the array :func:`capped_plcp` returns (one array does both jobs); returns
     (that array, marked windows, runs of equal windows). A run of equal windows in SA order is
-    sa[g..q) with plcp[sa[r]] ≥ L for g < r < q."""
-    plcp = capped_plcp(text, sa, L)
+    sa[g..q) with plcp[sa[r]] ≥ L for g < r < q. Parallel over stretches of the suffix array cut
+    at run starts (found before any mark is written, so no thread reads another's marks)."""
+    plcp = capped_plcp(text, sa, L, nt)
     n = sa.shape[0]
-    marked = 0
-    runs = 0
-    j = 1
-    while j < n:
-        if plcp[sa[j]] < L:
-            j += 1
-            continue
-        g = j - 1
-        q = j + 1
-        while q < n and plcp[sa[q]] >= L:
-            q += 1
-        first = sa[g]
-        for r in range(g + 1, q):
-            if sa[r] < first:
-                first = sa[r]
-        for r in range(g, q):
-            if sa[r] != first:
-                plcp[sa[r]] = -1
-                marked += 1
-        runs += 1
-        j = q + 1
-    return plcp, marked, runs
+    step = (n + nt - 1) // nt
+    bounds = np.empty(nt + 1, dtype=np.int64)
+    for c in range(nt + 1):
+        b = min(n, max(1, c * step))
+        while 0 < b < n and plcp[sa[b]] >= L:    # inside a run: it belongs to the stretch before
+            b += 1
+        bounds[c] = b
+    bounds[0] = 1
+    marked = np.zeros(nt, dtype=np.int64)
+    runs = np.zeros(nt, dtype=np.int64)
+    for c in prange(nt):
+        j = bounds[c]
+        while j < bounds[c + 1]:
+            if plcp[sa[j]] < L:
+                j += 1
+                continue
+            g = j - 1
+            q = j + 1
+            while q < n and plcp[sa[q]] >= L:
+                q += 1
+            first = sa[g]
+            for r in range(g + 1, q):
+                if sa[r] < first:
+                    first = sa[r]
+            for r in range(g, q):
+                if sa[r] != first:
+                    plcp[sa[r]] = -1
+                    marked[c] += 1
+            runs[c] += 1
+            j = q + 1
+    return plcp, marked.sum(), runs.sum()
 
 
 @njit(inline="always", cache=True)
