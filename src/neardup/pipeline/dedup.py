@@ -221,10 +221,15 @@ class _Corpus:
     n_chars: int = 0
 
 
+def _shows_progress(cfg: DedupConfig) -> bool:
+    """Progress (bars, the first-run message) goes to stderr: when it is a terminal, unless told."""
+    return (sys.stderr.isatty() if cfg.progress is None else cfg.progress) and not cfg.quiet
+
+
 def _progress(cfg: DedupConfig, total: int | None, desc: str, unit: str = "B"):
     from tqdm import tqdm  # noqa: PLC0415
 
-    enabled = (sys.stderr.isatty() if cfg.progress is None else cfg.progress) and not cfg.quiet
+    enabled = _shows_progress(cfg)
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not enabled, file=sys.stderr,
                 leave=False)
 
@@ -688,9 +693,13 @@ def _open_index(cfg: DedupConfig):
 
 def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float,
                 index=None):
+    from .warmup import warm_up  # noqa: PLC0415
+
+    # a first run compiles the kernels now (parameters, inputs and OUTDIR already checked), timed apart
+    compiled = warm_up(cfg, announce=_shows_progress(cfg))
     try:
         specs = spool(specs, work)
-        return _run(specs, cfg, out, command, t_start, index), specs
+        return _run(specs, cfg, out, command, t_start + (compiled or 0.0), index, compiled), specs
     except OSError as exc:
         if is_write_error(exc):
             raise OutputError(f"{label}: cannot write the outputs ({exc.strerror or exc}); nothing was "
@@ -733,10 +742,11 @@ def _read(specs, cfg: DedupConfig, corpus: _Corpus, edits=None) -> tuple:
     return arrays
 
 
-def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None) -> dict:
+def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None,
+         compiled: float | None = None) -> dict:
     from .spans import SpanStage, run_spans, stage_config  # noqa: PLC0415
 
-    timings = {}
+    timings = {} if compiled is None else {"compile": compiled}   # apart from the run's own "total"
     corpus = _Corpus()
     t0 = time.perf_counter()
     span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None

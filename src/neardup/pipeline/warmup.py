@@ -1,0 +1,81 @@
+"""The first run on a machine: numba compiles the kernels a run needs (about 15–25 s on the
+reference machine) and caches them on disk, so later runs start at once. Rather than let that
+happen inside the run, unannounced and counted as the run's own time, a run whose method has not
+run here before (no stamp beside the kernel cache) first deduplicates a few built-in documents
+with the same parameters: every kernel the run needs is compiled then, in this process (the signing
+workers, forked after it, inherit them), a one-line message says so when progress is shown, and
+the seconds go to the report's ``timings.compile``, apart from ``timings.total``.
+
+The stamp is keyed by neardup's version, numba's version and the machine type; numba itself checks
+its cache against the sources and the CPU, so a stale stamp only skips the message, never a compile.
+``NEARDUP_WARMUP=0`` turns the step off (the kernels then compile inside the run, as they must). A
+warm-up that fails for any reason is forgotten: the run itself reports its own errors.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import replace
+
+from .._cache import KERNELS
+from .._version import __version__
+from ..config import DedupConfig
+
+_WARMING = False
+DOCS = ["The quick brown fox jumps over the lazy dog near the river bank today.\nA second line here.\n",
+        "The quick brown fox jumps over the lazy dog near the river bank today!\nA second line here.\n",
+        "Completely different words make up this third and final English document.\n",
+        "中文文本也要测试一下，看看分词和签名是否正常工作。\nA second line here.\n"]
+
+
+def stamp_path(cfg: DedupConfig) -> str:
+    import numba  # noqa: PLC0415
+
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(KERNELS, "__pycache__")
+    what = cfg.method + (f"+{cfg.spans}" if cfg.spans else "")
+    key = f"{__version__}-numba{numba.__version__}-{platform.machine()}-{what}"
+    return os.path.join(base, f"neardup-warm-{key}.stamp")
+
+
+def warm_up(cfg: DedupConfig, announce: bool) -> float | None:
+    """Seconds spent compiling ``cfg``'s kernels, or None when this machine has run its method before."""
+    global _WARMING
+    if _WARMING or os.environ.get("NEARDUP_WARMUP", "1") == "0":
+        return None
+    path = stamp_path(cfg)
+    if os.path.exists(path):
+        return None
+    from .dedup import run_dedup  # noqa: PLC0415
+
+    if announce:
+        print(f"neardup: first --method {cfg.method} run here: compiling its kernels once (cached for later runs)…",
+              file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    small = replace(cfg, workers=1, quiet=True, progress=False, index=None, id_field=None, text_field="text",
+                    input_format="jsonl", on_error="raise", keep="longest" if cfg.keep == "key" else cfg.keep,
+                    keep_field=None, batch_size=2)
+    _WARMING = True
+    try:
+        with tempfile.TemporaryDirectory(prefix="neardup-warmup-") as tmp:
+            src = os.path.join(tmp, "warm.jsonl")
+            with open(src, "w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in DOCS)
+            run_dedup([src], os.path.join(tmp, "out"), small)
+    except Exception:              # only a head start: the run reports its own errors
+        return None
+    finally:
+        _WARMING = False
+    seconds = time.perf_counter() - t0
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(f"compiled in {seconds:.1f} s\n")
+    except OSError:
+        pass                       # a read-only cache folder: the message shows again next time
+    if announce:
+        print(f"neardup: kernels compiled in {seconds:.1f} s", file=sys.stderr, flush=True)
+    return seconds

@@ -1,0 +1,46 @@
+"""The first run of a method on a machine compiles its kernels before the run starts: announced
+when progress is shown, timed apart from the run's own total, and only once (a stamp)."""
+import json
+import time
+
+from neardup import DedupConfig, run_dedup
+from neardup.pipeline import warmup
+
+
+def test_first_run_compiles_apart_and_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NEARDUP_WARMUP", "1")
+    stamp = tmp_path / "stamp"
+    monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(stamp))
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in warmup.DOCS * 2), encoding="utf-8")
+    t0 = time.perf_counter()
+    r1 = run_dedup([str(src)], str(tmp_path / "o1"), DedupConfig(progress=True, workers=1))
+    wall = time.perf_counter() - t0
+    err = capsys.readouterr().err
+    assert "compiling its kernels once" in err and "kernels compiled in" in err
+    assert stamp.exists() and r1["timings"]["compile"] > 0
+    # the run's own total leaves the compile out: both fit in the call's wall time side by side
+    assert r1["timings"]["total"] <= wall - r1["timings"]["compile"] + 0.05
+    r2 = run_dedup([str(src)], str(tmp_path / "o2"), DedupConfig(progress=True, workers=1))
+    assert "compiling" not in capsys.readouterr().err and "compile" not in r2["timings"]
+    assert (tmp_path / "o1" / "clusters.jsonl").read_bytes() == (tmp_path / "o2" / "clusters.jsonl").read_bytes()
+
+
+def test_quiet_and_piped_runs_stay_silent(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NEARDUP_WARMUP", "1")
+    monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / f"stamp-{cfg.method}"))
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in warmup.DOCS), encoding="utf-8")
+    run_dedup([str(src)], str(tmp_path / "o1"), DedupConfig(method="lines", quiet=True))
+    run_dedup([str(src)], str(tmp_path / "o2"), DedupConfig(method="exact"))      # stderr is not a terminal
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "stamp-lines").exists() and (tmp_path / "stamp-exact").exists()
+
+
+def test_switched_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEARDUP_WARMUP", "0")
+    monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / "stamp"))
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"text": "a b c"}) + "\n", encoding="utf-8")
+    r = run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(method="exact"))
+    assert "compile" not in r["timings"] and not (tmp_path / "stamp").exists()
