@@ -32,6 +32,12 @@ def dedup(inputs, outdir, engine, **params):
     Defaults: minhash — word 5-grams, 128 permutations (oph), Jaccard ≥ 0.8, LSH bands for 99% recall
     at the threshold, candidates verified on the full signatures; simhash — word 3-grams, tf weights,
     Hamming ≤ 3; sentences — the 3 longest sentences; exact — normalised text hash.
+
+    \b
+    Spans inside documents: --method lines (repeated lines or paragraphs) and --method substrings
+    (exact repeats of ≥ --min-length bytes) keep every row, rewrite its text, and write
+    OUTDIR/edits.jsonl (per row: the byte ranges removed, each with its XXH64) instead of clusters.jsonl;
+    --spans lines|substrings adds them to a whole-document method in the same run.
     """
     from ..pipeline.dedup import run_dedup  # noqa: PLC0415
 
