@@ -769,8 +769,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         values, empty, sizes, features = _read(specs, cfg, corpus)
     timings["read_sign"] = time.perf_counter() - t0
     if cfg.method in SPAN_METHODS:
-        return run_spans(specs, cfg, out, corpus, values, command, t_start, timings,
-                         lambda d: _where(specs, corpus, d))
+        return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
     n_docs = len(corpus.ids)
 
     part = None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict
+from dataclasses import replace
 
 import numpy as np
 
@@ -65,9 +65,6 @@ class _Ranges:
         self.key = digests if key is None else key
         self.off = np.searchsorted(docs, np.arange(n_docs + 1), side="left")
 
-    def of(self, d: int) -> range:
-        return range(int(self.off[d]), int(self.off[d + 1]))
-
     def removed_bytes(self, n_docs: int) -> np.ndarray:
         return np.bincount(self.docs, weights=self.ends - self.starts, minlength=n_docs).astype(np.int64)
 
@@ -96,7 +93,7 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
             base += nb.shape[0]
         units = Units.concat(parts)
         docs = remap[units.docs]
-        units = Units(units.hashes, docs, units.starts, units.ends, units.tokens, units.digests).take(docs >= 0)
+        units = replace(units, docs=docs).take(docs >= 0)
         removed, first = repeated_units(units, cfg.min_docs)
         r = np.flatnonzero(removed)
         distinct = int(np.unique(units.hashes).shape[0]) if len(units) else 0
@@ -163,7 +160,7 @@ def stage_config(cfg: DedupConfig) -> DedupConfig | None:
         return cfg
     if cfg.spans is None:
         return None
-    return DedupConfig(**{**asdict(cfg), "method": cfg.spans, "spans": None})
+    return replace(cfg, method=cfg.spans, spans=None)
 
 
 class SpanStage:
@@ -193,19 +190,16 @@ class SpanStage:
                 for d in docs}
 
     def write(self, specs, run_cfg: DedupConfig, corpus, out: str, keep_doc: np.ndarray) -> list[dict]:
-        """Pass 2: the rows of documents ``keep_doc``, with their ranges removed."""
-        from .dedup import write_rows  # noqa: PLC0415
+        """Pass 2 (inputs already checked unchanged): the rows of documents ``keep_doc``, with their
+        ranges removed."""
+        from .dedup import _row_documents, write_rows  # noqa: PLC0415
 
-        for spec in specs:
-            check_stamp(spec)
-        n_docs = len(corpus.ids)
         doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
         keep_row = np.zeros(corpus.n_rows, dtype=bool)
         keep_row[doc_row[keep_doc]] = True
         touched_row = np.zeros(corpus.n_rows, dtype=bool)
         touched_row[doc_row[np.unique(self.ranges.docs)]] = True
-        doc_of_row = np.full(corpus.n_rows, -1, dtype=np.int64)
-        doc_of_row[doc_row] = np.arange(n_docs)
+        doc_of_row, _ = _row_documents(corpus)
         self.top = self.ranges.top(TOP_SPANS)
         wanted = {i: b"" for i, _, _ in self.top}
         self.editor = editor = _Editor(self.cfg, self.ranges, self.nbytes, self.where, wanted)
@@ -219,11 +213,11 @@ class SpanStage:
         ``removed`` lists ``[start, end, hash]`` — a byte range of the original text's UTF-8 form and
         the XXH64 (seed 0, hex) of its bytes — with, for ``lines``, the row of the unit's first
         occurrence as a fourth item. A skipped row's record is clusters.jsonl's."""
+        from .dedup import _row_documents  # noqa: PLC0415
+
         ranges, editor = self.ranges, self.editor
         doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
-        doc_of_row = np.full(corpus.n_rows, -1, dtype=np.int64)
-        doc_of_row[doc_row] = np.arange(len(corpus.ids))
-        skipped = {g: reason for g, _, _, reason in corpus.skipped}
+        doc_of_row, skipped = _row_documents(corpus)
         lines_method = ranges.source is not None
         starts, ends, digests = ranges.starts, ranges.ends, ranges.digests
         source_row = doc_row[ranges.source] if lines_method else None
@@ -288,17 +282,18 @@ class SpanStage:
         }
 
 
-def run_spans(specs, cfg: DedupConfig, out: str, corpus, alive: np.ndarray, command: str, t_start: float,
-              timings: dict, where) -> dict:
-    """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``alive``: the original
-    indices of the documents that remain after duplicate-id checks; ``where(d)``: a row's place)."""
+def run_spans(specs, cfg: DedupConfig, out: str, corpus, command: str, t_start: float, timings: dict,
+              where) -> dict:
+    """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``where(d)``: a row's place)."""
     from .dedup import write_report  # noqa: PLC0415
     from .report import RunSummary  # noqa: PLC0415
 
     n_docs = len(corpus.ids)
-    stage = SpanStage(cfg, corpus, alive, np.ones(n_docs, dtype=bool), where)
+    stage = SpanStage(cfg, corpus, corpus.payload_of_doc, np.ones(n_docs, dtype=bool), where)
     timings["find"] = stage.seconds
     t0 = time.perf_counter()
+    for spec in specs:
+        check_stamp(spec)
     outputs = stage.write(specs, cfg, corpus, out, np.ones(n_docs, dtype=bool))
     stage.write_edits(os.path.join(out, "edits.jsonl"), corpus)
     timings["write"] = time.perf_counter() - t0
