@@ -69,7 +69,7 @@ def test_outside_the_band_few_are_misdecided_inside_none(scheme, seed):
     hi = lo + 1
     t = 0.8
     est = jaccard_rows(sigs.values, lo, hi, scheme)
-    sim, info = _decide_borderline(est, sigs.values, lo, hi, None, sigs, t, "jaccard", 0, feats, None)
+    sim, info, _ = _decide_borderline(est, sigs.values, lo, hi, None, sigs, t, "jaccard", 0, feats, None)
     exact = exact_jaccard_pairs(feats, lo, hi)
     band = borderline_mask(est, None, None, t, 128, "jaccard", borderline_z(lo.shape[0]))
     assert info["pairs"] == int(band.sum()) > 0

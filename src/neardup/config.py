@@ -190,6 +190,9 @@ def _params() -> tuple[Param, ...]:
               help="A bad row stops the run (raise), or is skipped and counted (skip)."),
         Param("clusters_format", O, str, "jsonl", choices=("jsonl", "parquet"), flag="--format", methods=_DOCUMENTS,
               help="Format of the clusters file."),
+        Param("pairs", O, bool, False, flag="--pairs", methods=_DOCUMENTS,
+              help="Also write OUTDIR/pairs.parquet: every verified pair (id_a, id_b, row_a, row_b, similarity, "
+                   "decided: identical/estimate/exact, same_cluster)."),
         Param("samples", O, int, 12, lo=0, flag="", help="Sample duplicate pairs in the report."),
         Param("html", O, bool, True, flag="--html/--no-html", help="Write report.html."),
         Param("index", O, str, None, nullable=True, methods=_SHINGLED,
@@ -275,6 +278,7 @@ class DedupConfig:
     on_error: str = "raise"
     input_format: str | None = None
     clusters_format: str = "jsonl"
+    pairs: bool = False                  # also write pairs.parquet (every verified pair)
     samples: int = 12
     html: bool = True
     index: str | None = None             # --index IDX: dedup against a persistent index and grow it

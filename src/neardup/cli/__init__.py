@@ -1,4 +1,4 @@
-"""The command line: one module per command (``sign``, ``dedup``, ``compare``, ``lsh``, ``eval``,
+"""The command line: one module per command (``sign``, ``dedup``, ``pairs``, ``compare``, ``lsh``, ``eval``,
 ``index``, ``serve``), all registered on the group :func:`main`; :func:`entry` is the console script.
 
 What every command shares lives here: user errors (:class:`~neardup.errors.NeardupError` and the
@@ -96,7 +96,7 @@ def main() -> None:
     """Find near-duplicate documents: MinHash, SimHash and sentence signatures."""
 
 
-from . import compare, dedup, evaluate, explain, index, lsh, serve, sign  # noqa: E402, F401  (each registers its command on main)
+from . import compare, dedup, evaluate, explain, index, lsh, pairs, serve, sign  # noqa: E402, F401  (each registers its command on main)
 
 main.add_command(evaluate.eval_cmd)
 

@@ -122,6 +122,9 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.spans is not None:
         raise ConfigError(f"spans (--spans) {cfg.spans} runs on the local engine (--engine local); on Spark it is "
                           "not built yet (see README, 'Duplicates inside documents')")
+    if cfg.pairs:
+        raise ConfigError("pairs (--pairs) is written by the local engine (--engine local); on Spark it is not "
+                          "built yet")
     if cfg.method in ("lines", "substrings"):
         raise ConfigError(f"method (--method) {cfg.method} runs on the local engine (--engine local); on Spark it "
                           "is not built yet (see README, 'Duplicates inside documents')")

@@ -129,3 +129,46 @@ def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, s
     for x in range(n):
         out[x] = _find(parent, x)
     return out
+
+
+@njit(cache=True)
+def group_pair_count(start, count, lo, hi):
+    """How many pairs :func:`expand_groups` writes: Σ_groups c(c − 1)/2 + Σ_pairs c_lo · c_hi."""
+    total = 0
+    for g in range(start.shape[0]):
+        total += count[g] * (count[g] - 1) // 2
+    for p in range(lo.shape[0]):
+        total += count[lo[p]] * count[hi[p]]
+    return total
+
+
+@njit(cache=True)
+def expand_groups(members, start, count, lo, hi, sim, how, ident, out_a, out_b, out_sim, out_how):
+    """All pairs of a similarity join from pairs between groups of identical members.
+
+    ``members[start[g]:start[g] + count[g]]`` are group g's rows (ascending); every two rows of one
+    group form a pair (similarity 1, decided ``ident``), and each pair (lo[p], hi[p]) of groups
+    gives every row of one with every row of the other (its similarity and decision). Rows come out
+    as (smaller, larger)."""
+    w = 0
+    for g in range(start.shape[0]):
+        s, c = start[g], count[g]
+        for i in range(c):
+            for j in range(i + 1, c):
+                out_a[w] = members[s + i]
+                out_b[w] = members[s + j]
+                out_sim[w] = 1.0
+                out_how[w] = ident
+                w += 1
+    for p in range(lo.shape[0]):
+        sa, ca, sb, cb = start[lo[p]], count[lo[p]], start[hi[p]], count[hi[p]]
+        for i in range(ca):
+            x = members[sa + i]
+            for j in range(cb):
+                y = members[sb + j]
+                out_a[w] = min(x, y)
+                out_b[w] = max(x, y)
+                out_sim[w] = sim[p]
+                out_how[w] = how[p]
+                w += 1
+    return w

@@ -50,7 +50,16 @@ from ..io.formats import (
 from ..io.outdir import StagedOutput, is_write_error, release_inherited_locks
 from ..io.sources import expand_inputs, spool
 from .find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates
-from .records import document_line, id_json, json_default, parquet_batch, parquet_id_text, parquet_schema, skipped_line
+from .records import (
+    document_line,
+    id_json,
+    json_default,
+    pairs_schema,
+    parquet_batch,
+    parquet_id_text,
+    parquet_schema,
+    skipped_line,
+)
 from .report import SKIPPED_LISTED, RunSummary, build_report, sample_ranks, similarity_counts
 from .spans import SPAN_METHODS
 
@@ -662,6 +671,9 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     if cfg.index is not None:
         check_index_path(cfg.index, outdir, specs)
     if outdir == STDOUT:
+        if cfg.pairs:
+            raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept "
+                              "rows; give an output folder")
         return _run_to_stdout(specs, cfg, command, t_start, stdout)
     with StagedOutput(outdir, specs) as stage, _open_index(cfg) as index:
         report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index)
@@ -810,6 +822,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
         outputs = write_rows(specs, cfg, corpus, out, keep_row)
     _write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
+    n_pairs = write_pairs(os.path.join(out, "pairs.parquet"), corpus, result, extra_ids) if cfg.pairs else None
     timings["write"] = time.perf_counter() - t0
 
     # -- report ---------------------------------------------------------------------------------------
@@ -827,6 +840,8 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
                      extra_ids, index_info)
     if stage is not None:
         stage.add_to_report(report, corpus, duplicate=~kept_doc)
+    if n_pairs is not None:
+        report["pairs"] = {"output": "pairs.parquet", "pairs": n_pairs}
     write_report(report, out, cfg.html)
     if part is not None and not part.rerun:   # outputs staged in full: the index changes, then they go in place
         from .incremental import add_kept  # noqa: PLC0415
@@ -900,6 +915,31 @@ def _clusters_jsonl_lines(corpus: _Corpus, clusters, empty, extra_ids=()):
         else:
             r = rep[d]
             yield document_line(ids[d], ids[r], r == d, sim[d], g, empty_l[d], r >= n) + "\n"
+
+
+def write_pairs(path: str, corpus: _Corpus, result: DuplicateResult, extra_ids=()) -> int:
+    """pairs.parquet (:func:`.records.pairs_schema`): every verified pair of ``result``; documents from
+    ``n`` on are the index's (``extra_ids``). Returns the number of pairs."""
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    table = result.pairs()
+    n = len(corpus.ids)
+    ids = [parquet_id_text(v) for v in list(corpus.ids) + list(extra_ids)]
+    doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
+    with pq.ParquetWriter(path, pairs_schema()) as writer:
+        for lo in range(0, max(table.num_rows, 1), 1 << 18):   # no pairs: the schema alone
+            part = table.slice(lo, 1 << 18)
+            a = part["a"].to_numpy()
+            b = part["b"].to_numpy()
+            writer.write_batch(pa.record_batch([
+                pa.array([ids[i] for i in a.tolist()], pa.string()),
+                pa.array([ids[i] for i in b.tolist()], pa.string()),
+                pa.array(doc_row[np.minimum(a, max(n - 1, 0))] if n else a, pa.int64(), mask=a >= n),
+                pa.array(doc_row[np.minimum(b, max(n - 1, 0))] if n else b, pa.int64(), mask=b >= n),
+                part["similarity"].combine_chunks(), part["decided"].combine_chunks(),
+                part["same_cluster"].combine_chunks()], schema=pairs_schema()))
+    return table.num_rows
 
 
 def check_parquet_ids(ids, place) -> None:

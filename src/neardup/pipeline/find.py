@@ -23,6 +23,12 @@ from ..sketches.minhash import Signatures, empty_value, jaccard_rows
 
 METRICS = ("jaccard", "containment")
 VERIFY = ("minhash", "exact", "none", "borderline")
+#: How a verified pair was decided (``DuplicateResult.pairs_how`` holds the index into this tuple):
+#: equal signatures (or keys, or fingerprints), the sketch's estimate (MinHash Jaccard / containment,
+#: SimHash Hamming distance), exact similarity on the shingle sets, or an unverified LSH candidate
+#: (``verify="none"``).
+HOW = ("identical", "estimate", "exact", "candidate")
+IDENTICAL, ESTIMATE, EXACT, CANDIDATE = range(4)
 
 
 def borderline_z(n_candidates: int) -> float:
@@ -91,6 +97,9 @@ def exact_similarity(features: Features, a, b, metric: str) -> np.ndarray:
 
 @dataclass
 class DuplicateResult:
+    """Clusters, and the verified pairs they were cut from: ``pairs_lo[p] < pairs_hi[p]`` (rows),
+    their similarity and how each was decided (``pairs_how``, codes into :data:`HOW`). A group of
+    rows with identical signatures appears as links from its first row to each other one."""
     clusters: Clusters
     pairs_lo: np.ndarray           # verified pairs (including identical-signature links)
     pairs_hi: np.ndarray
@@ -98,6 +107,20 @@ class DuplicateResult:
     candidates: int                # LSH candidate pairs among distinct signatures
     params: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    pairs_how: np.ndarray | None = None
+
+    def how(self) -> np.ndarray:
+        """Per verified pair how it was decided (codes into :data:`HOW`; identical when unrecorded)."""
+        if self.pairs_how is None:
+            return np.zeros(self.pairs_lo.shape[0], dtype=np.uint8)
+        return self.pairs_how
+
+    def pairs(self, ids=None):
+        """The verified pairs as a pyarrow Table: ``a``, ``b`` (rows, a < b; or ``ids[row]`` as
+        ``id_a``/``id_b`` when ``ids`` is given), ``similarity``, ``decided`` (:data:`HOW`) and
+        ``same_cluster`` (False where bounded linkage refused to merge the pair's clusters), sorted
+        by (a, b)."""
+        return pairs_table(self, ids)
 
 
 def _empty_rows(sigs: Signatures) -> np.ndarray:
@@ -166,21 +189,23 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
 
     border = {}
+    sim = similarity(lo, hi)
+    how = np.full(lo.shape[0], {"none": CANDIDATE, "exact": EXACT}.get(verify, ESTIMATE), dtype=np.uint8)
     if verify == "none":
-        sim = similarity(lo, hi)
         ok = np.ones(lo.shape[0], dtype=bool)
     else:
-        sim = similarity(lo, hi)
         if verify == "borderline":
-            sim, border = _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features,
-                                             exact_pairs, same)
+            sim, border, checked = _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed,
+                                                      features, exact_pairs, same)
+            how[checked] = EXACT
         ok = sim >= threshold
-    lo, hi, sim = lo[ok], hi[ok], sim[ok]
+    lo, hi, sim, how = lo[ok], hi[ok], sim[ok], how[ok]
     # identical signatures: linked to the first row with the same values
     lo = np.concatenate([same[dup], lo])
     hi = np.concatenate([dup, hi])
     sim = np.concatenate([np.ones(dup.shape[0]), sim])
-    lo, hi, sim = _unfix(lo, hi, sim, fixed)
+    how = np.concatenate([np.full(dup.shape[0], IDENTICAL, dtype=np.uint8), how])
+    lo, hi, sim, how = _unfix(lo, hi, sim, fixed, how)
     lengths, keys = _fixed_first(keep, fixed, n, lengths, keys)
     timings["verify"] = time.perf_counter() - t0
 
@@ -206,7 +231,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
             "scheme": sigs.scheme, "seed": sigs.seed, "empty_documents": int(empty.sum())}
     if border:
         info["borderline"] = border
-    return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings)
+    return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings, how)
 
 
 def fixed_aliases(same: np.ndarray, fixed: int) -> np.ndarray:
@@ -231,7 +256,7 @@ def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixe
     """``verify="borderline"``: the pairs within the band get their exact similarity. Returns the
     similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed).
     A fixed row is checked through the new row identical to it (:func:`fixed_aliases`); without one
-    its pairs keep the estimate."""
+    its pairs keep the estimate. Third value: the indices of the pairs checked exactly."""
     t0 = time.perf_counter()
     j = jaccard_rows(values, lo, hi, sigs.scheme)
     z = borderline_z(lo.shape[0])
@@ -254,15 +279,15 @@ def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixe
         flipped = 0
     docs = int(np.unique(np.concatenate([ea[idx], eb[idx]])).shape[0]) if idx.shape[0] else 0
     return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": int(idx.shape[0]),
-                 "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}
+                 "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}, idx
 
 
-def _unfix(lo, hi, sim, fixed: int):
+def _unfix(lo, hi, sim, fixed: int, how=None):
     """Drop the pairs between two fixed rows (lo < hi, so both are fixed when hi is)."""
-    if not fixed:
-        return lo, hi, sim
-    ok = np.maximum(lo, hi) >= fixed
-    return lo[ok], hi[ok], sim[ok]
+    if fixed:
+        ok = np.maximum(lo, hi) >= fixed
+        lo, hi, sim, how = lo[ok], hi[ok], sim[ok], None if how is None else how[ok]
+    return (lo, hi, sim) if how is None else (lo, hi, sim, how)
 
 
 def _fixed_first(keep: str, fixed: int, n: int, lengths, keys):
@@ -295,7 +320,8 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
     lo, hi = first[link], order[link]
     clusters = build_clusters(n, lo, hi, lambda a, b: np.ones(a.shape[0]), keep=keep, lengths=lengths, keys=user_keys)
     return DuplicateResult(clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
-                           {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0})
+                           {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0},
+                           np.full(lo.shape[0], IDENTICAL, dtype=np.uint8))
 
 
 def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | None = None, keep: str = "first",
@@ -318,9 +344,11 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     lo = np.concatenate([same[copy], idx[np.asarray(res.i, dtype=np.int64)]])
     hi = np.concatenate([idx[copy], idx[np.asarray(res.j, dtype=np.int64)]])
     dist = np.concatenate([np.zeros(int(copy.sum())), np.asarray(res.dist, dtype=np.float64)])
+    how = np.concatenate([np.full(int(copy.sum()), IDENTICAL, dtype=np.uint8),
+                          np.full(res.i.shape[0], ESTIMATE, dtype=np.uint8)])
     swap = lo > hi
     lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
-    lo, hi, dist = _unfix(lo, hi, dist, fixed)
+    lo, hi, dist, how = _unfix(lo, hi, dist, fixed, how)
     lengths, keys = _fixed_first(keep, fixed, n, lengths, keys)
     timings = {"candidates": time.perf_counter() - t0}
     t0 = time.perf_counter()
@@ -335,4 +363,75 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     timings["clusters"] = time.perf_counter() - t0
     return DuplicateResult(clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
                            {"method": "simhash", "bits": k, "keep": keep, "linkage": linkage,
-                            "max_drift_bits": max_drift_bits}, timings)
+                            "max_drift_bits": max_drift_bits}, timings, how)
+
+
+def pairs_table(result: DuplicateResult, ids=None):
+    """:meth:`DuplicateResult.pairs`: the verified pairs as a pyarrow Table, one row per pair with
+    a < b, sorted by (a, b)."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    lo = np.asarray(result.pairs_lo, dtype=np.int64)
+    hi = np.asarray(result.pairs_hi, dtype=np.int64)
+    a, b = np.minimum(lo, hi), np.maximum(lo, hi)
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    rep = np.asarray(result.clusters.cluster, dtype=np.int64)
+    n = rep.shape[0]
+
+    def rep_of(x):   # rows from n on (an index's documents, after dedup's remapping) are their own
+        return np.where(x < n, rep[np.minimum(x, max(n - 1, 0))] if n else x, x)
+
+    cols = {"a": a, "b": b} if ids is None else {"id_a": [ids[i] for i in a.tolist()],
+                                                 "id_b": [ids[i] for i in b.tolist()]}
+    how = result.how()[order]
+    cols.update(similarity=np.asarray(result.pairs_sim, dtype=np.float64)[order],
+                decided=pa.DictionaryArray.from_arrays(pa.array(how.astype(np.int8)), pa.array(list(HOW))),
+                same_cluster=rep_of(a) == rep_of(b))
+    return pa.table(cols)
+
+
+class TooManyPairsError(ValueError):
+    """A similarity join would write more pairs than allowed (``max_pairs``)."""
+
+
+def join_pairs(result: DuplicateResult, n: int, max_pairs: int | None = None):
+    """Every pair of the ``n`` rows at or above the threshold (a similarity join), from a result's
+    verified pairs: those link groups of rows with identical signatures (keys, fingerprints) to
+    their first row, and pairs between the groups' first rows — so the join is each group's c(c − 1)/2
+    pairs (similarity 1, ``identical``) plus, per verified pair of groups, their product, with the
+    pair's similarity and decision (identical signatures have identical shingle sets but for a
+    2⁻³²ᵏ-scale accident, so each such pair's similarity is the groups' pair's). Returns (a, b,
+    similarity, decided codes) with a < b, sorted by (a, b); :class:`TooManyPairsError` (before
+    allocating them) when there would be more than ``max_pairs``."""
+    from ..kernels.clusters import components, expand_groups, group_pair_count  # noqa: PLC0415
+
+    lo = np.asarray(result.pairs_lo, dtype=np.int64)
+    hi = np.asarray(result.pairs_hi, dtype=np.int64)
+    sim = np.asarray(result.pairs_sim, dtype=np.float64)
+    how = result.how()
+    ident = how == IDENTICAL
+    labels = components(n, lo[ident], hi[ident])
+    groups, gid = np.unique(labels, return_inverse=True)
+    members = np.argsort(gid, kind="stable").astype(np.int64)
+    count = np.bincount(gid, minlength=groups.shape[0]).astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+    ga, gb = gid[lo[~ident]], gid[hi[~ident]]
+    gs, gh = sim[~ident], how[~ident]
+    keep = ga != gb
+    ga, gb, gs, gh = np.minimum(ga, gb)[keep], np.maximum(ga, gb)[keep], gs[keep], gh[keep]
+    ga, first = np.unique(ga * np.int64(groups.shape[0]) + gb, return_index=True)   # one pair per two groups
+    gb, gs, gh = ga % groups.shape[0], gs[first], gh[first]
+    ga //= groups.shape[0]
+    total = int(group_pair_count(start, count, ga, gb))
+    if max_pairs is not None and total > max_pairs:
+        raise TooManyPairsError(f"the join has {total:,} pairs, more than the {max_pairs:,} allowed (groups of "
+                                f"identical documents give every pair among their members; the largest has "
+                                f"{int(count.max()):,} members)")
+    a = np.empty(total, dtype=np.int64)
+    b = np.empty(total, dtype=np.int64)
+    s = np.empty(total, dtype=np.float64)
+    h = np.empty(total, dtype=np.uint8)
+    expand_groups(members, start, count, ga, gb, gs, gh.astype(np.uint8), np.uint8(IDENTICAL), a, b, s, h)
+    order = np.lexsort((b, a))
+    return a[order], b[order], s[order], h[order]

@@ -95,3 +95,18 @@ def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty, indexed
     schema = parquet_schema(indexed is not None)
     return pa.RecordBatch.from_arrays([pa.array(c, schema.field(i).type) for i, c in enumerate(cols)],
                                       schema=schema)
+
+
+def pairs_schema(same_cluster: bool = True):
+    """The columns of pairs.parquet (``--pairs``), one row per verified pair, a before b in input order:
+    ``id_a``/``id_b`` (ids as text, as in clusters.parquet), ``row_a``/``row_b`` (input rows; ``row_b``
+    null where b is a document of the index, ``--index``), ``similarity`` (full precision),
+    ``decided`` (``identical``, ``estimate``, ``exact`` or ``candidate``: see
+    :data:`neardup.pipeline.find.HOW`) and ``same_cluster`` (False where bounded linkage kept the two
+    apart; not in a join's, ``neardup pairs``). Rows of identical signatures appear as links from the
+    first such row to each other one (in a join: as every pair among them)."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    return pa.schema([("id_a", pa.string()), ("id_b", pa.string()), ("row_a", pa.int64()), ("row_b", pa.int64()),
+                      ("similarity", pa.float64()), ("decided", pa.dictionary(pa.int8(), pa.string()))]
+                     + ([("same_cluster", pa.bool_())] if same_cluster else []))
