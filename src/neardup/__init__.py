@@ -16,7 +16,14 @@ from .index.simhash_index import SimHashIndex, all_pairs
 from .index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
 from .io import InputSpec, expand_inputs, iter_documents
 from .pipeline.dedup import DedupConfig, run_dedup
-from .pipeline.find import DuplicateResult, find_equal_duplicates, find_minhash_duplicates, find_simhash_duplicates
+from .pipeline.find import (
+    DuplicateResult,
+    find_equal_duplicates,
+    find_minhash_duplicates,
+    find_simhash_duplicates,
+    join_pairs,
+)
+from .pipeline.pairs import run_pairs
 from .similarity import containment_pairs, exact_jaccard, exact_jaccard_pairs, set_jaccard
 from .sketches import (
     SCHEMES,
@@ -38,7 +45,8 @@ __all__ = [
     "Signatures", "SimHasher", "exact_hash", "hamming", "hamming_array", "is_near", "Normalizer",
     # running a deduplication
     "DedupConfig", "run_dedup", "DuplicateResult", "find_minhash_duplicates", "find_simhash_duplicates",
-    "find_equal_duplicates", "LSHParams", "choose_params", "InputSpec", "expand_inputs", "iter_documents",
+    "find_equal_duplicates", "join_pairs", "run_pairs", "LSHParams", "choose_params", "InputSpec",
+    "expand_inputs", "iter_documents",
     # indexes
     "DiskIndex", "SimHashDiskIndex", "SimHashIndex", "MinHashLSH", "all_pairs",
     # errors: every error about the user's input, output or parameters is a NeardupError
