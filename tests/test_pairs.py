@@ -233,8 +233,6 @@ def test_dedup_pairs_refusals(tmp_path):
     assert code == 1 and "pairs" in one_line_error(err)
     code, _, err = cli("dedup", src, "-o", tmp_path / "o", "--method", "lines", "--pairs")
     assert code == 2 and "--pairs" in err
-    code, _, err = cli("dedup", src, "-o", tmp_path / "o", "--pairs", "--engine", "spark")
-    assert code != 0
 
 
 def test_dedup_pairs_mixed_type_ids_are_told_apart_by_row(tmp_path):

@@ -119,7 +119,7 @@ def _same_outputs(local: Path, spark_out: Path) -> dict:
     ra = json.loads((local / "report.json").read_text(encoding="utf-8"))
     rb = json.loads((spark_out / "report.json").read_text(encoding="utf-8"))
     assert ra["counts"] == rb["counts"]
-    for key in ("cluster_sizes", "similarity_histogram", "samples", "skipped", "outputs", "lsh"):
+    for key in ("cluster_sizes", "similarity_histogram", "samples", "skipped", "outputs", "lsh", "pairs"):
         assert ra.get(key) == rb.get(key), key
     assert rb["engine"] == "spark"
     return rb
@@ -139,7 +139,7 @@ def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift):
     """SimHash on Spark: the permuted-table pairs within k bits, the identical fingerprints and the
     local clustering give the local engine's outputs byte for byte (drift rounded to whole bits)."""
     rep, _ = _both(spark, [planted], tmp_path, method="simhash", keep=keep, linkage=linkage, max_drift=drift,
-                   on_error="skip")
+                   on_error="skip", pairs=True)
     c = rep["counts"]
     assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
 
@@ -149,7 +149,7 @@ def test_verify_borderline_matches_local(spark, planted, tmp_path, metric, linka
     """--verify borderline on Spark: the same band, the same pairs decided exactly from re-read texts,
     the local engine's outputs byte for byte and the same report section."""
     rep, local = _both(spark, [planted], tmp_path, verify="borderline", metric=metric, linkage=linkage,
-                       on_error="skip", threshold=0.7)
+                       on_error="skip", threshold=0.7, pairs=True)
     ra = json.loads((tmp_path / "local" / "report.json").read_text(encoding="utf-8"))
     assert ra["borderline"] == rep["borderline"] and rep["borderline"]["pairs"] > 0
 
@@ -161,7 +161,7 @@ def test_verify_borderline_with_an_index_matches_local(spark, days, tmp_path):
 
     from neardup.engines.spark import run_spark_dedup
 
-    kw = dict(verify="borderline", id_field="id")
+    kw = dict(verify="borderline", id_field="id", pairs=True)
     for engine in ("local", "spark"):
         cfg = _config(index=str(tmp_path / f"idx-{engine}"), **kw)
         run = run_dedup if engine == "local" else (lambda i, o, c: run_spark_dedup(i, o, c, spark=spark))
@@ -193,7 +193,7 @@ def test_verify_exact_matches_local(spark, planted, tmp_path, metric, linkage, d
     candidate pairs and the bounded linkage's checks are decided on them exactly — the local outputs
     byte for byte."""
     rep, _ = _both(spark, [planted], tmp_path, verify="exact", metric=metric, linkage=linkage, max_drift=drift,
-                   on_error="skip")
+                   on_error="skip", pairs=True)
     c = rep["counts"]
     assert rep["parameters"]["verify"] == "exact" and c["removed"] > 50 and c["candidate_pairs"] > 0
 
@@ -219,8 +219,8 @@ def test_components_by_star_rounds_match_local(spark, planted, tmp_path, monkeyp
 
 @pytest.mark.parametrize("keep,linkage", [("first", "components"), ("longest", "bounded")])
 def test_demo_corpus_matches_local(spark, tmp_path, keep, linkage):
-    rep, _ = _both(spark, [DEMO], tmp_path, keep=keep, linkage=linkage)
-    assert rep["counts"]["input_rows"] == 550 and rep["counts"]["removed"] > 100
+    rep, _ = _both(spark, [DEMO], tmp_path, keep=keep, linkage=linkage, pairs=True)   # pairs.parquet alike too
+    assert rep["pairs"]["pairs"] > 100 and rep["counts"]["input_rows"] == 550 and rep["counts"]["removed"] > 100
 
 
 def test_same_result_for_any_partitioning(spark, planted, tmp_path):

@@ -28,7 +28,9 @@ def dedup(inputs, outdir, engine, **params):
     \b
     Writes OUTDIR/kept/ (the kept rows, each input in its own format, every field preserved, input order),
     OUTDIR/clusters.jsonl (one record per input row: id, cluster, kept, similarity, status),
-    OUTDIR/report.json and OUTDIR/report.html.
+    OUTDIR/report.json and OUTDIR/report.html; with --pairs also OUTDIR/pairs.parquet (every verified pair:
+    id_a, id_b, row_a, row_b, similarity, decided, same_cluster). `neardup pairs` lists all pairs above the
+    threshold without clustering (a similarity join).
     Defaults: minhash — word 5-grams, 128 permutations (oph), Jaccard ≥ 0.8, LSH bands for 99% recall
     at the threshold, candidates verified on the full signatures; simhash — word 3-grams, tf weights,
     Hamming ≤ 3; sentences — the 3 longest sentences; exact — normalised text hash.

@@ -106,6 +106,7 @@ from ..io.formats import InputSpec, check_fields_apply, check_stamp, fmt_for_nam
 from ..io.outdir import StagedOutput
 from ..io.sources import expand_inputs, spool
 from ..pipeline.dedup import INDEXED_TEXT, DedupConfig, write_report
+from ..pipeline.find import CANDIDATE, ESTIMATE, EXACT, IDENTICAL
 from ..pipeline.records import id_json, json_default
 from ..pipeline.report import SIMILARITY_BINS, SKIPPED_LISTED, RunSummary, build_report, sample_ranks
 
@@ -122,9 +123,6 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.spans is not None:
         raise ConfigError(f"spans (--spans) {cfg.spans} runs on the local engine (--engine local); on Spark it is "
                           "not built yet (see README, 'Duplicates inside documents')")
-    if cfg.pairs:
-        raise ConfigError("pairs (--pairs) is written by the local engine (--engine local); on Spark it is not "
-                          "built yet")
     if cfg.method in ("lines", "substrings"):
         raise ConfigError(f"method (--method) {cfg.method} runs on the local engine (--engine local); on Spark it "
                           "is not built yet (see README, 'Duplicates inside documents')")
@@ -798,9 +796,17 @@ class SparkClusters:
     params: dict
     timings: dict
     rounds: int = 0
+    edges: DataFrame | None = None     # with ``--pairs``: the verified pairs (lo, hi, sim, how), persisted
 
     def unpersist(self) -> None:
         self.assign.unpersist()
+        if self.edges is not None:
+            self.edges.unpersist()
+
+
+def _how(code: int):
+    """The column ``how`` of verified pairs: a code into :data:`neardup.pipeline.find.HOW`."""
+    return F.lit(int(code)).cast("byte").alias("how")
 
 
 def _sig_dtype(cfg: DedupConfig):
@@ -840,7 +846,7 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     texts of just their documents (``exact_rows``: rows → (row, sh, size)); the others keep the
     estimate. A fixed row (lo < 0) is checked through its ``alias`` (lo, alias): the first new row with
     an identical signature (the local :func:`~neardup.pipeline.find.fixed_aliases`); without one its
-    pairs keep the estimate. Returns (lo, hi, sim)."""
+    pairs keep the estimate. Returns (lo, hi, sim, how): ``how`` says which were decided exactly."""
     t0 = time.perf_counter()
     sims = sims.persist(StorageLevel.MEMORY_AND_DISK)
     flagged = sims.filter(F.col("border") & (F.col("hi") >= 0))
@@ -852,14 +858,14 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     flagged = flagged.persist(StorageLevel.MEMORY_AND_DISK)
     border = flagged.filter(F.col("ea").isNotNull()).select("lo", "hi", "ea", F.col("sim").alias("est"))
     keep = (sims.filter(~F.col("border") | (F.col("hi") < 0)).select("lo", "hi", "sim")
-            .unionByName(flagged.filter(F.col("ea").isNull()).select("lo", "hi", "sim")))
+            .unionByName(flagged.filter(F.col("ea").isNull()).select("lo", "hi", "sim")).select("*", _how(ESTIMATE)))
     rows = border.select(F.col("ea").alias("row")).unionByName(border.select(F.col("hi").alias("row"))).distinct()
     sh = exact_rows(rows).persist(StorageLevel.MEMORY_AND_DISK)
     ex = _similarities(border.select(F.col("ea").alias("lo"), "hi").distinct(), sh, cfg, exact=True)
     decided = border.join(ex.select(F.col("lo").alias("ea"), "hi", "sim"), ["ea", "hi"]).select("lo", "hi", "sim",
                                                                                                   "est")
     decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
-    out = keep.unionByName(decided.select("lo", "hi", "sim")).persist(StorageLevel.MEMORY_AND_DISK)
+    out = keep.unionByName(decided.select("lo", "hi", "sim", _how(EXACT))).persist(StorageLevel.MEMORY_AND_DISK)
     out.count()
     t = F.lit(float(cfg.threshold))
     flipped = decided.filter((F.col("sim") >= t) != (F.col("est") >= t)).count()
@@ -1079,7 +1085,7 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         s1 = docs.select(F.col("row").alias("lo"), F.col("sig").alias("s1"))
         s2 = docs.select(F.col("row").alias("hi"), F.col("sig").alias("s2"))
         dup = (same.join(s1, "lo").join(s2, "hi").filter(F.col("s1") == F.col("s2"))
-                   .select("lo", "hi", F.lit(1.0).alias("sim"))
+                   .select("lo", "hi", F.lit(1.0).alias("sim"), _how(IDENTICAL))
                    .persist(StorageLevel.MEMORY_AND_DISK))
         dup.count()
         timings["identical"] = time.perf_counter() - t0
@@ -1120,7 +1126,8 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
             sims = _decide_borderline(_similarities(cands, docs, cfg, border=(t, cfg.num_perm, z)), exact_rows, cfg,
                                       timings, params["borderline"], alias)
         else:
-            sims = _similarities(cands, docs, cfg)
+            sims = _similarities(cands, docs, cfg).select(
+                "*", _how({"none": CANDIDATE, "exact": EXACT}.get(cfg.verify, ESTIMATE)))
         decided = sims if cfg.verify == "borderline" else None     # persisted by _decide_borderline
         if cfg.verify != "none":
             sims = sims.filter(F.col("sim") >= F.lit(float(cfg.threshold)))
@@ -1134,7 +1141,7 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     elif cfg.method == "simhash":
         edges, n_cand, n_edges, params = _simhash_edges(spark, live, same, cfg, timings)
     else:   # exact / sentences: equal 64-bit values are the duplicates (local find_equal_duplicates)
-        edges = same.select("lo", "hi", F.lit(1.0).alias("sim")).persist(StorageLevel.MEMORY_AND_DISK)
+        edges = same.select("lo", "hi", F.lit(1.0).alias("sim"), _how(IDENTICAL)).persist(StorageLevel.MEMORY_AND_DISK)
         n_edges = n_cand = edges.count()
         timings["group"] = time.perf_counter() - t0
     if fixed:   # the local _unfix: no pair between two fixed rows
@@ -1149,9 +1156,10 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     if cfg.method in ("minhash", "simhash") and cfg.linkage != "components":
         assign = _local_linkage(comps, edges, docs, cfg).persist(StorageLevel.MEMORY_AND_DISK)
         assign.count()
-        edges.unpersist()
+        if not cfg.pairs:
+            edges.unpersist()
         timings["clusters"] = time.perf_counter() - t0
-        return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds)
+        return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds, edges if cfg.pairs else None)
     members = _representatives(comps, docs)
     reps = members.filter(F.col("row") == F.col("rep")).select("row", "rep", F.lit(1.0).alias("sim"))
     others = members.filter(F.col("row") != F.col("rep"))
@@ -1165,9 +1173,10 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     if cfg.method in ("minhash", "simhash") and cfg.max_drift is not None:
         assign, extra = _split_drift(assign, edges, docs, cfg)
         rounds += extra
-    edges.unpersist()
+    if not cfg.pairs:
+        edges.unpersist()
     timings["clusters"] = time.perf_counter() - t0
-    return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds)
+    return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds, edges if cfg.pairs else None)
 
 
 def _table_keys(batches, masks):
@@ -1194,7 +1203,7 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
     from ..index.simhash_index import plan_tables  # noqa: PLC0415
 
     t0 = time.perf_counter()
-    dup = same.select("lo", "hi", F.lit(1.0).alias("sim")).persist(StorageLevel.MEMORY_AND_DISK)
+    dup = same.select("lo", "hi", F.lit(1.0).alias("sim"), _how(IDENTICAL)).persist(StorageLevel.MEMORY_AND_DISK)
     dup.count()
     timings["identical"] = time.perf_counter() - t0
     _phase(spark, "Hamming tables")
@@ -1210,7 +1219,7 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
                     & (F.col("a.row") < F.col("b.row")))
              .select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"), dist.alias("d"))
              .filter(F.col("d") <= F.lit(int(cfg.bits))).distinct()
-             .select("lo", "hi", (F.lit(1.0) - F.col("d") / F.lit(64.0)).alias("sim"))
+             .select("lo", "hi", (F.lit(1.0) - F.col("d") / F.lit(64.0)).alias("sim"), _how(ESTIMATE))
              .persist(StorageLevel.MEMORY_AND_DISK))
     n_cand = pairs.count()
     edges = dup.unionByName(pairs).persist(StorageLevel.MEMORY_AND_DISK)
@@ -1367,6 +1376,47 @@ def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest
         schema = parquet_schema(indexed)
         tables = [pq.read_table(os.path.join(folder, p)).cast(schema) for p in _part_files(folder)]
         pq.write_table(pa.concat_tables(tables) if tables else schema.empty_table(), dest)
+
+
+def _write_pairs(found: SparkClusters, ids: DataFrame, folder: str, dest: str | None) -> None:
+    """pairs.parquet (``--pairs``; :func:`neardup.pipeline.records.pairs_schema`) as the local engine
+    writes it: a pair (a, b) has a before b in input order, an index's document (a negative row here)
+    last as b with no row; sorted by (a, b), the index's documents in their order after every input row.
+    ``ids``: (row, id JSON) of every document, the index's included."""
+    from ..pipeline.find import HOW  # noqa: PLC0415
+
+    e = found.edges
+    lo, hi = F.col("lo"), F.col("hi")
+    pairs = e.select(F.when(lo < 0, hi).otherwise(lo).alias("a"), F.when(lo < 0, lo).otherwise(hi).alias("b"),
+                     "sim", "how")
+    texts = ids.mapInArrow(_id_texts, "row long, id string, text string")
+    rep = found.assign.select("row", "rep")
+    ra = rep.select(F.col("row").alias("a"), F.col("rep").alias("ra"))
+    rb = rep.select(F.col("row").alias("b"), F.col("rep").alias("rb"))
+    ta = texts.select(F.col("row").alias("a"), F.col("text").alias("id_a"))
+    tb = texts.select(F.col("row").alias("b"), F.col("text").alias("id_b"))
+    names = F.array(*[F.lit(h) for h in HOW])
+    table = (pairs.join(ta, "a").join(tb, "b").join(ra, "a", "left").join(rb, "b", "left")
+             .select("id_a", "id_b", F.col("a").alias("row_a"),
+                     F.when(F.col("b") >= 0, F.col("b")).alias("row_b"), F.col("sim").alias("similarity"),
+                     F.element_at(names, F.col("how").cast("int") + 1).alias("decided"),
+                     (F.coalesce("ra", "a") == F.coalesce("rb", "b")).alias("same_cluster"),
+                     F.when(F.col("b") < 0, F.col("b") + F.lit(1 << 62)).otherwise(F.col("b")).alias("_b"))
+             .orderBy("row_a", "_b").drop("_b"))
+    table.write.mode("overwrite").parquet(folder)
+    if dest is not None:
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        from ..pipeline.records import pairs_schema  # noqa: PLC0415
+
+        schema = pairs_schema()
+        code = {h: k for k, h in enumerate(HOW)}
+        with pq.ParquetWriter(dest, schema) as writer:
+            for p in _part_files(folder):
+                t = pq.read_table(os.path.join(folder, p))
+                how = pa.array([code[h] for h in t.column("decided").to_pylist()], pa.int8())
+                t = t.set_column(5, "decided", pa.DictionaryArray.from_arrays(how, pa.array(list(HOW))))
+                writer.write_table(t.cast(schema))
 
 
 # -- the run ---------------------------------------------------------------------------------------------
@@ -1653,6 +1703,16 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             _write_clusters(spark, table, cfg, os.path.join(parts, "clusters"), os.path.join(local, cname), m > 0)
         else:
             _write_clusters(spark, table, cfg, _join(out, cname), None, m > 0)
+        n_pairs = None
+        if cfg.pairs:
+            ids = signed.filter(F.col("err").isNull()).select("row", "id")
+            if m:
+                ids = ids.unionByName(part.fixed.select("row", "id"))
+            n_pairs = found.edges.count()
+            if local is not None:
+                _write_pairs(found, ids, os.path.join(parts, "pairs"), os.path.join(local, "pairs.parquet"))
+            else:
+                _write_pairs(found, ids, _join(out, "pairs.parquet"), None)
         timings["write"] = time.perf_counter() - t0
 
         # -- report ---------------------------------------------------------------------------------------
@@ -1698,6 +1758,8 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                          "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
             index=index_info,
             extra={"borderline": found.params["borderline"]} if "borderline" in found.params else {}))
+        if n_pairs is not None:
+            report["pairs"] = {"output": "pairs.parquet", "pairs": int(n_pairs)}
         if local is not None:
             write_report(report, local, cfg.html)        # the local engine's writer, report.html included
         else:
