@@ -1,4 +1,5 @@
-"""``neardup sign``: documents → one JSON line each with its signature."""
+"""``neardup sign``: documents → one JSON line each with its signature, or a Parquet / ``.npy`` file
+of all of them signed on every core (:mod:`neardup.pipeline.sign`)."""
 from __future__ import annotations
 
 import contextlib
@@ -81,9 +82,14 @@ def _umask() -> int:
 @click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
 @click.option("-o", "--output", default="-", metavar="FILE",
               help="Output file (default: stdout; a file is replaced only when the command succeeds).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "npy"]), default="jsonl", show_default=True,
+              help="jsonl: a JSON line per document, as it is signed; parquet: id, row, empty and the signature "
+                   "column, signed on all cores; npy: the signature matrix (-o FILE.npy) and FILE.ids.jsonl.")
+@click.option("--workers", type=click.IntRange(0), default=0, show_default=True,
+              help="Signing processes for --format parquet/npy (0: every CPU this process may use).")
 @click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
 def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weighting, idf, top_n, compat, n_sentences,
-         input_format, jsonl, text_field, id_field, on_error, batch_size, output, summary):
+         input_format, jsonl, text_field, id_field, on_error, batch_size, output, fmt, workers, summary):
     """Print one JSON line per document with its signature.
 
     INPUTS are read as by dedup: JSONL, CSV, Parquet, text lines (one document per line), folders
@@ -105,6 +111,12 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             raise click.UsageError(str(exc)) from None
         ngram = cfg.ngram
     ngram = ngram or DEFAULT_NGRAM.get(method, 5)
+    if fmt != "jsonl":
+        return _sign_binary(inputs, output, fmt, summary, DedupConfig(
+            method=method, num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer,
+            ngram=ngram if method != "sentences" else None, convert=convert, sentences=n_sentences,
+            text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
+            workers=workers, batch_size=batch_size, **(simhash_opts if method == "simhash" else {})))
     key = method
     try:
         if method == "minhash":
@@ -149,4 +161,26 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
     if skipped:
         click.echo(f"neardup: signed {count} documents, skipped {len(skipped)} bad records:", err=True)
         for _path, _line, reason in skipped[:20]:
+            click.echo(f"  {reason}", err=True)
+
+
+def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig) -> None:
+    from ..pipeline.sign import write_signatures  # noqa: PLC0415
+
+    if output == "-" and sys.stdout is not None and sys.stdout.isatty():
+        raise click.UsageError(f"--format {fmt} is binary; give -o FILE rather than writing it to a terminal")
+    try:
+        cfg = cfg.resolved()
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    start = time.perf_counter()
+    got = write_signatures(list(inputs), output, cfg, fmt)
+    secs = time.perf_counter() - start
+    if summary:
+        click.echo(f"neardup sign --method {cfg.method} --format {fmt}: {got['documents']} documents "
+                   f"({got['empty']} empty) in {secs:.2f} s on {cfg.workers} processes", err=True)
+    skipped = got["skipped"]
+    if skipped:
+        click.echo(f"neardup: signed {got['documents']} documents, skipped {len(skipped)} bad records:", err=True)
+        for _row, _file, _line, reason in skipped[:20]:
             click.echo(f"  {reason}", err=True)
