@@ -144,12 +144,14 @@ def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift):
     assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
 
 
-@pytest.mark.parametrize("metric,linkage", [("jaccard", "bounded"), ("containment", "components")])
-def test_verify_borderline_matches_local(spark, planted, tmp_path, metric, linkage):
+@pytest.mark.parametrize("metric,linkage,scheme", [("jaccard", "bounded", "oph"), ("containment", "components", "oph"),
+                                                   ("jaccard", "bounded", "datasketch-legacy")])
+def test_verify_borderline_matches_local(spark, planted, tmp_path, metric, linkage, scheme):
     """--verify borderline on Spark: the same band, the same pairs decided exactly from re-read texts,
-    the local engine's outputs byte for byte and the same report section."""
+    the local engine's outputs byte for byte and the same report section — with a datasketch scheme too
+    (its rows are re-read with the same shingles, signed as oph)."""
     rep, local = _both(spark, [planted], tmp_path, verify="borderline", metric=metric, linkage=linkage,
-                       on_error="skip", threshold=0.7, pairs=True)
+                       on_error="skip", threshold=0.7, scheme=scheme, pairs=True)
     ra = json.loads((tmp_path / "local" / "report.json").read_text(encoding="utf-8"))
     assert ra["borderline"] == rep["borderline"] and rep["borderline"]["pairs"] > 0
 

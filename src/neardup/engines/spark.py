@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import gc
 import io
 import json
 import os
@@ -602,8 +603,21 @@ def _shuffle_partitions(spark) -> int:
 
 
 def _phase(spark, what: str | None) -> None:
-    """Name the jobs that follow (Spark UI, event log: the benchmark sums shuffle bytes per phase)."""
+    """Name the jobs that follow (Spark UI, event log: the benchmark sums shuffle bytes per phase), and
+    first let the JVM drop the Datasets of the DataFrames the run no longer holds (:func:`_release`)."""
+    _release()
     spark.sparkContext.setJobDescription(f"neardup: {what}" if what else None)
+
+
+def _release() -> None:
+    """Free the py4j proxies of dropped DataFrames now. A proxy on which a method was called sits in a
+    reference cycle (py4j caches each method object, which points back at the proxy), so Python frees
+    it only in a cycle collection, and until then the JVM keeps its Dataset alive with every plan of it
+    (parsed, analysed, optimised, physical): megabytes per DataFrame over this engine's long lineages.
+    Python's collector runs by the count of Python objects, which a Spark run creates few of, so without
+    this one run in a 2 GB driver kept about 1 GB of dead plans (``--verify borderline``, the 42 rows of
+    tests/test_golden.py in five inputs)."""
+    gc.collect()
 
 
 def _checkpoint(df: DataFrame) -> DataFrame:
@@ -846,7 +860,10 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     texts of just their documents (``exact_rows``: rows → (row, sh, size)); the others keep the
     estimate. A fixed row (lo < 0) is checked through its ``alias`` (lo, alias): the first new row with
     an identical signature (the local :func:`~neardup.pipeline.find.fixed_aliases`); without one its
-    pairs keep the estimate. Returns (lo, hi, sim, how): ``how`` says which were decided exactly."""
+    pairs keep the estimate. Returns (lo, hi, sim, how) — ``how`` says which were decided exactly —
+    checkpointed (:func:`_checkpoint`): its plan joins and unions five persisted tables, some twice, and
+    a query over it would carry all their plans and print them, as a tree, for the SQL listener (with
+    adaptive execution, the test suite's 2 GB driver ran out of heap doing so)."""
     t0 = time.perf_counter()
     sims = sims.persist(StorageLevel.MEMORY_AND_DISK)
     flagged = sims.filter(F.col("border") & (F.col("hi") >= 0))
@@ -865,11 +882,12 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     decided = border.join(ex.select(F.col("lo").alias("ea"), "hi", "sim"), ["ea", "hi"]).select("lo", "hi", "sim",
                                                                                                   "est")
     decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
-    out = keep.unionByName(decided.select("lo", "hi", "sim", _how(EXACT))).persist(StorageLevel.MEMORY_AND_DISK)
-    out.count()
+    out = _checkpoint(keep.unionByName(decided.select("lo", "hi", "sim", _how(EXACT))))
     t = F.lit(float(cfg.threshold))
-    flipped = decided.filter((F.col("sim") >= t) != (F.col("est") >= t)).count()
-    info.update(pairs=int(decided.count()), documents=int(sh.count()), flipped=int(flipped))
+    counts = decided.agg(F.count(F.lit(1)).alias("pairs"),
+                         F.sum(F.when((F.col("sim") >= t) != (F.col("est") >= t), 1).otherwise(0)).alias("flipped")
+                         ).first()
+    info.update(pairs=int(counts["pairs"]), documents=int(sh.count()), flipped=int(counts["flipped"] or 0))
     for df in (sh, flagged, decided, sims):
         df.unpersist()
     timings["borderline"] = time.perf_counter() - t0
@@ -1063,9 +1081,12 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     ``fixed``: rows with negative row numbers are documents decided before (an index's, the local
     ``fixed`` rows): they come first in row order, are never linked to each other (a verified pair
     lo < hi with hi < 0) and win the keep policy through their score (+inf, or first in row order).
-    ``exact_rows`` (``--verify borderline``): a function of a DataFrame of rows giving (row, sh, size),
-    their distinct shingle hashes from their texts."""
-    cfg = (cfg or DedupConfig()).resolved()
+    ``exact_rows`` (``--verify borderline``, the default): a function of a DataFrame of rows giving
+    (row, sh, size), their distinct shingle hashes from their texts. Without ``cfg`` and ``exact_rows``
+    the candidates are decided by their estimates (``verify="minhash"``): there are no texts to re-read."""
+    if cfg is None:
+        cfg = DedupConfig(verify="borderline" if exact_rows is not None else "minhash")
+    cfg = cfg.resolved()
     _check_supported(cfg)
     timings: dict = {}
     docs = sig_df.filter(F.col("err").isNull()) if "err" in sig_df.columns else sig_df
@@ -1115,7 +1136,8 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         if cfg.verify == "borderline":
             if exact_rows is None:
                 raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was "
-                                  "given none (exact_rows)")
+                                  "given none (exact_rows): pass exact_rows, or decide by the estimates with "
+                                  "verify='minhash'")
             from ..pipeline.find import borderline_band, borderline_z  # noqa: PLC0415
 
             z = borderline_z(n_cand)
@@ -1128,15 +1150,12 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         else:
             sims = _similarities(cands, docs, cfg).select(
                 "*", _how({"none": CANDIDATE, "exact": EXACT}.get(cfg.verify, ESTIMATE)))
-        decided = sims if cfg.verify == "borderline" else None     # persisted by _decide_borderline
         if cfg.verify != "none":
             sims = sims.filter(F.col("sim") >= F.lit(float(cfg.threshold)))
         edges = dup.unionByName(sims).persist(StorageLevel.MEMORY_AND_DISK)
         n_edges = edges.count()
         cands.unpersist()
         dup.unpersist()
-        if decided is not None:
-            decided.unpersist()
         timings["verify"] = time.perf_counter() - t0
     elif cfg.method == "simhash":
         edges, n_cand, n_edges, params = _simhash_edges(spark, live, same, cfg, timings)
@@ -1258,7 +1277,7 @@ def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str
         row_col = "row"
     signed = sign_dataframe(df, cfg, text_col, id_col, row_col)
     signed = signed.repartition(_shuffle_partitions(df.sparkSession), "row").persist(StorageLevel.MEMORY_AND_DISK)
-    ecfg = DedupConfig(**{**asdict(cfg), "verify": "exact"})
+    ecfg = _shingles_cfg(cfg)
 
     def exact_rows(rows: DataFrame) -> DataFrame:     # --verify borderline: the texts are in df
         wanted = df.join(rows.withColumnRenamed("row", row_col), row_col, "left_semi")
@@ -1533,8 +1552,8 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
                 st = _signed_stats(signed)
         return _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, timings, index)
     finally:
-        _phase(spark, None)
         signed.unpersist()
+        _phase(spark, None)
 
 
 def _signed_stats(signed: DataFrame):
@@ -1624,10 +1643,19 @@ def _mark_duplicate_ids(signed: DataFrame, specs, num: _Numbering, cfg: DedupCon
         dups.unpersist()
 
 
+def _shingles_cfg(cfg: DedupConfig) -> DedupConfig:
+    """The configuration that signs rows with their distinct shingle hashes (``sh``, ``size``) for
+    ``--verify borderline``: the run's, with verify="exact". A datasketch scheme's signer keeps no
+    shingle hashes, so those rows are signed as oph: the shingles do not depend on the scheme (one
+    shingler, as the local engine's re-read uses), and only ``sh`` and ``size`` are used."""
+    scheme = "oph" if cfg.scheme.startswith("datasketch") else cfg.scheme
+    return DedupConfig(**{**asdict(cfg), "verify": "exact", "scheme": scheme})
+
+
 def _exact_rows(spark, specs, num: _Numbering, cfg: DedupConfig):
     """``--verify borderline``: rows → (row, sh, size), each row's distinct shingle hashes signed from
     its text, which is re-read from its input (only the rows asked for are parsed and signed)."""
-    cj = _cfg_json(DedupConfig(**{**asdict(cfg), "verify": "exact"}))
+    cj = _cfg_json(_shingles_cfg(cfg))
 
     def exact_rows(rows: DataFrame) -> DataFrame:
         parts = []
