@@ -6,11 +6,12 @@ Each tool runs as its own process, started from this script, and is timed from p
 Target settings everywhere: Jaccard 0.8, 128 permutations, word 5-grams; where a tool tokenizes
 differently, its own closest setting is used (see TOOLS below and benchmarks/DEDUP.md):
 
-* ``neardup``         ``neardup dedup CORPUS -o OUT --id-field id -q`` (defaults: oph MinHash,
-                      LSH bands for 99 % recall at t, candidates verified on the signatures,
+* ``neardup``         ``neardup dedup CORPUS -o OUT --id-field id -q --verify minhash`` (defaults but
+                      for the verification: oph MinHash, LSH bands for 99 % recall at t, candidates
+                      verified on the signatures — the default before ``--verify borderline`` —,
                       bounded linkage, keep first).
-* ``neardup-borderline`` the same with ``--verify borderline`` (candidates near t checked exactly on
-                      their re-read texts).
+* ``neardup-borderline`` the same with ``--verify borderline``, the default (candidates near t checked
+                      exactly on their re-read texts).
 * ``neardup-exact``   the same with ``--verify exact`` (candidates checked on the shingle sets).
 * ``neardup-exact-components``  ``--verify exact --linkage components`` (plain transitive closure of
                       the verified pairs, still with neardup's drift split) — an extra row showing
@@ -316,7 +317,7 @@ def main() -> None:
     file_mb = os.path.getsize(args.corpus) / 1e6
 
     runners = {
-        "neardup": lambda w: run_neardup(args, ids, w, []),
+        "neardup": lambda w: run_neardup(args, ids, w, ["--verify", "minhash"]),
         "neardup-borderline": lambda w: run_neardup(args, ids, w, ["--verify", "borderline"]),
         "neardup-exact": lambda w: run_neardup(args, ids, w, ["--verify", "exact"]),
         "neardup-exact-components": lambda w: run_neardup(args, ids, w, ["--verify", "exact",
@@ -327,7 +328,7 @@ def main() -> None:
     settings = {
         "neardup": "word 5-grams (NFKC+casefold), 128 perm oph, bands for 99% recall at 0.8, "
                    "verify on signatures, bounded linkage",
-        "neardup-borderline": "as neardup, candidates near t verified exactly on re-read texts",
+        "neardup-borderline": "as neardup, candidates near t verified exactly on re-read texts (the default)",
         "neardup-exact": "as neardup, candidates verified on exact shingle sets",
         "neardup-exact-components": "as neardup-exact, plain components (+ drift split)",
         "text-dedup": "re.split(r'\\W', lower) 5-grams, 128 perm sha1+universal hash, "

@@ -175,7 +175,8 @@ def test_compare_json(tmp_path):
 def test_exact_verification_and_linkage_options(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
-    for verify in ("minhash", "exact"):
+    assert DedupConfig().resolved().verify == "borderline"        # the default
+    for verify in ("minhash", "exact", "borderline"):
         for linkage in ("bounded", "components"):
             out = tmp_path / f"{verify}-{linkage}"
             run_dedup([str(src)], str(out), config(verify=verify, linkage=linkage))

@@ -279,7 +279,8 @@ def test_every_input_format_through_the_cli(spark, planted, tmp_path):
 
 
 def test_dataframe_api(spark, planted):
-    """dedup_dataframe on a DataFrame: the local engine's kept flags, representatives and similarities."""
+    """dedup_dataframe on a DataFrame: the local engine's kept flags, representatives and similarities
+    (the default --verify borderline: pairs near t decided on the shingle sets of their texts)."""
     from neardup.engines.spark import dedup_dataframe, sign_dataframe
     from neardup.pipeline.find import find_minhash_duplicates
     from neardup.sketches.minhash import MinHasher
@@ -291,9 +292,12 @@ def test_dataframe_api(spark, planted):
     out = {r["row"]: r for r in dedup_dataframe(df, cfg, id_col="key", row_col="row").collect()}
     assert sorted(out) == list(range(len(texts)))
     c = cfg.resolved()
-    sigs = MinHasher(num_perm=c.num_perm, scheme=c.scheme, seed=c.seed, ngram=c.ngram).sign_batch(texts)
+    assert c.verify == "borderline"
+    hasher = MinHasher(num_perm=c.num_perm, scheme=c.scheme, seed=c.seed, ngram=c.ngram)
+    sigs = hasher.sign_batch(texts)
     ref = find_minhash_duplicates(sigs, c.threshold, keep="longest", lengths=[len(t) for t in texts],
-                                  linkage="components", max_drift=c.max_drift).clusters
+                                  linkage="components", max_drift=c.max_drift, verify=c.verify,
+                                  features=hasher.shingler.features(texts)).clusters
     for i in range(len(texts)):
         r = out[i]
         assert r["cluster_row"] == ref.cluster[i] and r["kept"] == bool(ref.kept[i])

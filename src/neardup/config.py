@@ -165,11 +165,12 @@ def _params() -> tuple[Param, ...]:
         Param("bands", A, int, None, lo=1, nullable=True, methods=_MINHASH, help="Explicit LSH bands b (with --rows)."),
         Param("rows", A, int, None, lo=1, nullable=True, methods=_MINHASH,
               help="Explicit LSH rows per band r (with --bands)."),
-        Param("verify", A, str, "minhash", choices=("minhash", "exact", "none", "borderline"), methods=_MINHASH,
-              help="Check candidates on the full signature estimate, on the exact shingle sets (keeps 8 bytes "
-                   "per distinct shingle in memory), not at all, or borderline: by the estimate unless it lies "
-                   "within a few standard errors of the threshold, then exactly on shingles re-read from the texts "
-                   "of just those documents."),
+        Param("verify", A, str, "borderline", choices=("minhash", "exact", "none", "borderline"), methods=_MINHASH,
+              help="How candidates are decided: borderline by the full signature estimate unless it lies "
+                   "within a few standard errors of the threshold, then exactly on shingles re-read from the "
+                   "texts of just those documents; minhash by the estimate alone (the least time and memory); "
+                   "exact on the exact shingle sets (keeps 8 bytes per distinct shingle in memory); none: not at "
+                   "all."),
         Param("linkage", A, str, "bounded", choices=("bounded", "components"), methods=_SHINGLED,
               help="bounded: merge most-similar pairs first and never put documents below threshold − drift "
                    "together; components: plain transitive closure (union-find)."),
@@ -264,7 +265,7 @@ class DedupConfig:
     keep: str = "first"                  # first | longest | key
     keep_field: str | None = None
     metric: str = "jaccard"
-    verify: str = "minhash"
+    verify: str = "borderline"
     lsh_mode: str = "recall"
     recall: float = 0.99
     bands: int | None = None

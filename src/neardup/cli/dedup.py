@@ -32,7 +32,8 @@ def dedup(inputs, outdir, engine, **params):
     id_a, id_b, row_a, row_b, similarity, decided, same_cluster). `neardup pairs` lists all pairs above the
     threshold without clustering (a similarity join).
     Defaults: minhash — word 5-grams, 128 permutations (oph), Jaccard ≥ 0.8, LSH bands for 99% recall
-    at the threshold, candidates verified on the full signatures; simhash — word 3-grams, tf weights,
+    at the threshold, candidates decided by the signature estimate, and those near the threshold exactly
+    on shingles re-read from their texts (--verify borderline); simhash — word 3-grams, tf weights,
     Hamming ≤ 3; sentences — the 3 longest sentences; exact — normalised text hash.
 
     \b

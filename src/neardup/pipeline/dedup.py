@@ -8,6 +8,8 @@ kept rows in its own format. Everything goes to a temporary folder inside OUTDIR
 into place at the end, ``report.json`` last: a run that stops early leaves no finished-looking output.
 
 Accounting: input_rows = kept + removed (duplicates) + skipped (unreadable rows, blank lines).
+With ``verify="borderline"`` (the default) the candidate pairs whose estimate lies near t are decided
+on the shingle sets of their documents, whose texts are re-read from the inputs between the passes.
 With ``verify="exact"`` the distinct shingle hashes of every document are kept too (8 bytes per
 distinct shingle, about the size of the text for word 5-grams) to check candidates exactly.
 """
