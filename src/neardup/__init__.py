@@ -9,6 +9,7 @@ from . import _cache  # noqa: F401  (first: where numba caches kernels, before a
 from ._version import __version__
 from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError, WorkerError
 from .features import Features, IdfTable, Shingler
+from .index.containment import ContainmentIndex, containment_candidates, containment_params
 from .index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
 from .index.lsh import LSHParams, choose_params
 from .index.memory import MinHashLSH
@@ -49,6 +50,7 @@ __all__ = [
     "expand_inputs", "iter_documents",
     # indexes
     "DiskIndex", "SimHashDiskIndex", "SimHashIndex", "MinHashLSH", "all_pairs",
+    "ContainmentIndex", "containment_candidates", "containment_params",
     # errors: every error about the user's input, output or parameters is a NeardupError
     "NeardupError", "ConfigError", "InputFormatError", "InputChangedError", "OutputError", "WorkerError",
     "IndexConfigError",

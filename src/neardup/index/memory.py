@@ -24,6 +24,20 @@ from ..sketches.minhash import _DTYPES, MinHash, Signatures, empty_value, jaccar
 from .lsh import choose_params
 
 
+def new_keys(keys: Sequence, count: int, taken) -> list:
+    """``keys`` as a list, checked for a batch of ``count`` sketches: one key each, no key twice, none
+    in ``taken`` already (``ValueError`` otherwise)."""
+    keys = list(keys)
+    if len(keys) != count:
+        raise ValueError(f"{len(keys)} keys for {count} sketches")
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key appears twice in the batch")
+    there = [k for k in keys if k in taken]
+    if there:
+        raise ValueError(f"already in the index: {there[:5]!r}")
+    return keys
+
+
 class MinHashLSH:
     """Banded MinHash LSH over sketches of ``num_perm`` slots (``scheme``, ``seed``), all in memory."""
 
@@ -95,15 +109,8 @@ class MinHashLSH:
 
     def insert_batch(self, keys: Sequence, sketches) -> None:
         """Add many sketches at once (band keys by the batch kernel); all or nothing."""
-        keys = list(keys)
         values = self._values(sketches)
-        if len(keys) != values.shape[0]:
-            raise ValueError(f"{len(keys)} keys for {values.shape[0]} sketches")
-        if len(set(keys)) != len(keys):
-            raise ValueError("a key appears twice in the batch")
-        taken = [k for k in keys if k in self._row]
-        if taken:
-            raise ValueError(f"already in the index: {taken[:5]!r}")
+        keys = new_keys(keys, values.shape[0], self._row)
         if not keys:
             return
         start = self._n

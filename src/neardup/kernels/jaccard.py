@@ -6,20 +6,26 @@ from numba import njit
 
 
 @njit(cache=True)
-def intersect_size(h, sa, ea, sb, eb):
+def intersect_runs(ha, sa, ea, hb, sb, eb):
+    """|A ∩ B| of the sorted distinct runs ha[sa:ea] and hb[sb:eb], by a merge."""
     i = sa
     j = sb
     c = 0
     while i < ea and j < eb:
-        if h[i] < h[j]:
+        if ha[i] < hb[j]:
             i += 1
-        elif h[j] < h[i]:
+        elif hb[j] < ha[i]:
             j += 1
         else:
             c += 1
             i += 1
             j += 1
     return c
+
+
+@njit(cache=True)
+def intersect_size(h, sa, ea, sb, eb):
+    return intersect_runs(h, sa, ea, h, sb, eb)
 
 
 @njit(cache=True)

@@ -1,0 +1,164 @@
+"""Containment LSH kernels: band tables sorted for lookup, batch probing with per-pair banding, and
+intersection sizes between two CSR shingle collections.
+
+A *layout* r cuts the k signature slots into ⌊k/r⌋ bands of r rows; its band keys are
+:func:`neardup.kernels.lsh.band_keys` (seeded with the band and with r, so keys of different
+layouts never meet). A table stores, for every band of every layout, the (key, row) entries of a
+set of documents sorted by (key, size): one binary search finds a bucket, and inside it the
+documents too small or too large for the query's classes are skipped by a second one.
+
+:func:`probe` answers a batch of queries. For a query of size q and a document of size x the
+ratio class is m = ⌈G log₂(x / q)⌉ (G classes per doubling); the class's parameters (b_m, r_m)
+say which bands may make the pair a candidate: those with r = r_m and band index < b_m.
+Probing visits, per layout, only the bands some class of the query's size range uses; a hit
+counts when its own class uses that band, so every pair is banded with the parameters of its
+own ratio — one table serves all of them.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .jaccard import intersect_runs
+from .lsh import _grow
+
+
+@njit(cache=True)
+def ratio_class(x, q, grid):
+    """m = ⌈grid · log₂(x / q)⌉ (with a 1e-9 tolerance, so an exact power lands in its own class)."""
+    return np.int64(np.ceil(grid * np.log2(x / q) - 1e-9))
+
+
+@njit(cache=True)
+def _first_at_least(skeys, srows, sizes, lo, hi, key, size):
+    """First position p in [lo, hi) with (skeys[p], sizes[srows[p]]) ≥ (key, size)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        k = skeys[mid]
+        if k < key or (k == key and sizes[srows[mid]] < size):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab_r, tab_b, m_lo, grid,
+          threshold, max_size, seen):
+    """Candidate pairs (query a, document row) of a batch of queries against one table.
+
+    ``qkeys`` (nq × B): the queries' band keys of every layout side by side (layout j's bands are
+    columns lay_start[j]:lay_start[j+1]); ``skeys``/``srows`` (B × n): the table, each band
+    column sorted by (key, size); ``sizes``/``live``: per global row; ``qrows``: the query's own
+    row (skipped; −1 for none). ``tab_r``/``tab_b``: parameters of ratio class m at index m − m_lo
+    (clipped at both ends). Rows with x < threshold · q cannot hold a fraction t of the query and
+    are never visited. ``seen`` (one flag per global row, all False on entry and on return) drops
+    repeats of a row within a query. Returns (query index, row) arrays."""
+    nq = qkeys.shape[0]
+    nl = lay_r.shape[0]
+    nt = tab_r.shape[0]
+    n = skeys.shape[1] if skeys.shape[0] > 0 else 0
+    cap = 64
+    oq = np.empty(cap, dtype=np.int64)
+    orow = np.empty(cap, dtype=np.int64)
+    p = 0
+    bmax = np.zeros(nl, dtype=np.int64)
+    xlo = np.zeros(nl, dtype=np.int64)
+    xhi = np.zeros(nl, dtype=np.int64)
+    for a in range(nq):
+        q = qsizes[a]
+        if q <= 0 or n == 0:
+            continue
+        xmin = np.int64(np.ceil(threshold * q - 1e-9))
+        if xmin < 1:
+            xmin = 1
+        if xmin > max_size:
+            continue
+        # which bands of which layout the classes of this query's size range use
+        m0 = ratio_class(np.float64(xmin), np.float64(q), grid)
+        m1 = ratio_class(np.float64(max_size), np.float64(q), grid)
+        for j in range(nl):
+            bmax[j] = 0
+            xlo[j] = max_size + 1
+            xhi[j] = 0
+        for m in range(m0, m1 + 1):
+            t = min(max(m - m_lo, 0), nt - 1)
+            for j in range(nl):
+                if lay_r[j] == tab_r[t]:
+                    if tab_b[t] > bmax[j]:
+                        bmax[j] = tab_b[t]
+                    # sizes of class m: (q 2^((m-1)/G), q 2^(m/G)], widened by one for rounding
+                    lo = np.int64(np.floor(q * 2.0 ** ((m - 1) / grid)))
+                    hi = np.int64(np.ceil(q * 2.0 ** (m / grid))) + 1
+                    if lo < xlo[j]:
+                        xlo[j] = lo
+                    if hi > xhi[j]:
+                        xhi[j] = hi
+        for j in range(nl):
+            r = lay_r[j]
+            lo_size = max(xlo[j], xmin)
+            for i in range(bmax[j]):
+                c = lay_start[j] + i
+                key = qkeys[a, c]
+                s = _first_at_least(skeys[c], srows[c], sizes, 0, n, key, lo_size)
+                while s < n and skeys[c, s] == key:
+                    row = srows[c, s]
+                    s += 1
+                    x = sizes[row]
+                    if x > xhi[j]:
+                        break
+                    if seen[row] or row == qrows[a] or not live[row]:
+                        continue
+                    t = min(max(ratio_class(np.float64(x), np.float64(q), grid) - m_lo, 0), nt - 1)
+                    if tab_r[t] != r or i >= tab_b[t]:
+                        continue
+                    seen[row] = True
+                    if p == cap:
+                        oq = _grow(oq, p + 1)
+                        orow = _grow(orow, p + 1)
+                        cap = oq.shape[0]
+                    oq[p] = a
+                    orow[p] = row
+                    p += 1
+        # clear the flags this query set (cheaper than the whole array): the tail of the output
+        k = p - 1
+        while k >= 0 and oq[k] == a:
+            seen[orow[k]] = False
+            k -= 1
+    return oq[:p].copy(), orow[:p].copy()
+
+
+@njit(cache=True)
+def _intersect(ha, sa, ea, hb, sb, eb):
+    """|A ∩ B| of two sorted distinct runs; the smaller is looked up in the larger by binary search
+    when that is cheaper than a merge."""
+    if ea - sa > eb - sb:
+        ha, sa, ea, hb, sb, eb = hb, sb, eb, ha, sa, ea
+    c = 0
+    if (ea - sa) * 20 < eb - sb:
+        lo = sb
+        for i in range(sa, ea):
+            v = ha[i]
+            hi = eb
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if hb[mid] < v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < eb and hb[lo] == v:
+                c += 1
+        return c
+    return intersect_runs(ha, sa, ea, hb, sb, eb)
+
+
+@njit(cache=True)
+def cross_intersections(ha, offa, ii, hb, offb, jj):
+    """|A_ii[p] ∩ B_jj[p]| for sets of two sorted distinct CSR collections (a, b)."""
+    n = ii.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for p in range(n):
+        a = ii[p]
+        b = jj[p]
+        out[p] = _intersect(ha, offa[a], offa[a + 1], hb, offb[b], offb[b + 1])
+    return out
