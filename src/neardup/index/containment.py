@@ -44,6 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..features.shingles import Features
 from ..kernels.containment import cross_intersections, probe
 from ..kernels.lsh import band_keys
@@ -59,7 +60,7 @@ MAX_OCTAVES = 24         # classes cover x / q up to 2^24; larger ratios use the
 
 def _check_threshold(t) -> float:
     if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not 0.0 < float(t) <= 1.0:
-        raise ValueError(f"threshold must be a number in (0, 1], got {t!r}")
+        raise ConfigError(f"threshold must be a number in (0, 1], got {t!r}")
     return float(t)
 
 
@@ -139,8 +140,9 @@ def containment_params(threshold: float, num_perm: int, query_size: int, doc_siz
     return int(tab_b[i]), int(tab_r[i])
 
 
-def _check_sizes(sizes, values: np.ndarray, empty) -> np.ndarray:
-    """Distinct-shingle counts as int64: finite, whole, ≥ 0, one per row, and 0 exactly on empty rows."""
+def _check_sizes(sizes, values: np.ndarray, empty=None) -> np.ndarray:
+    """Distinct-shingle counts as int64: finite, whole, ≥ 0, one per row, and (given the ``empty``
+    slot value) 0 exactly on empty rows."""
     s = np.asarray(sizes)
     if s.ndim != 1 or s.shape[0] != values.shape[0]:
         raise ValueError(f"sizes must be a 1-d array with one size per sketch ({values.shape[0]}); got shape {s.shape}")
@@ -151,6 +153,8 @@ def _check_sizes(sizes, values: np.ndarray, empty) -> np.ndarray:
         raise ValueError("sizes must be whole numbers ≥ 0 (distinct shingles per document); got NaN, "
                          "infinite, negative or fractional values")
     s = s.astype(np.int64)
+    if empty is None:
+        return s
     is_empty = np.all(values == empty, axis=1)
     bad = np.flatnonzero(is_empty != (s == 0))
     if bad.size:
@@ -216,21 +220,18 @@ def containment_candidates(signatures, sizes, threshold: float, *, mode: str = "
     t = _check_threshold(threshold)
     if isinstance(signatures, Signatures):
         if signatures.scheme == "bottomk":
-            raise ValueError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
+            raise ConfigError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
         values = signatures.values
     else:
         values = np.asarray(signatures)
         if values.ndim != 2 or values.dtype.kind not in "iu":
             raise ValueError(f"signatures must be an n × k integer matrix; got shape {values.shape}, {values.dtype}")
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
     k = values.shape[1]
-    sizes = np.asarray(sizes)
-    if sizes.shape != (values.shape[0],) or (sizes.size and (sizes.dtype.kind not in "iuf" or
-                                                             not np.all(np.isfinite(sizes)) or sizes.min() < 0)):
-        raise ValueError(f"sizes must be {values.shape[0]} finite numbers ≥ 0, one per signature row")
+    sizes = _check_sizes(sizes, values)
     ids = np.arange(values.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    sub_sizes = sizes[ids].astype(np.int64)
+    sub_sizes = sizes[ids]
     ids, sub_sizes = ids[sub_sizes > 0], sub_sizes[sub_sizes > 0]
     if ids.shape[0] < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -274,17 +275,17 @@ class ContainmentIndex:
                  mode: str = "recall", recall: float = 0.99, keep_shingles: bool = True, grid: int = GRID):
         self.threshold = _check_threshold(threshold)
         if scheme == "bottomk":
-            raise ValueError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
+            raise ConfigError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+            raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
         if not 0.0 < recall < 1.0:
-            raise ValueError(f"recall must be in (0, 1), got {recall!r}")
+            raise ConfigError(f"recall must be in (0, 1), got {recall!r}")
         if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or not 1 <= grid <= 64:
-            raise ValueError(f"grid must be an integer in [1, 64], got {grid!r}")
+            raise ConfigError(f"grid must be an integer in [1, 64], got {grid!r}")
         self.hasher = MinHasher(num_perm, scheme, seed, tokenizer=tokenizer, ngram=ngram, normalizer=normalizer,
                                 hash_seed=hash_seed)
         if num_perm < 2:
-            raise ValueError(f"num_perm must be ≥ 2 for banding, got {num_perm}")
+            raise ConfigError(f"num_perm must be ≥ 2 for banding, got {num_perm}")
         self.num_perm, self.scheme, self.seed = int(num_perm), scheme, int(seed)
         self.mode, self.recall, self.grid = mode, float(recall), int(grid)
         self.keep_shingles = bool(keep_shingles)
@@ -420,9 +421,9 @@ class ContainmentIndex:
         if verify is None:
             verify = "exact" if self.keep_shingles and feats is not None else "minhash"
         if verify not in VERIFY:
-            raise ValueError(f"verify must be one of {VERIFY}, got {verify!r}")
+            raise ConfigError(f"verify must be one of {VERIFY}, got {verify!r}")
         if verify == "exact" and not self.keep_shingles:
-            raise ValueError("verify='exact' needs the documents' shingles; this index was made with "
+            raise ConfigError("verify='exact' needs the documents' shingles; this index was made with "
                              "keep_shingles=False")
         nq = values.shape[0]
         out: list[list] = [[] for _ in range(nq)]
