@@ -247,6 +247,7 @@ def clough(corpora: str) -> tuple[dict, str]:
                              f(r["heavy_flagged_fixed"]),
                              f(r["best_t"], 3), f(r["best_f1"]), f(r["heavy_flagged_best"]), f(r["heldout_f1"]),
                              " / ".join(f(mc[c]) for c in ("cut", "light", "heavy", "non"))])
+        rows.extend(_containment_index_rows(texts, answers, src_index, task, cat, main, y, heavy, n, result))
     npos, nneg, nh = int(y.sum()), int((~y).sum()), int(heavy.sum())
     md = [f"**Clough–Stevenson, tasks {', '.join(tasks)}** ({npos} cut+light vs {nneg} non; {nh} heavy apart). "
           f"Fixed decision: score ≥ {FIXED_T}.\n",
@@ -254,6 +255,37 @@ def clough(corpora: str) -> tuple[dict, str]:
                  "best F1 (tuned)",
                  "heavy flagged @best", "cross-task held-out F1", "mean score cut / light / heavy / non"], rows)]
     return result, "\n".join(md)
+
+
+def _containment_index_rows(texts, answers, src_index, task, cat, main, y, heavy, n, result) -> list:
+    """The same decision at the fixed threshold by :class:`neardup.ContainmentIndex`: the sources
+    are indexed, each answer is a query, and it is flagged when its task's source is in the answer
+    (exact check on the shingles, or the MinHash estimate; seed SEED, and seeds 1–10 for the spread)."""
+    nanswers = len(answers)
+
+    def flagged(seed, verify):
+        idx = neardup.ContainmentIndex(threshold=FIXED_T, num_perm=NUM_PERM, scheme=SCHEME, seed=seed, ngram=n)
+        idx.add(list(src_index), [texts[i] for i in src_index.values()])
+        hits = idx.query_batch(texts[:nanswers], verify=verify)
+        return np.array([t in h for t, h in zip(task, hits)])
+
+    rows = []
+    for verify, how in (("exact", "ContainmentIndex, exact check"), ("minhash", "ContainmentIndex, MinHash estimate")):
+        dec = flagged(SEED, verify)
+        s = ev.decision_scores(dec[main], y)
+        sp = None
+        if verify == "minhash":
+            f1 = [ev.decision_scores(flagged(sd, verify)[main], y).f1 for sd in SPREAD_SEEDS]
+            sp = {"seeds": list(SPREAD_SEEDS), "f1_min": min(f1), "f1_mean": float(np.mean(f1)), "f1_max": max(f1)}
+        r = {"fixed": FIXED_T, "p": s.precision, "r": s.recall, "f1": s.f1, "tp": s.tp, "fp": s.fp, "fn": s.fn,
+             "seed_spread": sp, "heavy_flagged_fixed": float(np.mean(dec[heavy])),
+             "flagged_by_category": {c: float(dec[cat == c].mean()) for c in ("cut", "light", "heavy", "non")}}
+        result["rows"][f"containment of answer in source, {how}, word {n}-grams"] = r
+        fc = r["flagged_by_category"]
+        rows.append(["containment of answer in source", how, n, f(r["p"]), f(r["r"]), f(r["f1"]), fspread(sp),
+                     f(r["heavy_flagged_fixed"]), "—", "—", "—", "—",
+                     "flagged " + " / ".join(f(fc[c]) for c in ("cut", "light", "heavy", "non"))])
+    return rows
 
 
 # -- Chinese man pages --------------------------------------------------------------------------

@@ -312,13 +312,14 @@ class ContainmentIndex:
     def add_features(self, keys: Sequence, features: Features, *, texts: Sequence | None = None) -> None:
         """Index documents given as shingle :class:`Features` (of this index's shingler)."""
         u = features.unique()
-        if self.scheme.startswith("datasketch"):
-            if texts is None:
-                raise ValueError(f"scheme {self.scheme!r} hashes shingle strings: add these documents by text")
-            values = self.hasher.sign_batch(list(texts)).values
-        else:
-            values = self.hasher.sign_features(u).values
-        self._insert(keys, values, u.sizes(), u if self.keep_shingles else None)
+        self._insert(keys, self._sign(u, texts), u.sizes(), u if self.keep_shingles else None)
+
+    def _sign(self, feats: Features, texts) -> np.ndarray:
+        if not self.scheme.startswith("datasketch"):
+            return self.hasher.sign_features(feats).values
+        if texts is None:
+            raise ValueError(f"scheme {self.scheme!r} hashes shingle strings: give these documents as text")
+        return self.hasher.sign_batch(list(texts)).values
 
     def add_signatures(self, keys: Sequence, sketches, sizes) -> None:
         """Index documents given as sketches (a :class:`Signatures`, an n × k array, or MinHash
@@ -390,12 +391,14 @@ class ContainmentIndex:
         default otherwise), ``"none"`` (every candidate, scored by the estimate)."""
         if isinstance(texts, (str, bytes)):
             raise TypeError("query_batch() takes a sequence of texts; use query() for one")
-        feats = self.hasher.shingler.features(list(texts)).unique()
-        if self.scheme.startswith("datasketch"):
-            values = self.hasher.sign_batch(list(texts)).values
-        else:
-            values = self.hasher.sign_features(feats).values
-        return self._answer(values, feats.sizes(), feats, threshold, verify, with_scores)
+        return self.query_features(self.hasher.shingler.features(list(texts)), threshold, verify, with_scores,
+                                   texts=texts)
+
+    def query_features(self, features: Features, threshold: float | None = None, verify: str | None = None,
+                       with_scores: bool = False, *, texts: Sequence | None = None) -> list[list]:
+        """:meth:`query_batch` for queries given as shingle :class:`Features` (of this index's shingler)."""
+        feats = features.unique()
+        return self._answer(self._sign(feats, texts), feats.sizes(), feats, threshold, verify, with_scores)
 
     def query_signatures(self, sketches, sizes, threshold: float | None = None, verify: str = "minhash",
                          with_scores: bool = False) -> list[list]:
@@ -431,7 +434,12 @@ class ContainmentIndex:
         if qi.shape[0] == 0:
             return out
         if verify == "exact":
-            score = cross_intersections(feats.hashes, feats.offsets, qi, self._sh, self._sh_off, ri) / qsizes[qi]
+            by_row = np.argsort(ri, kind="stable")          # each document's shingles read once, in order
+            qi, ri = qi[by_row], ri[by_row]
+            q = qsizes[qi]
+            need = np.ceil(t * q - 1e-9).astype(np.int64)   # |Q ∩ X| ≥ t q; the kernel stops once out of reach
+            score = np.maximum(cross_intersections(feats.hashes, feats.offsets, qi, self._sh, self._sh_off, ri, need),
+                               0) / q
         else:
             from ..pipeline.find import containment_from_jaccard  # noqa: PLC0415  (pipeline imports index)
 

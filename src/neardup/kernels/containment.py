@@ -129,36 +129,49 @@ def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab
 
 
 @njit(cache=True)
-def _intersect(ha, sa, ea, hb, sb, eb):
-    """|A ∩ B| of two sorted distinct runs; the smaller is looked up in the larger by binary search
-    when that is cheaper than a merge."""
-    if ea - sa > eb - sb:
-        ha, sa, ea, hb, sb, eb = hb, sb, eb, ha, sa, ea
+def _intersect(ha, sa, ea, hb, sb, eb, need):
+    """|A ∩ B| of two sorted distinct runs, or −1 as soon as it cannot reach ``need`` (the values of
+    A not yet looked up could not make up the difference). Each value of A is found in B by
+    galloping from the previous find (steps 1, 2, 4, … then a binary search): O(|A| log(|B|/|A|))
+    reads, each near the last — the case of a passage against a long document; when |A| > |B|/8
+    a merge is cheaper and the early stop is left out."""
+    if (ea - sa) * 8 >= eb - sb:
+        return intersect_runs(ha, sa, ea, hb, sb, eb)
     c = 0
-    if (ea - sa) * 20 < eb - sb:
-        lo = sb
-        for i in range(sa, ea):
-            v = ha[i]
+    lo = sb
+    for i in range(sa, ea):
+        if c + (ea - i) < need:
+            return -1
+        v = ha[i]
+        step = 1
+        hi = lo
+        while hi < eb and hb[hi] < v:
+            lo = hi + 1
+            hi = lo + step
+            step *= 2
+        if hi > eb:
             hi = eb
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if hb[mid] < v:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < eb and hb[lo] == v:
-                c += 1
-        return c
-    return intersect_runs(ha, sa, ea, hb, sb, eb)
+        while lo < hi:                      # the first position ≥ v lies in [lo, hi]
+            mid = (lo + hi) >> 1
+            if hb[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == eb:
+            break
+        if hb[lo] == v:
+            c += 1
+    return c if c >= need else -1
 
 
 @njit(cache=True)
-def cross_intersections(ha, offa, ii, hb, offb, jj):
-    """|A_ii[p] ∩ B_jj[p]| for sets of two sorted distinct CSR collections (a, b)."""
+def cross_intersections(ha, offa, ii, hb, offb, jj, need):
+    """|A_ii[p] ∩ B_jj[p]| for sets of two sorted distinct CSR collections (a, b), or −1 where it is
+    below ``need[p]`` (pass zeros for every exact size)."""
     n = ii.shape[0]
     out = np.empty(n, dtype=np.int64)
     for p in range(n):
         a = ii[p]
         b = jj[p]
-        out[p] = _intersect(ha, offa[a], offa[a + 1], hb, offb[b], offb[b + 1])
+        out[p] = _intersect(ha, offa[a], offa[a + 1], hb, offb[b], offb[b + 1], need[p])
     return out
