@@ -15,7 +15,8 @@ Three corpora (each folder's SOURCE.md says where it comes from):
   the negatives in a second, harder one.
 * Clough–Stevenson short answers: each answer against the Wikipedia source of its task;
   positive = cut or light, negative = non; heavy (paraphrase) is reported apart as the
-  share of heavy answers each decision flags.
+  share of heavy answers each decision flags. Also decided by ``ContainmentIndex``: the sources
+  indexed, each answer a query (exact check, and the MinHash estimate).
 * Chinese man pages, zh_CN × zh_TW, all 50 × 50 cross pairs; the 50 same-name pairs are
   the duplicates. zh_TW is used raw and after OpenCC traditional→simplified conversion
   (``t2s`` characters only, ``tw2sp`` with Taiwan phrases). OpenCC lives in a separate

@@ -292,3 +292,15 @@ def test_bad_input():
         containment_candidates(sigs, [1, 2], 0.5)
     lo, hi = containment_candidates(sigs, [0, 0, 0], 0.5)          # only empty documents: no pairs
     assert lo.shape == hi.shape == (0,)
+
+
+def test_datasketch_scheme_by_text():
+    """The datasketch-compatible schemes hash shingle strings: documents and queries come as text."""
+    idx = ContainmentIndex(threshold=0.7, scheme="datasketch-legacy")
+    idx.add(range(30), DOCS[:30])
+    part = " ".join(DOCS[4].split()[:120])
+    assert 4 in idx.query(part) and 4 in idx.query(part, verify="minhash") + idx.query(part, verify="none")
+    with pytest.raises(ValueError, match="as text"):
+        idx.add_features([99], Shingler().features([DOCS[40]]))
+    with pytest.raises(ValueError, match="as text"):
+        idx.query_features(Shingler().features([part]))
