@@ -290,6 +290,8 @@ def test_bad_input():
         containment_candidates(Signatures(np.zeros((2, 8), np.uint64), "bottomk", 1), [1, 1], 0.5)
     with pytest.raises(ValueError, match="sizes"):
         containment_candidates(sigs, [1, 2], 0.5)
+    with pytest.raises(ValueError, match="≥ 1"):
+        containment_params(0.5, 128, 0, 10)
     lo, hi = containment_candidates(sigs, [0, 0, 0], 0.5)          # only empty documents: no pairs
     assert lo.shape == hi.shape == (0,)
 

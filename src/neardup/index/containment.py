@@ -133,6 +133,8 @@ def containment_params(threshold: float, num_perm: int, query_size: int, doc_siz
     """The (b, r) with which a query of ``query_size`` distinct shingles is banded against a document of
     ``doc_size`` (those of its ratio class)."""
     t = _check_threshold(threshold)
+    if not (query_size >= 1 and doc_size >= 1):
+        raise ValueError(f"sizes must be ≥ 1 (an empty set is in no pair); got {query_size}, {doc_size}")
     lay = tuple(layouts) if layouts is not None else tuple(range(1, num_perm + 1))
     m_lo, tab_r, tab_b = class_table(t, int(num_perm), lay, mode, float(recall), int(grid))
     m = math.ceil(grid * math.log2(doc_size / query_size) - 1e-9)
