@@ -26,15 +26,17 @@ J(c) = c / (1 + ρ_m − c),
 * ``mode="recall"`` (default, as :func:`neardup.index.lsh.recall_params`): the (b, r) with
   P(t) ≥ ``recall`` (0.99) that admits the least false-positive mass ∫₀ᵗ P(c) dc; where no
   (b, r) with b r ≤ k reaches it (tiny J_t: passages far smaller than the document) the one with
-  the largest P(t). P(C) ≥ P(t) for every pair with C ≥ t, so the recall bound holds per pair.
+  the largest P(t). The bound holds per pair: P grows with J, J grows with C and falls with ρ,
+  and ρ_m ≥ ρ, so a pair with C ≥ t is a candidate with probability ≥ P(t) of its class.
 * ``mode="ensemble"``: Zhu et al.'s criterion, the least ∫₀ᵗ P dc + ∫ₜ¹ (1 − P) dc (the second
   integral with ρ_m raised to 1 for documents smaller than the query, which reach only C ≤ ρ).
 
 The index stores band keys for the layouts r that the table at its threshold uses, so queries of
 every size are answered from one set of tables. Documents with x < t q cannot reach C ≥ t and are
 never visited. Candidates are then checked: on the exact shingle sets when the index keeps them
-(``verify="exact"``), or by the estimate Ĉ = Ĵ (q + x) / ((1 + Ĵ) q) (``"minhash"``; noisy for
-small ρ⁻¹: Ĵ's error is about sqrt(J/k)), or not at all (``"none"``).
+(``verify="exact"``), or by the estimate Ĉ = Ĵ (q + x) / ((1 + Ĵ) q) (``"minhash"``; noisy when
+the query is a small part of the document: Ĵ's relative error is about 1 / sqrt(J k)), or not at
+all (``"none"``).
 """
 from __future__ import annotations
 
