@@ -259,3 +259,7 @@ def test_dedup_pairs_with_index_marks_indexed_documents(days, tmp_path):
     nulls = t.filter(t["row_b"].is_null())    # b: a document of the index (it has no input row)
     assert {str(r["cluster"]) for r in indexed} <= set(nulls["id_b"].to_pylist())
     assert nulls["row_a"].null_count == 0
+    # how each pair was decided survives the index's remapping: 'identical' only for equal signatures
+    rows = t.to_pylist()
+    assert {r["decided"] for r in rows} - {"identical"}, "day 2 has near (not only identical) copies"
+    assert all(r["similarity"] == 1.0 for r in rows if r["decided"] == "identical")

@@ -567,7 +567,7 @@ def _without_fixed(result: DuplicateResult, m: int) -> DuplicateResult:
 
     c = Clusters(move(result.clusters.cluster[m:]), result.clusters.similarity[m:])
     return DuplicateResult(c, move(result.pairs_lo), move(result.pairs_hi), result.pairs_sim, result.candidates,
-                           result.params, result.timings)
+                           result.params, result.timings, result.pairs_how)
 
 
 def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int,
