@@ -306,3 +306,29 @@ def test_datasketch_scheme_by_text():
         idx.add_features([99], Shingler().features([DOCS[40]]))
     with pytest.raises(ValueError, match="as text"):
         idx.query_features(Shingler().features([part]))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_dedup_metric_containment_finds_passages(tmp_path, seed):
+    """``dedup --metric containment`` bands each pair for its size ratio: a 200-word excerpt and the first
+    10 %, 30 % and 50 % of a 1,154-word host (C = 1, J from 0.09 to 0.5; Jaccard banding for 0.7 found
+    only the 60 % and longer passages) land in the host's cluster; unrelated documents stay alone."""
+    from hostile import cli, write_jsonl
+
+    host = WORDS[40000:41154]
+    texts = [" ".join(host), " ".join(host[400:600])] + [" ".join(host[:int(len(host) * p)]) for p in (0.1, 0.3, 0.5)]
+    others = [" ".join(WORDS[s:s + 300]) for s in (1000, 9000, 20000, 60000)]
+    src = write_jsonl(tmp_path / "in.jsonl", texts + others, ids=[f"d{i}" for i in range(len(texts) + len(others))])
+    out = tmp_path / "o"
+    code, _, err = cli("dedup", src, "-o", out, "--id-field", "id", "--metric", "containment", "--threshold", "0.7",
+                       "--seed", str(seed), "--linkage", "components", "-q")
+    assert code == 0, err
+    recs = [json.loads(x) for x in (out / "clusters.jsonl").read_text(encoding="utf-8").splitlines()]
+    cluster = {r["id"]: r["cluster"] for r in recs}
+    assert {cluster[f"d{i}"] for i in range(len(texts))} == {"d0"}
+    assert all(cluster[f"d{i}"] == f"d{i}" for i in range(len(texts), len(texts) + len(others)))
+    rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert rep["parameters"]["lsh_mode"].startswith("containment per size ratio")
+    b, r = rep["lsh"]["b"], rep["lsh"]["r"]          # the curve: two documents of equal size, over C
+    assert rep["lsh"]["curve_of"].startswith("containment")
+    assert rep["lsh"]["curve"][50][1] == pytest.approx(1 - (1 - (0.5 / 1.5) ** r) ** b, abs=1e-6)

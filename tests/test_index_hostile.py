@@ -68,6 +68,7 @@ def test_read_only_index_in_a_read_only_folder_opens_read_only(open_tmp):
     path = folder / "i.db"
     idx = DiskIndex.create(path)
     idx.add_batch(["a", "b"], TEXTS)
+    idx.query(TEXTS[0])   # its kernels compiled here: the child below could not write numba's cache
     idx.close()
     os.chmod(folder, 0o555)
 

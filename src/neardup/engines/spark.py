@@ -960,6 +960,14 @@ def _representatives(comps: DataFrame, docs: DataFrame) -> DataFrame:
     return comps.join(best, "label").select("row", "rep")
 
 
+def _known(sims: DataFrame, edges: DataFrame) -> DataFrame:
+    """(lo, hi, sim) with a verified pair's own similarity (exact where it was checked exactly) in place
+    of the estimate: the local :func:`~neardup.pipeline.find.known_similarity`."""
+    e = edges.select(F.col("lo").alias("_a"), F.col("hi").alias("_b"), F.col("sim").alias("_s"))
+    k = sims.withColumn("_a", F.least("lo", "hi")).withColumn("_b", F.greatest("lo", "hi"))
+    return k.join(e, ["_a", "_b"], "left").select("lo", "hi", F.coalesce("_s", "sim").alias("sim"))
+
+
 def _split_drift(assign: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> tuple[DataFrame, int]:
     """The local ``max_drift`` rule: members less similar than t − δ to their representative are split
     off and clustered among themselves (components of the verified pairs between them), repeatedly."""
@@ -980,7 +988,8 @@ def _split_drift(assign: DataFrame, edges: DataFrame, docs: DataFrame, cfg: Dedu
         members = _representatives(comps, docs)
         alone = bad.join(members.select("row"), "row", "left_anti").select("row", F.col("row").alias("rep"))
         moved = members.filter(F.col("row") != F.col("rep"))
-        msim = _similarities(moved.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg)
+        msim = _known(_similarities(moved.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg),
+                      edges)
         new = (alone.unionByName(members.filter(F.col("row") == F.col("rep")))
                     .select("row", "rep", F.lit(1.0).alias("sim"))
                     .unionByName(msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")))
@@ -998,7 +1007,7 @@ def _finish_component(table, cfg_json):
     whole connected components (relabelled 0..m−1 in row order, which the local kernels see the same
     way) → (row, rep, sim)."""
     from ..clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
-    from ..pipeline.find import exact_similarity, minhash_similarity  # noqa: PLC0415
+    from ..pipeline.find import exact_similarity, known_similarity, minhash_similarity  # noqa: PLC0415
     from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
@@ -1038,7 +1047,8 @@ def _finish_component(table, cfg_json):
         oracle = SimilarityOracle.equal()
     keep = cfg["keep"]
     threshold, drift = _rule(cfg)
-    c = build_clusters(rows.shape[0], lo, hi, similarity, keep=keep, lengths=score if keep == "longest" else None,
+    known = known_similarity(similarity, lo, hi, esim, rows.shape[0])
+    c = build_clusters(rows.shape[0], lo, hi, known, keep=keep, lengths=score if keep == "longest" else None,
                        keys=score if keep == "key" else None, threshold=threshold, max_drift=drift,
                        linkage=cfg["linkage"], edge_sim=esim, oracle=oracle, sample=_SAMPLE)
     return pa.table({"row": pa.array(rows, pa.int64()), "rep": pa.array(rows[c.cluster], pa.int64()),
@@ -1072,6 +1082,48 @@ def _finish_partition(batches, cfg_json):
     table = pa.Table.from_batches(parts)
     out = _finish_component(table, cfg_json)
     yield from out.to_batches(max_chunksize=65536)
+
+
+def _band_cands(distinct: DataFrame, lsh, cfg: DedupConfig, max_bucket: int) -> DataFrame:
+    """LSH candidates (lo < hi) among the distinct rows (row, sig), persisted: rows sharing a band key;
+    a bucket of more than ``max_bucket`` rows links each to its first (the local ``candidate_pairs``)."""
+    bands = distinct.mapInArrow(partial(_band_batches, b=lsh.b, r=lsh.r, dtype=_sig_dtype(cfg)),
+                                "band int, key long, row long")
+    w = Window.partitionBy("band", "key")
+    bk = (bands.withColumn("cnt", F.count(F.lit(1)).over(w)).withColumn("mn", F.min("row").over(w))
+               .filter(F.col("cnt") >= 2).persist(StorageLevel.MEMORY_AND_DISK))
+    star = bk.filter((F.col("cnt") > max_bucket) & (F.col("row") != F.col("mn"))).select(
+        F.col("mn").alias("lo"), F.col("row").alias("hi"))
+    small = bk.filter(F.col("cnt") <= max_bucket).select("band", "key", "row")
+    pa_, pb_ = small.alias("a"), small.alias("b")
+    allp = pa_.join(pb_, (F.col("a.band") == F.col("b.band")) & (F.col("a.key") == F.col("b.key"))
+                    & (F.col("a.row") < F.col("b.row"))) \
+        .select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"))
+    cands = star.unionByName(allp).distinct().persist(StorageLevel.MEMORY_AND_DISK)
+    cands.count()
+    bk.unpersist()
+    return cands
+
+
+def _containment_cands(spark, rows: DataFrame, cfg: DedupConfig):
+    """``--metric containment`` candidates (lo < hi) among the distinct rows (row, sig, size), banded per
+    size ratio by the local rule (:func:`~neardup.pipeline.find.containment_candidate_pairs`), and the
+    report's LSH parameters. The signatures and sizes go to the driver (n × k × 8 bytes, e.g. 1 GB for
+    a million documents at k = 128) and the compiled probe runs there: the per-ratio banding has no
+    shuffle formulation that stays near a band join's size (a pair's bands depend on both sizes)."""
+    from ..pipeline.find import containment_candidate_pairs, containment_lsh  # noqa: PLC0415
+
+    t = rows.select("row", "sig", "size").orderBy("row").toArrow()
+    row = t.column("row").to_numpy().astype(np.int64)
+    values = _binary_rows(t.column("sig").combine_chunks(), _sig_dtype(cfg)) if row.shape[0] else \
+        np.zeros((0, cfg.num_perm), dtype=_sig_dtype(cfg))
+    sizes = t.column("size").to_numpy().astype(np.int64)
+    lo, hi = containment_candidate_pairs(values, sizes, cfg.threshold, cfg.lsh_mode, cfg.recall)
+    lsh = containment_lsh(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall)
+    table = pa.table({"lo": pa.array(row[lo], pa.int64()), "hi": pa.array(row[hi], pa.int64())})
+    cands = spark.createDataFrame(table.to_pandas(), "lo long, hi long").persist(StorageLevel.MEMORY_AND_DISK)
+    cands.count()
+    return cands, lsh
 
 
 def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket: int = MAX_BUCKET,
@@ -1114,21 +1166,12 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         _phase(spark, "LSH candidates")
         t0 = time.perf_counter()
         distinct = live.join(dup.select(F.col("hi").alias("row")), "row", "left_anti").select("row", "sig")
-        bands = distinct.mapInArrow(partial(_band_batches, b=lsh.b, r=lsh.r, dtype=_sig_dtype(cfg)),
-                                    "band int, key long, row long")
-        w = Window.partitionBy("band", "key")
-        bk = (bands.withColumn("cnt", F.count(F.lit(1)).over(w)).withColumn("mn", F.min("row").over(w))
-                   .filter(F.col("cnt") >= 2).persist(StorageLevel.MEMORY_AND_DISK))
-        star = bk.filter((F.col("cnt") > max_bucket) & (F.col("row") != F.col("mn"))).select(
-            F.col("mn").alias("lo"), F.col("row").alias("hi"))
-        small = bk.filter(F.col("cnt") <= max_bucket).select("band", "key", "row")
-        pa_, pb_ = small.alias("a"), small.alias("b")
-        allp = pa_.join(pb_, (F.col("a.band") == F.col("b.band")) & (F.col("a.key") == F.col("b.key"))
-                        & (F.col("a.row") < F.col("b.row"))) \
-            .select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"))
-        cands = star.unionByName(allp).distinct().persist(StorageLevel.MEMORY_AND_DISK)
+        if cfg.metric == "containment" and lsh.mode != "explicit":
+            cands, lsh = _containment_cands(spark, live.join(distinct.select("row"), "row"), cfg)
+            params = {"b": lsh.b, "r": lsh.r, "lsh_mode": lsh.mode}
+        else:
+            cands = _band_cands(distinct, lsh, cfg, max_bucket)
         n_cand = cands.count()
-        bk.unpersist()
         timings["candidates"] = time.perf_counter() - t0
         # verification on the full signatures
         _phase(spark, "verify")
@@ -1183,7 +1226,8 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     reps = members.filter(F.col("row") == F.col("rep")).select("row", "rep", F.lit(1.0).alias("sim"))
     others = members.filter(F.col("row") != F.col("rep"))
     if cfg.method in ("minhash", "simhash"):
-        msim = _similarities(others.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg)
+        msim = _known(_similarities(others.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg),
+                      edges)
         msim = msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")
     else:
         msim = others.select("row", "rep", F.lit(1.0).alias("sim"))

@@ -68,6 +68,60 @@ def borderline_mask(j, size_a, size_b, threshold: float, num_perm: int, metric: 
     return np.abs(j - jt) <= z * np.sqrt(jt * (1.0 - jt) / num_perm)
 
 
+def containment_candidate_pairs(values, sizes, threshold: float, lsh_mode: str, recall: float, rows=None):
+    """Candidate pairs (lo < hi) for ``metric="containment"``: either document may hold the other to
+    ≥ t, each pair banded for its own size ratio (:func:`neardup.index.containment.containment_candidates`,
+    after LSH Ensemble) — not as a Jaccard threshold, which a passage in a long document never reaches.
+    ``lsh_mode`` ``recall…`` targets ``recall`` at C = t per pair; ``datasketch`` uses Zhu et al.'s
+    equal-weight error criterion. The one rule both engines use."""
+    from ..index.containment import containment_candidates  # noqa: PLC0415
+
+    mode = "ensemble" if lsh_mode == "datasketch" else "recall"
+    ci, cj = containment_candidates(values, np.asarray(sizes, dtype=np.int64), threshold, mode=mode, recall=recall,
+                                    rows=rows)
+    if ci.shape[0] == 0:
+        return ci, cj
+    n = np.int64(values.shape[0])
+    code = np.unique(np.minimum(ci, cj) * n + np.maximum(ci, cj))
+    return code // n, code % n
+
+
+def containment_lsh(threshold: float, num_perm: int, lsh_mode: str, recall: float) -> LSHParams:
+    """What a report shows of containment banding: the (b, r) of two documents of one size (every
+    other size ratio has its own), and the rule."""
+    from ..index.containment import containment_params  # noqa: PLC0415
+
+    mode = "ensemble" if lsh_mode == "datasketch" else "recall"
+    b, r = containment_params(threshold, num_perm, 1000, 1000, mode=mode, recall=recall)
+    label = f"recall≥{recall}" if mode == "recall" else "datasketch"
+    return LSHParams(b, r, threshold, f"containment per size ratio ({label})")
+
+
+def known_similarity(similarity, lo, hi, sim, n: int):
+    """``similarity_to`` for :func:`~neardup.clusters.build_clusters`: a verified pair's own similarity
+    (exact where ``--verify borderline`` checked it: the estimate of a passage in a long document can
+    be far off), ``similarity(a, b)`` for any other pair. Rows are 0 … n − 1."""
+    lo = np.asarray(lo, dtype=np.int64)
+    if lo.shape[0] == 0:
+        return similarity
+    hi = np.asarray(hi, dtype=np.int64)
+    n = np.int64(max(int(n), 1))
+    code = np.minimum(lo, hi) * n + np.maximum(lo, hi)
+    order = np.argsort(code, kind="stable")
+    code, known = code[order], np.asarray(sim, dtype=np.float64)[order]
+
+    def similarity_to(a, b):
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        out = np.array(similarity(a, b), dtype=np.float64)
+        c = np.minimum(a, b) * n + np.maximum(a, b)
+        pos = np.minimum(np.searchsorted(code, c), code.shape[0] - 1)
+        hit = code[pos] == c
+        out[hit] = known[pos[hit]]
+        return out
+
+    return similarity_to
+
+
 def containment_from_jaccard(j, size_a, size_b):
     """C(A ⊆ B) estimated from J and the set sizes (0 where |A| = 0)."""
     j = np.asarray(j, dtype=np.float64)
@@ -176,7 +230,11 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     timings["identical"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    lo, hi = candidate_pairs(values, params.b, params.r, max_bucket=max_bucket, rows=distinct)
+    if metric == "containment" and params.mode != "explicit":
+        lo, hi = containment_candidate_pairs(values, sizes, threshold, params.mode, recall, distinct)
+        params = containment_lsh(threshold, sigs.num_perm, params.mode, recall)
+    else:
+        lo, hi = candidate_pairs(values, params.b, params.r, max_bucket=max_bucket, rows=distinct)
     timings["candidates"] = time.perf_counter() - t0
     n_candidates = int(lo.shape[0])
 
@@ -219,8 +277,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
             oracle = SimilarityOracle.minhash(values, empty_value(sigs.scheme))
         else:
             oracle = SimilarityOracle.equal()  # containment is not symmetric: merges follow the verified pairs
-    clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys,
-                              threshold=threshold, max_drift=max_drift, linkage=linkage, edge_sim=sim,
+    clusters = build_clusters(n, lo, hi, known_similarity(similarity, lo, hi, sim, n), keep=keep, lengths=lengths,
+                              keys=keys, threshold=threshold, max_drift=max_drift, linkage=linkage, edge_sim=sim,
                               oracle=oracle, sample=sample)
     timings["clusters"] = time.perf_counter() - t0
     if border:

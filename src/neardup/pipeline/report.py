@@ -41,13 +41,20 @@ def similarity_counts(similarities) -> list[int]:
     return counts.tolist()
 
 
-def lsh_report(threshold: float, b: int, r: int) -> dict:
-    """The report's LSH section: the bands and 101 points of their S-curve."""
+def lsh_report(threshold: float, b: int, r: int, mode: str = "") -> dict:
+    """The report's LSH section: the bands and 101 points of their S-curve. Containment banding
+    (``mode`` "containment per size ratio …") gives each pair the bands of its size ratio; the curve
+    shown is then that of two documents of equal size, over their containment C (J = C / (2 − C))."""
     from ..index.lsh import s_curve  # noqa: PLC0415
 
     xs = np.linspace(0.0, 1.0, 101)
-    return {"b": b, "r": r, "threshold": threshold,
-            "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, s_curve(xs, b, r))]}
+    per_ratio = mode.startswith("containment")
+    ys = s_curve(xs / (2.0 - xs) if per_ratio else xs, b, r)
+    out = {"b": b, "r": r, "threshold": threshold,
+           "curve": [[round(float(x), 4), round(float(y), 6)] for x, y in zip(xs, ys)]}
+    if per_ratio:
+        out["curve_of"] = "containment, two documents of equal size (each size ratio has its own bands)"
+    return out
 
 
 @dataclass
@@ -148,7 +155,7 @@ def build_report(s: RunSummary) -> dict:
                     for k, d, sim, kt, dt in s.samples],
     })
     if c.method == "minhash" and s.lsh is not None:
-        report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1])
+        report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1], s.lsh[2])
     if s.index is not None:
         report["index"] = s.index
     report.update(s.extra)

@@ -270,7 +270,13 @@ def _lsh(r: dict) -> str:
                 break
     chart = svg.s_curve("chart-lsh", points, threshold=t, p_at=p_at, label="LSH S-curve")
     parts = []
-    if have_br:
+    per_ratio = isinstance(lsh.get("curve_of"), str)
+    if per_ratio and have_br:
+        parts.append(f"Containment: each pair is banded for the ratio of its two set sizes; shown, two documents "
+                     f"of equal size (b = {b} bands × r = {rows} rows): containment C is Jaccard s = C / (2 − C), "
+                     f"a candidate with probability 1 − (1 − s{_sup(rows)}){_sup(b)}.")
+        p_at = 1 - (1 - (t / (2 - t)) ** rows) ** b if t is not None else None
+    elif have_br:
         parts.append(f"b = {b} bands × r = {rows} rows: a pair with Jaccard similarity s becomes a candidate "
                      f"with probability 1 − (1 − s{_sup(rows)}){_sup(b)}.")
     if p_at is not None:
