@@ -146,3 +146,31 @@ def test_fused_text_kernels_equal_the_two_step_path(ngram):
     fps, sizes = sh.sign_batch_sizes(FUSED_TEXTS)
     assert np.array_equal(fps, sh.sign_features(sh.shingler.features(FUSED_TEXTS)))
     assert np.array_equal(sizes, sh.shingler.features(FUSED_TEXTS).sizes())
+
+
+def test_exact_pair_stats_on_all_paths_equal_brute_force(monkeypatch):
+    """|A ∩ B| by merge (similar sizes), by galloping (sizes 8× apart or more: a passage against a
+    long document) and on all threads (large batches) equals numpy's set intersection; the larger
+    containment is |A ∩ B| / min(|A|, |B|)."""
+    import neardup.similarity.jaccard as sj
+    from neardup.features.shingles import Features
+
+    rng = np.random.default_rng(7)
+    sets = []
+    for i in range(300):
+        n = int(rng.integers(0, 4000)) if i % 5 else int(rng.integers(0, 30))
+        sets.append(np.unique(rng.integers(0, 6000, size=n).astype(np.uint64)))
+    off = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(s) for s in sets], out=off[1:])
+    f = Features(np.concatenate(sets), off, np.ones(off[-1], np.int64))
+    ii, jj = rng.integers(0, 300, 5000), rng.integers(0, 300, 5000)
+    ref = np.array([len(np.intersect1d(sets[a], sets[b])) for a, b in zip(ii, jj)])
+    ratio = np.array([max(len(sets[a]), len(sets[b])) / max(1, min(len(sets[a]), len(sets[b]))) for a, b in zip(ii, jj)])
+    assert (ratio >= 8).sum() > 500 and (ratio < 8).sum() > 500      # both intersection paths are taken
+    serial = sj._stats(f, ii, jj)[0]
+    monkeypatch.setattr(sj, "PARALLEL_PAIRS", 1)
+    parallel = sj._stats(f, ii, jj)[0]
+    assert np.array_equal(serial, ref) and np.array_equal(parallel, ref)
+    sizes = np.array([len(s) for s in sets])
+    want = np.where((sizes[ii] > 0) & (sizes[jj] > 0), ref / np.maximum(np.minimum(sizes[ii], sizes[jj]), 1), 0.0)
+    assert np.array_equal(sj.max_containment_pairs(f, ii, jj), want)

@@ -214,13 +214,14 @@ def _probe(tables: list[_Table], qvalues, qsizes, qrows, sizes, live, layouts, n
 
 
 def containment_candidates(signatures, sizes, threshold: float, *, mode: str = "recall", recall: float = 0.99,
-                           grid: int = GRID, rows=None) -> tuple[np.ndarray, np.ndarray]:
+                           grid: int = GRID, rows=None, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i, j) of a collection for containment of document i in document j,
     C(i ⊆ j) = |S_i ∩ S_j| / |S_i| ≥ ``threshold``: each pair banded for its own size ratio
     (module docstring), i ≠ j, documents of size 0 never in a pair, pairs sorted by (i, j). Both
     directions of a pair may appear. ``signatures``: a :class:`Signatures` or an n × k array;
     ``sizes``: distinct shingles per document; ``rows``: the documents to consider (default all;
-    the pairs name rows of the whole matrix)."""
+    the pairs name rows of the whole matrix); ``sort=False`` leaves them in no particular order (a
+    caller that folds both directions together sorts once itself)."""
     t = _check_threshold(threshold)
     if isinstance(signatures, Signatures):
         if signatures.scheme == "bottomk":
@@ -246,6 +247,8 @@ def containment_candidates(signatures, sizes, threshold: float, *, mode: str = "
     local = np.arange(ids.shape[0], dtype=np.int64)
     qi, ri = _probe([table], sub, sub_sizes, local, sub_sizes, np.ones(ids.shape[0], np.bool_), layouts, k, t, tab,
                     grid)
+    if not sort:
+        return ids[qi], ids[ri]
     order = np.lexsort((ri, qi))
     return ids[qi[order]], ids[ri[order]]
 

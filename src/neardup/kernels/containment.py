@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .jaccard import intersect_runs
+from .jaccard import intersect_bounded
 from .lsh import _grow
 
 
@@ -129,42 +129,6 @@ def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab
 
 
 @njit(cache=True)
-def _intersect(ha, sa, ea, hb, sb, eb, need):
-    """|A ∩ B| of two sorted distinct runs, or −1 as soon as it cannot reach ``need`` (the values of
-    A not yet looked up could not make up the difference). Each value of A is found in B by
-    galloping from the previous find (steps 1, 2, 4, … then a binary search): O(|A| log(|B|/|A|))
-    reads, each near the last — the case of a passage against a long document; when |A| > |B|/8
-    a merge is cheaper and the early stop is left out."""
-    if (ea - sa) * 8 >= eb - sb:
-        return intersect_runs(ha, sa, ea, hb, sb, eb)
-    c = 0
-    lo = sb
-    for i in range(sa, ea):
-        if c + (ea - i) < need:
-            return -1
-        v = ha[i]
-        step = 1
-        hi = lo
-        while hi < eb and hb[hi] < v:
-            lo = hi + 1
-            hi = lo + step
-            step *= 2
-        if hi > eb:
-            hi = eb
-        while lo < hi:                      # the first position ≥ v lies in [lo, hi]
-            mid = (lo + hi) >> 1
-            if hb[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo == eb:
-            break
-        if hb[lo] == v:
-            c += 1
-    return c if c >= need else -1
-
-
-@njit(cache=True)
 def cross_intersections(ha, offa, ii, hb, offb, jj, need):
     """|A_ii[p] ∩ B_jj[p]| for sets of two sorted distinct CSR collections (a, b), or −1 where it is
     below ``need[p]`` (pass zeros for every exact size)."""
@@ -173,5 +137,5 @@ def cross_intersections(ha, offa, ii, hb, offb, jj, need):
     for p in range(n):
         a = ii[p]
         b = jj[p]
-        out[p] = _intersect(ha, offa[a], offa[a + 1], hb, offb[b], offb[b + 1], need[p])
+        out[p] = intersect_bounded(ha, offa[a], offa[a + 1], hb, offb[b], offb[b + 1], need[p])
     return out

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -24,8 +24,58 @@ def intersect_runs(ha, sa, ea, hb, sb, eb):
 
 
 @njit(cache=True)
+def intersect_bounded(ha, sa, ea, hb, sb, eb, need):
+    """|A ∩ B| of two sorted distinct runs, or −1 as soon as it cannot reach ``need`` (the values of
+    A not yet looked up could not make up the difference). Each value of A is found in B by
+    galloping from the previous find (steps 1, 2, 4, … then a binary search): O(|A| log(|B|/|A|))
+    reads, each near the last — the case of a passage against a long document; when |A| > |B|/8
+    a merge is cheaper and the early stop is left out."""
+    if (ea - sa) * 8 >= eb - sb:
+        return intersect_runs(ha, sa, ea, hb, sb, eb)
+    c = 0
+    lo = sb
+    for i in range(sa, ea):
+        if c + (ea - i) < need:
+            return -1
+        v = ha[i]
+        step = 1
+        hi = lo
+        while hi < eb and hb[hi] < v:
+            lo = hi + 1
+            hi = lo + step
+            step *= 2
+        if hi > eb:
+            hi = eb
+        while lo < hi:                      # the first position ≥ v lies in [lo, hi]
+            mid = (lo + hi) >> 1
+            if hb[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == eb:
+            break
+        if hb[lo] == v:
+            c += 1
+    return c if c >= need else -1
+
+
+@njit(cache=True)
 def intersect_size(h, sa, ea, sb, eb):
-    return intersect_runs(h, sa, ea, h, sb, eb)
+    """|A ∩ B| of two runs of one array: the smaller looked up in the larger by galloping when their
+    sizes differ by 8× or more (a passage against a long document), else a merge."""
+    if ea - sa <= eb - sb:
+        return intersect_bounded(h, sa, ea, h, sb, eb, 0)
+    return intersect_bounded(h, sb, eb, h, sa, ea, 0)
+
+
+@njit(cache=True)
+def _pair_range(h, off, ii, jj, inter, na, nb, start, end):
+    for p in range(start, end):
+        a = ii[p]
+        b = jj[p]
+        inter[p] = intersect_size(h, off[a], off[a + 1], off[b], off[b + 1])
+        na[p] = off[a + 1] - off[a]
+        nb[p] = off[b + 1] - off[b]
 
 
 @njit(cache=True)
@@ -35,10 +85,19 @@ def pair_stats(h, off, ii, jj):
     inter = np.empty(n, dtype=np.int64)
     na = np.empty(n, dtype=np.int64)
     nb = np.empty(n, dtype=np.int64)
-    for p in range(n):
-        a = ii[p]
-        b = jj[p]
-        inter[p] = intersect_size(h, off[a], off[a + 1], off[b], off[b + 1])
-        na[p] = off[a + 1] - off[a]
-        nb[p] = off[b + 1] - off[b]
+    _pair_range(h, off, ii, jj, inter, na, nb, 0, n)
+    return inter, na, nb
+
+
+@njit(cache=True, parallel=True)
+def pair_stats_parallel(h, off, ii, jj, chunks):
+    """:func:`pair_stats` with the pairs cut into ``chunks`` stretches run on all threads (for large
+    batches; numba's default thread pool must not be entered from two Python threads at once)."""
+    n = ii.shape[0]
+    inter = np.empty(n, dtype=np.int64)
+    na = np.empty(n, dtype=np.int64)
+    nb = np.empty(n, dtype=np.int64)
+    step = (n + chunks - 1) // chunks
+    for c in prange(chunks):
+        _pair_range(h, off, ii, jj, inter, na, nb, c * step, min(n, (c + 1) * step))
     return inter, na, nb

@@ -18,7 +18,7 @@ import numpy as np
 from ..clusters import Clusters, SimilarityOracle, build_clusters
 from ..features.shingles import Features
 from ..index.lsh import MAX_BUCKET, LSHParams, candidate_pairs, choose_params, identical_rows
-from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
+from ..similarity.jaccard import exact_jaccard_pairs, max_containment_pairs
 from ..sketches.minhash import Signatures, empty_value, jaccard_rows
 
 METRICS = ("jaccard", "containment")
@@ -78,11 +78,14 @@ def containment_candidate_pairs(values, sizes, threshold: float, lsh_mode: str, 
 
     mode = "ensemble" if lsh_mode == "datasketch" else "recall"
     ci, cj = containment_candidates(values, np.asarray(sizes, dtype=np.int64), threshold, mode=mode, recall=recall,
-                                    rows=rows)
+                                    rows=rows, sort=False)
     if ci.shape[0] == 0:
         return ci, cj
     n = np.int64(values.shape[0])
-    code = np.unique(np.minimum(ci, cj) * n + np.maximum(ci, cj))
+    code = np.minimum(ci, cj) * n + np.maximum(ci, cj)
+    del ci, cj
+    code.sort()
+    code = code[np.concatenate(([True], code[1:] != code[:-1]))]
     return code // n, code % n
 
 
@@ -146,7 +149,7 @@ def exact_similarity(features: Features, a, b, metric: str) -> np.ndarray:
     the larger of the two containments. The one rule both engines use."""
     if metric == "jaccard":
         return exact_jaccard_pairs(features, a, b)
-    return np.maximum(containment_pairs(features, a, b), containment_pairs(features, b, a))
+    return max_containment_pairs(features, a, b)
 
 
 @dataclass

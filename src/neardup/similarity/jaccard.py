@@ -5,12 +5,16 @@ of anything, themselves included), matching the MinHash estimators.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 
 import numpy as np
 
 from ..features.shingles import Features, Shingler
-from ..kernels.jaccard import pair_stats
+from ..kernels.jaccard import pair_stats, pair_stats_parallel
+
+#: from this many pairs on, the main thread computes them on all cores
+PARALLEL_PAIRS = 100_000
 
 
 def _stats(features: Features, ii, jj):
@@ -22,6 +26,10 @@ def _stats(features: Features, ii, jj):
         raise ValueError("row index arrays must have the same shape")
     if ii.size and (ii.min() < 0 or jj.min() < 0 or ii.max() >= n or jj.max() >= n):
         raise IndexError(f"row index out of range for {n} documents")
+    if ii.shape[0] >= PARALLEL_PAIRS and threading.current_thread() is threading.main_thread():
+        import numba  # noqa: PLC0415
+
+        return pair_stats_parallel(u.hashes, u.offsets, ii, jj, 4 * numba.get_num_threads())
     return pair_stats(u.hashes, u.offsets, ii, jj)
 
 
@@ -37,6 +45,12 @@ def containment_pairs(features: Features, ii, jj) -> np.ndarray:
     """Exact containment |A ∩ B| / |A| of document ii[p] in document jj[p]."""
     inter, na, nb = _stats(features, ii, jj)
     return np.where((na > 0) & (nb > 0), inter / np.maximum(na, 1), 0.0)
+
+
+def max_containment_pairs(features: Features, ii, jj) -> np.ndarray:
+    """The larger containment of each pair, |A ∩ B| / min(|A|, |B|) (one intersection, not two)."""
+    inter, na, nb = _stats(features, ii, jj)
+    return np.where((na > 0) & (nb > 0), inter / np.maximum(np.minimum(na, nb), 1), 0.0)
 
 
 def exact_jaccard(a, b, tokenizer: str = "word", ngram: int = 5, **kwargs) -> float:
