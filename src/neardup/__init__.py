@@ -37,13 +37,14 @@ from .sketches import (
     hamming,
     hamming_array,
     is_near,
+    sign_sets,
 )
 from .text import Normalizer
 
 __all__ = [
     "__version__", "Features", "IdfTable", "Shingler", "containment_pairs", "exact_jaccard",
     "exact_jaccard_pairs", "set_jaccard", "SCHEMES", "MinHash", "MinHasher", "SentenceSigner",
-    "Signatures", "SimHasher", "exact_hash", "hamming", "hamming_array", "is_near", "Normalizer",
+    "Signatures", "SimHasher", "exact_hash", "hamming", "hamming_array", "is_near", "Normalizer", "sign_sets",
     # running a deduplication
     "DedupConfig", "run_dedup", "DuplicateResult", "find_minhash_duplicates", "find_simhash_duplicates",
     "find_equal_duplicates", "join_pairs", "run_pairs", "LSHParams", "choose_params", "InputSpec",

@@ -6,6 +6,7 @@ are different items, while the int 42 and numpy's uint64 42 are the same.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 
 import numpy as np
@@ -35,9 +36,21 @@ def _hash_spans(buf, offsets):
 def hash_items(items: Iterable) -> np.ndarray:
     """64-bit hashes of items, vectorised for numpy integer arrays."""
     if isinstance(items, np.ndarray) and items.dtype.kind in "iu":
-        words = np.ascontiguousarray(items.astype(np.int64 if items.dtype.kind == "i" else np.uint64)
-                                     .view(np.uint64).astype("<u8"))
+        wide = items.astype(np.int64 if items.dtype.kind == "i" else np.uint64, copy=False).view(np.uint64)
+        words = np.ascontiguousarray(wide if sys.byteorder == "little" else wide.astype("<u8"))
         return _hash_u64_words(words)
+    parts = item_bytes(items)
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if offsets[-1] else np.zeros(1, dtype=np.uint8)
+    return _hash_spans(buf, offsets)
+
+
+def item_bytes(items: Iterable) -> list[bytes]:
+    """The bytes that stand for each item (see the module docstring); TypeError / ValueError for an
+    item of another type or an integer outside 64 bits."""
+    if isinstance(items, np.ndarray) and items.dtype.kind in "iu":
+        items = items.tolist()
     parts: list[bytes] = []
     for it in items:
         if isinstance(it, str):
@@ -51,7 +64,4 @@ def hash_items(items: Iterable) -> np.ndarray:
             parts.append((v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little"))
         else:
             raise TypeError(f"set items must be str, bytes or int, got {type(it).__name__}")
-    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=offsets[1:])
-    buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if offsets[-1] else np.zeros(1, dtype=np.uint8)
-    return _hash_spans(buf, offsets)
+    return parts

@@ -25,7 +25,7 @@ from ..features.shingles import Features, Shingler
 from ..kernels import minhash as K
 from ..text.normalize import encode_batch, kernel_char_map
 from ..text.unicode import char_map, class_table
-from .items import hash_items
+from .items import hash_items, item_bytes
 
 SCHEMES = ("oph", "permutation", "bottomk", "datasketch-legacy", "datasketch-affine32")
 DEFAULT_SCHEME = "oph"
@@ -108,7 +108,7 @@ class MinHash:
         if isinstance(items, (str, bytes)):
             items = [items]
         if self.scheme.startswith("datasketch"):
-            toks = [i.encode("utf-8") if isinstance(i, str) else bytes(i) for i in items]
+            toks = item_bytes(items)      # the bytes hash_items hashes (an int: 8 bytes little-endian)
             part = _datasketch_values([toks], self.num_perm, self.scheme, self.seed)[0]
             np.minimum(self._state, part, out=self._state)
             return self

@@ -1,0 +1,258 @@
+"""Sets of items (user ids, product ids, tags …) → MinHash signatures, a whole batch at a time.
+
+``sign_sets(sets, num_perm=128, scheme="oph", seed=1)`` takes the sets as an Arrow list array
+(``list``/``large_list``/``fixed_size_list`` of integers, strings or binary; chunked or not), as CSR
+``(indptr, values)`` of numpy arrays, or as a Python sequence of iterables. Items are the ones of
+:mod:`neardup.sketches.items`: an integer is its 8-byte little-endian two's-complement form, a
+string its UTF-8 bytes, so ``42`` and ``"42"`` are different items while int8 42 and uint64 42 are
+the same; each hashes to XXH64(bytes, 0). A set is a set: duplicate items count once (MinHash is
+the minimum over the items, so repeating one changes nothing; ``sizes`` counts distinct items).
+The signature of row i is exactly ``MinHash(num_perm, scheme, seed).update(items_i).hashvalues``
+(tested); an empty set gets the empty signature, which estimates 0 against everything.
+
+Nulls: ``nulls="error"`` (default) refuses a null set or a null item, naming the row;
+``nulls="ignore"`` reads a null set as the empty set and leaves null items out.
+
+The native schemes hash Arrow or numpy buffers inside compiled kernels (no Python object per
+item); the ``datasketch-*`` schemes hash item bytes by SHA-1 as datasketch does.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..features.shingles import Features
+from .items import _hash_spans, _hash_u64_words, hash_items, item_bytes
+from .minhash import SCHEMES, Signatures, _check, _datasketch_values, sign_features
+
+NULLS = ("error", "ignore")
+
+
+def sign_sets(sets, num_perm: int = 128, scheme: str = "oph", seed: int = 1, *, nulls: str = "error",
+              sizes: bool = False):
+    """Signatures (:class:`Signatures`, one row per set) of a batch of item sets; with ``sizes=True``
+    also the number of distinct items of each set (what containment needs). See the module
+    docstring for the inputs, items and nulls."""
+    _check(num_perm, scheme, seed)
+    if nulls not in NULLS:
+        raise ConfigError(f"nulls must be one of {NULLS}, got {nulls!r}")
+    if scheme.startswith("datasketch"):
+        buf, offsets, indptr = _as_bytes(sets, nulls)
+        tokens = [[bytes(buf[offsets[j]:offsets[j + 1]]) for j in range(indptr[i], indptr[i + 1])]
+                  for i in range(indptr.shape[0] - 1)]
+        values = _datasketch_values(tokens, int(num_perm), scheme, int(seed))
+        hashes = _hash_spans(buf, offsets) if sizes else None
+    else:
+        hashes, indptr = _as_hashes(sets, nulls)
+        values = sign_features(Features(hashes, indptr), int(num_perm), scheme, int(seed))
+    config = {"method": "minhash", "num_perm": int(num_perm), "scheme": scheme, "seed": int(seed), "items": True}
+    sigs = Signatures(values, scheme, int(seed), config)
+    if not sizes:
+        return sigs
+    return sigs, Features(hashes, indptr).unique().sizes().astype(np.int64)
+
+
+# -- inputs → (hashes, indptr) ----------------------------------------------------------------------------
+def _as_hashes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray]:
+    arrow = _arrow_list(sets)
+    if arrow is not None:
+        return _arrow_hashes(arrow, nulls)
+    if isinstance(sets, tuple) and len(sets) == 2 and not isinstance(sets[0], (str, bytes)) \
+            and _is_indptr(sets[0]):
+        return _csr_hashes(*sets)
+    return _python_hashes(sets, nulls)
+
+
+def _is_indptr(x) -> bool:
+    return isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind in "iu"
+
+
+def _arrow_list(sets):
+    """A pyarrow list array (chunks combined) or None when ``sets`` is not Arrow."""
+    try:
+        import pyarrow as pa  # noqa: PLC0415
+    except ImportError:  # pragma: no cover
+        return None
+    if isinstance(sets, pa.ChunkedArray):
+        sets = sets.combine_chunks() if sets.num_chunks != 1 else sets.chunk(0)
+    if not isinstance(sets, pa.Array):
+        return None
+    t = sets.type
+    if pa.types.is_fixed_size_list(t):
+        sets = sets.cast(pa.large_list(t.value_type))
+    elif not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        raise ConfigError(f"sets as an Arrow array must be a list array (one list of items per set); got {t}")
+    return sets
+
+
+def _row_of(indptr: np.ndarray, position: int) -> int:
+    """The set (row) holding item ``position``."""
+    return int(np.searchsorted(indptr, position, side="right") - 1)
+
+
+def _arrow_hashes(arr, nulls: str) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow as pa  # noqa: PLC0415
+
+    n = len(arr)
+    offsets = np.asarray(arr.offsets, dtype=np.int64)        # this slice's n + 1 offsets into arr.values
+    if arr.null_count:
+        where = np.flatnonzero(np.asarray(arr.is_null()))
+        if nulls == "error":
+            raise ConfigError(f"set {int(where[0])} is null ({arr.null_count} null sets); pass nulls='ignore' to read "
+                              "a null set as the empty set")
+        keep_items = np.ones(int(offsets[-1] - offsets[0]) if n else 0, dtype=bool)
+        for i in where.tolist():                             # a null set's offsets need not be equal
+            keep_items[offsets[i] - offsets[0]:offsets[i + 1] - offsets[0]] = False
+    else:
+        keep_items = None
+    values = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])) if n else arr.values.slice(0, 0)
+    indptr = offsets - offsets[0]
+    vt = values.type
+    if values.null_count:
+        bad = np.asarray(values.is_null())
+        if keep_items is not None:
+            bad &= keep_items
+        if bad.any():
+            if nulls == "error":
+                raise ConfigError(f"set {_row_of(indptr, int(np.flatnonzero(bad)[0]))} holds a null item; pass "
+                                  "nulls='ignore' to leave null items out")
+            keep_items = ~np.asarray(values.is_null()) if keep_items is None else keep_items & ~np.asarray(
+                values.is_null())
+    if pa.types.is_integer(vt):
+        ints = values.cast(pa.uint64() if pa.types.is_unsigned_integer(vt) else pa.int64())
+        if ints.null_count:          # left out below; filled so that the buffer converts as integers
+            import pyarrow.compute as pc  # noqa: PLC0415
+
+            ints = pc.fill_null(ints, 0)
+        words = np.ascontiguousarray(ints.to_numpy(zero_copy_only=False)).view(np.uint64)
+        hashes = _hash_u64_words(words)
+    elif pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_binary(vt) or \
+            pa.types.is_large_binary(vt):
+        hashes = _hash_spans(*_arrow_buffer(values))
+    else:
+        raise ConfigError(f"set items must be integers, strings or binary; the list holds {vt}")
+    if keep_items is not None:
+        hashes, indptr = _compact(hashes, indptr, keep_items)
+    return hashes, indptr
+
+
+def _arrow_buffer(values) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, offsets) of an Arrow string/binary array without copying the data."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    n = len(values)
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    bufs = values.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[values.offset: values.offset + n + 1]
+    offs = offs.astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
+    return data, offs
+
+
+def _compact(hashes, indptr, keep) -> tuple[np.ndarray, np.ndarray]:
+    """The items where ``keep`` is set, with their sets' offsets recounted."""
+    kept = np.zeros(keep.shape[0] + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept[1:])
+    return np.ascontiguousarray(hashes[keep]), kept[indptr]
+
+
+def _csr_hashes(indptr, values) -> tuple[np.ndarray, np.ndarray]:
+    indptr = np.asarray(indptr)
+    if indptr.shape[0] < 1 or np.any(np.diff(indptr) < 0) or indptr[0] < 0:
+        raise ConfigError("CSR indptr must be non-decreasing, start at 0 or more, and hold n + 1 offsets")
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        if indptr[-1] > values.shape[0]:
+            raise ConfigError(f"CSR indptr ends at {int(indptr[-1])}, past the {values.shape[0]} values")
+        sub = values[int(indptr[0]):int(indptr[-1])]
+        return hash_items(np.ascontiguousarray(sub)), (indptr - indptr[0]).astype(np.int64)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fcb":
+        raise ConfigError(f"set items must be integers, strings or bytes; the CSR values are {values.dtype}")
+    import pyarrow as pa  # noqa: PLC0415
+
+    try:
+        arr = values if isinstance(values, pa.Array) else pa.array(list(values))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ConfigError(f"CSR values must be all integers, all strings or all bytes: {exc}") from None
+    if indptr[-1] > len(arr):
+        raise ConfigError(f"CSR indptr ends at {int(indptr[-1])}, past the {len(arr)} values")
+    offsets = pa.array(indptr.astype(np.int64), pa.int64())
+    return _arrow_hashes(pa.LargeListArray.from_arrays(offsets, arr), "error")
+
+
+def _python_hashes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(sets, (str, bytes)) or not isinstance(sets, (Sequence, np.ndarray)):
+        raise ConfigError("sets must be an Arrow list array, a (indptr, values) pair of arrays, or a sequence "
+                          f"of iterables of items; got {type(sets).__name__}")
+    parts, indptr = [], np.zeros(len(sets) + 1, dtype=np.int64)
+    for i, s in enumerate(sets):
+        h = _row_hashes(i, s, nulls)
+        parts.append(h)
+        indptr[i + 1] = indptr[i] + h.shape[0]
+    hashes = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    return hashes, indptr
+
+
+def _row_items(i: int, s, nulls: str) -> list:
+    if s is None:
+        if nulls == "error":
+            raise ConfigError(f"set {i} is None; pass nulls='ignore' to read it as the empty set")
+        return []
+    if isinstance(s, (str, bytes)):
+        raise ConfigError(f"set {i} is a {type(s).__name__}, not a collection of items (wrap one item in a list)")
+    try:
+        items = list(s)
+    except TypeError:
+        raise ConfigError(f"set {i} is not iterable: {type(s).__name__}") from None
+    if any(x is None for x in items):
+        if nulls == "error":
+            raise ConfigError(f"set {i} holds a None item; pass nulls='ignore' to leave null items out")
+        items = [x for x in items if x is not None]
+    return items
+
+
+def _row_hashes(i: int, s, nulls: str) -> np.ndarray:
+    if isinstance(s, np.ndarray) and s.dtype.kind in "iu":
+        return hash_items(s)
+    try:
+        return hash_items(_row_items(i, s, nulls))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"set {i}: {exc}") from None
+
+
+def _as_bytes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every item's bytes (the ``datasketch-*`` schemes hash bytes): (buffer, item offsets, set indptr)."""
+    arrow = _arrow_list(sets)
+    if arrow is not None or (isinstance(sets, tuple) and len(sets) == 2 and _is_indptr(sets[0])):
+        import pyarrow as pa  # noqa: PLC0415
+
+        if arrow is None:
+            indptr, values = sets
+            arrow = pa.LargeListArray.from_arrays(pa.array(np.asarray(indptr, np.int64)),
+                                                  pa.array(values if not isinstance(values, np.ndarray)
+                                                           or values.dtype.kind not in "iu" else values))
+        rows = arrow.to_pylist()
+    else:
+        if isinstance(sets, (str, bytes)) or not isinstance(sets, (Sequence, np.ndarray)):
+            raise ConfigError("sets must be an Arrow list array, a (indptr, values) pair of arrays, or a sequence "
+                              f"of iterables of items; got {type(sets).__name__}")
+        rows = list(sets)
+    chunks, counts = [], []
+    for i, s in enumerate(rows):
+        try:
+            items = _row_items(i, s.tolist() if isinstance(s, np.ndarray) else s, nulls)
+            chunks.append(item_bytes(items))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"set {i}: {exc}") from None
+        counts.append(len(chunks[-1]))
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    flat = [b for c in chunks for b in c]
+    offsets = np.zeros(len(flat) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in flat], out=offsets[1:])
+    buf = np.frombuffer(b"".join(flat), dtype=np.uint8) if offsets[-1] else np.zeros(1, dtype=np.uint8)
+    return buf, offsets, indptr
+
+
+__all__ = ["sign_sets", "NULLS", "SCHEMES"]
