@@ -104,7 +104,7 @@ def compact_explanation(a: str, b: str, params: dict) -> dict | None:
     except (ValueError, ImportError):      # a scheme explain does not cover (datasketch-*)
         return None
     if e["method"] == "minhash":
-        out = {"agreeing_slots": e["agreeing"], "slots": len(e["slots"]),
+        out = {"agreeing_slots": e["agreeing"], "slots": len(e["slots"]), "exact_jaccard": round(e["jaccard"], 4),
                "deciding_shingles": [x["shingle"][:80] for x in e["examples"]["shared"]]}
         if "bands" in e:
             out["colliding_bands"] = e["bands"]["colliding"]
