@@ -332,3 +332,32 @@ def test_dedup_metric_containment_finds_passages(tmp_path, seed):
     b, r = rep["lsh"]["b"], rep["lsh"]["r"]          # the curve: two documents of equal size, over C
     assert rep["lsh"]["curve_of"].startswith("containment")
     assert rep["lsh"]["curve"][50][1] == pytest.approx(1 - (1 - (0.5 / 1.5) ** r) ** b, abs=1e-6)
+
+
+def test_dedup_metric_containment_hostile_corpora(tmp_path):
+    """Empty documents, one-word documents (a set of one shingle), exact copies and a single document:
+    no crash, every row accounted, empties never clustered, copies removed; --bands/--rows keep Jaccard
+    banding (named in the report)."""
+    from hostile import cli, write_jsonl
+
+    passage = " ".join(WORDS[500:700])
+    texts = ["", "   ", "word", "word", passage, passage, " ".join(WORDS[300:1200]), "another"]
+    src = write_jsonl(tmp_path / "in.jsonl", texts, ids=[f"d{i}" for i in range(len(texts))])
+    for extra, mode in (([], "containment per size ratio"), (["--bands", "16", "--rows", "8"], "explicit")):
+        out = tmp_path / f"o{len(extra)}"
+        code, _, err = cli("dedup", src, "-o", out, "--id-field", "id", "--metric", "containment", "--threshold",
+                           "0.8", "-q", "--pairs", *extra)
+        assert code == 0, err
+        recs = {r["id"]: r for r in map(json.loads, (out / "clusters.jsonl").read_text(encoding="utf-8").splitlines())}
+        assert len(recs) == len(texts)
+        assert recs["d0"]["kept"] and recs["d1"]["kept"] and recs["d0"]["empty"] and recs["d0"]["cluster"] == "d0"
+        assert recs["d3"]["cluster"] == "d2" and recs["d5"]["cluster"] == "d4"
+        rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        assert rep["counts"]["accounted"] and rep["parameters"]["lsh_mode"].startswith(mode)
+        if not extra:    # the passage is inside the long document: found only by per-ratio banding
+            assert recs["d6"]["cluster"] == "d4"          # (keep first; --keep longest keeps the host)
+        else:
+            assert recs["d6"]["cluster"] == "d6"
+    one = write_jsonl(tmp_path / "one.jsonl", [passage], ids=["x"])
+    code, _, err = cli("dedup", one, "-o", tmp_path / "single", "--metric", "containment", "-q")
+    assert code == 0, err
