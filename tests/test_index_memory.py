@@ -133,3 +133,47 @@ def test_save_gives_the_disk_format_and_load_reads_it(signed, tmp_path):
     assert len(back) == len(keys) - 1 and keys[1] not in back
     for i in (0, 9, 200, 549):
         assert back.query(sigs[i], with_scores=True) == lsh.query(sigs[i], with_scores=True)
+
+
+def test_top_k_exact_ranks_by_true_jaccard(signed):
+    """With the documents' shingles kept, top_k ranks the forest's candidates by exact Jaccard: with
+    every document a candidate it is brute force exactly (ties by the older key), and with the
+    default candidates its recall@10 against brute force is at least that of the estimate ranking."""
+    from neardup import Shingler
+    from neardup.similarity import exact_jaccard_pairs
+
+    _, sigs = signed
+    texts = [d["text"] for d in DOCS]
+    keys = [d["id"] for d in DOCS]
+    feats = Shingler().features(texts).unique()
+    n = len(keys)
+    lsh = MinHashLSH(num_perm=128, trees=8)
+    lsh.insert_batch(keys[:300], sigs.values[:300], features=feats.subset(np.arange(300)))
+    lsh.insert_batch(keys[300:], sigs.values[300:], features=feats.subset(np.arange(300, n)))
+    rec_exact, rec_est = [], []
+    for q in range(0, n, 13):
+        truth = exact_jaccard_pairs(feats, np.full(n, q), np.arange(n))
+        qf = feats.subset([q])
+        full = lsh.top_k(sigs[q], k=10, candidates=n, features=qf)
+        pos = {k: i for i, k in enumerate(keys)}
+        assert [s for _, s in full] == pytest.approx([truth[pos[k]] for k, _ in full])      # exact scores
+        assert [(-s, pos[k]) for k, s in full] == sorted((-s, pos[k]) for k, s in full)   # best, then oldest
+        near = [keys[i] for i in np.lexsort((np.arange(n), -truth))[:10] if truth[i] >= 0.6]
+        assert set(near) <= set(dict(full))
+        kth = np.sort(truth)[::-1][9]
+        if kth <= 0:
+            continue
+        rec_exact.append(sum(truth[keys.index(k)] >= kth for k, _ in lsh.top_k(sigs[q], k=10, features=qf)) / 10)
+        rec_est.append(sum(truth[keys.index(k)] >= kth for k, _ in lsh.top_k(sigs[q], k=10)) / 10)
+    assert rec_exact and np.mean(rec_exact) >= np.mean(rec_est)
+    # bad uses
+    plain = MinHashLSH(num_perm=128)
+    plain.insert_batch(keys[:20], sigs.values[:20])
+    with pytest.raises(ValueError, match="no shingles kept"):
+        plain.top_k(sigs[0], k=3, features=feats.subset([0]))
+    with pytest.raises(ValueError, match="features of 2 documents for 3 sketches"):
+        MinHashLSH(num_perm=128).insert_batch(["a", "b", "c"], sigs.values[:3], features=feats.subset([0, 1]))
+    with pytest.raises(ValueError, match="one query document"):
+        lsh.top_k(sigs[0], k=3, features=feats.subset([0, 1]))
+    lsh.remove(keys[5])
+    assert keys[5] not in dict(lsh.top_k(sigs[5], k=5, features=feats.subset([5])))

@@ -62,6 +62,12 @@ class MinHashLSH:
         self._live = np.zeros(0, dtype=bool)
         self._tables: list[dict] = [{} for _ in range(self.b)]
         self._perms = None
+        # shingle sets for exact top-k (insert_batch(..., features=)): one CSR of sorted distinct
+        # hashes, row r at _fh[_fstart[r]:_fend[r]] (−1: none kept)
+        self._fh = np.zeros(0, dtype=np.uint64)
+        self._fused = 0
+        self._fstart = np.full(0, -1, dtype=np.int64)
+        self._fend = np.full(0, -1, dtype=np.int64)
 
     # -- sketches in ------------------------------------------------------------------------------
     def _values(self, sketches) -> np.ndarray:
@@ -107,10 +113,17 @@ class MinHashLSH:
         """Add one sketch under ``key`` (``ValueError`` if the key is there)."""
         self.insert_batch([key], [sketch])
 
-    def insert_batch(self, keys: Sequence, sketches) -> None:
-        """Add many sketches at once (band keys by the batch kernel); all or nothing."""
+    def insert_batch(self, keys: Sequence, sketches, features=None) -> None:
+        """Add many sketches at once (band keys by the batch kernel); all or nothing. ``features``
+        (a :class:`~neardup.features.Features` of the same rows, e.g. ``Shingler().features(texts)``)
+        keeps each document's distinct shingle hashes (8 bytes each) so that :meth:`top_k` can rank
+        by exact Jaccard."""
         values = self._values(sketches)
         keys = new_keys(keys, values.shape[0], self._row)
+        if features is not None:
+            features = features.unique()
+            if len(features) != values.shape[0]:
+                raise ValueError(f"features of {len(features)} documents for {values.shape[0]} sketches")
         if not keys:
             return
         start = self._n
@@ -122,6 +135,21 @@ class MinHashLSH:
             live = np.zeros(grown.shape[0], dtype=bool)
             live[:start] = self._live[:start]
             self._live = live
+            fs, fe = np.full(grown.shape[0], -1, np.int64), np.full(grown.shape[0], -1, np.int64)
+            fs[:start], fe[:start] = self._fstart[:start], self._fend[:start]
+            self._fstart, self._fend = fs, fe
+        self._fstart[start:need] = -1
+        self._fend[start:need] = -1
+        if features is not None:
+            h = features.hashes
+            if self._fused + h.shape[0] > self._fh.shape[0]:
+                grown_h = np.empty(max(self._fused + h.shape[0], 2 * self._fh.shape[0]), dtype=np.uint64)
+                grown_h[:self._fused] = self._fh[:self._fused]
+                self._fh = grown_h
+            self._fh[self._fused:self._fused + h.shape[0]] = h
+            self._fstart[start:need] = self._fused + features.offsets[:-1]
+            self._fend[start:need] = self._fused + features.offsets[1:]
+            self._fused += h.shape[0]
         self._sig[start:need] = values
         self._live[start:need] = True
         empty = np.all(values == self._empty, axis=1)
@@ -198,13 +226,18 @@ class MinHashLSH:
             out[q].append((keys[r], e) if with_scores else keys[r])
         return out
 
-    def top_k(self, sketch, k: int = 10, candidates: int | None = None) -> list[tuple]:
-        """The ``k`` indexed sketches most similar to ``sketch``, as (key, estimated Jaccard), best
-        first — from an LSH Forest of ``trees`` trees (:mod:`neardup.kernels.forest`) that gathers at
-        least ``candidates`` (default 4k) by longest shared prefix, ranked on the full signature.
-        Fewer than ``k`` when fewer indexed sketches share even the first slot of a tree with it
-        (they are then dissimilar: a slot agrees with probability J)."""
+    def top_k(self, sketch, k: int = 10, candidates: int | None = None, features=None) -> list[tuple]:
+        """The ``k`` indexed sketches most similar to ``sketch``, as (key, Jaccard), best first —
+        from an LSH Forest of ``trees`` trees (:mod:`neardup.kernels.forest`) that gathers at least
+        ``candidates`` by longest shared prefix. Without ``features`` they are ranked by the estimate
+        on the full signature (default 4k candidates); with the query's ``features`` (its shingles,
+        a one-document :class:`~neardup.features.Features`) by exact Jaccard against the shingle sets
+        kept by :meth:`insert_batch` (default max(20k, 200) candidates; the scores are then exact):
+        the estimate's ±sqrt(J(1 − J)/num_perm) noise reorders documents of nearly equal J, which
+        exact ranking does not. Fewer than ``k`` when fewer indexed sketches share even the first slot
+        of a tree with it (they are then dissimilar: a slot agrees with probability J)."""
         from ..kernels.forest import build_perms, forest_top_k  # noqa: PLC0415
+        from ..kernels.jaccard import query_jaccard  # noqa: PLC0415
 
         if k < 1:
             raise ValueError(f"k must be ≥ 1; got {k}")
@@ -215,9 +248,23 @@ class MinHashLSH:
         m = self.num_perm // self.trees
         if self._perms is None:
             self._perms = build_perms(self._sig[:n], self.trees, m)
-        rows, est = forest_top_k(self._sig[:n], self._perms, self._live[:n], m, q,
-                                 int(candidates or 4 * k), int(k), self._empty)
-        return [(self._keys[r], float(e)) for r, e in zip(rows.tolist(), est.tolist())]
+        if features is None:
+            rows, est = forest_top_k(self._sig[:n], self._perms, self._live[:n], m, q,
+                                     int(candidates or 4 * k), int(k), self._empty)
+            return [(self._keys[r], float(e)) for r, e in zip(rows.tolist(), est.tolist())]
+        u = features.unique()
+        if len(u) != 1:
+            raise ValueError(f"features must be of the one query document; got {len(u)} documents")
+        want = int(candidates or max(20 * k, 200))
+        rows, _ = forest_top_k(self._sig[:n], self._perms, self._live[:n], m, q, want, want, self._empty)
+        missing = rows[self._fstart[rows] < 0]
+        if missing.shape[0]:
+            raise ValueError(f"no shingles kept for {self._keys[int(missing[0])]!r} (inserted without features): "
+                             "exact top-k needs every document's; insert_batch(keys, sketches, features=...)")
+        rows = np.sort(rows)                         # ties: the older row first
+        exact = query_jaccard(u.hashes, self._fh, self._fstart, self._fend, rows)
+        order = np.argsort(-exact, kind="mergesort")[:k]
+        return [(self._keys[r], float(e)) for r, e in zip(rows[order].tolist(), exact[order].tolist())]
 
     # -- on disk -------------------------------------------------------------------------------------
     def save(self, path, tokenizer: str = "word", ngram: int = 5) -> None:

@@ -101,3 +101,24 @@ def pair_stats_parallel(h, off, ii, jj, chunks):
     for c in prange(chunks):
         _pair_range(h, off, ii, jj, inter, na, nb, c * step, min(n, (c + 1) * step))
     return inter, na, nb
+
+
+@njit(cache=True)
+def query_jaccard(qh, hb, start, end, rows):
+    """Exact Jaccard of one query's sorted distinct hashes ``qh`` with each stored set
+    ``hb[start[r]:end[r]]`` of ``rows`` (0 where either is empty)."""
+    nq = qh.shape[0]
+    out = np.zeros(rows.shape[0], dtype=np.float64)
+    for p in range(rows.shape[0]):
+        r = rows[p]
+        s = start[r]
+        e = end[r]
+        nb = e - s
+        if nq == 0 or nb <= 0:
+            continue
+        if nq <= nb:
+            c = intersect_bounded(qh, 0, nq, hb, s, e, 0)
+        else:
+            c = intersect_bounded(hb, s, e, qh, 0, nq, 0)
+        out[p] = c / (nq + nb - c)
+    return out
