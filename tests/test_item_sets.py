@@ -122,7 +122,53 @@ def test_nulls_are_refused_naming_the_row_or_ignored_when_asked():
         with pytest.raises(ConfigError, match="set 1"):
             sign_sets([["a"], ["b", None]], scheme=scheme)
     with pytest.raises(ConfigError, match="nulls must be one of"):
-        sign_sets([[1]], nulls="skip")
+        sign_sets([[1]], nulls="drop")
+
+
+@pytest.mark.parametrize("scheme", ["oph", "bottomk", "datasketch-legacy"])
+def test_nulls_skip_leaves_null_sets_out_and_lists_their_rows(scheme):
+    kw = dict(num_perm=32, scheme=scheme)
+    want = sign_sets([[1, 2], [3], [4, 5]], **kw).values
+    arr = pa.array([None, [1, 2], [3, None], None, [4, 5]], pa.list_(pa.int64()))
+    got = sign_sets(arr, nulls="skip", **kw)
+    assert np.array_equal(got.values, want) and got.config["null_rows"] == [0, 3]
+    chunked = pa.chunked_array([arr.slice(0, 2), arr.slice(2, 0), arr.slice(2)])
+    got, sizes = sign_sets(chunked, nulls="skip", sizes=True, **kw)
+    assert np.array_equal(got.values, want) and got.config["null_rows"] == [0, 3] and sizes.tolist() == [2, 1, 2]
+    got = sign_sets([None, [1, 2], [3, None], None, [4, 5]], nulls="skip", **kw)
+    assert np.array_equal(got.values, want) and got.config["null_rows"] == [0, 3]
+    none = sign_sets([None, None], nulls="skip", **kw)
+    assert none.values.shape == (0, 32) and none.config["null_rows"] == [0, 1]
+    assert sign_sets([[1]], nulls="skip", **kw).config["null_rows"] == []
+    assert "null_rows" not in sign_sets([[1]], **kw).config
+
+
+def test_chunked_arrays_name_the_row_of_the_whole_column():
+    """Chunks are read one by one; an error names the row in the whole column, not in its chunk."""
+    col = pa.chunked_array([pa.array([[1], [2]]), pa.array([[3], None])])
+    with pytest.raises(ConfigError, match="set 3 is null"):
+        sign_sets(col)
+    col = pa.chunked_array([pa.array([["a"], ["b"]]), pa.array([], pa.list_(pa.string())),
+                            pa.array([["c"], ["d", None]])])
+    with pytest.raises(ConfigError, match="set 3 holds a null item"):
+        sign_sets(col)
+    assert np.array_equal(sign_sets(col, nulls="ignore").values, sign_sets([["a"], ["b"], ["c"], ["d"]]).values)
+    empty = pa.chunked_array([], pa.list_(pa.int64()))
+    assert sign_sets(empty, num_perm=16).values.shape == (0, 16)
+
+
+def test_dictionary_items_and_csr_nulls():
+    """Dictionary-encoded items (as Parquet readers may give) are their values; CSR values honour nulls."""
+    plain = pa.array([["a", "b"], ["b"], []], pa.list_(pa.string()))
+    dict_items = pa.ListArray.from_arrays(pa.array([0, 2, 3, 3], pa.int32()),
+                                          pa.array(["a", "b", "b"]).dictionary_encode())
+    assert np.array_equal(sign_sets(dict_items).values, sign_sets(plain).values)
+    csr = (np.array([0, 2, 3]), ["a", None, "b"])
+    with pytest.raises(ConfigError, match="set 0 holds a null item"):
+        sign_sets(csr)
+    assert np.array_equal(sign_sets(csr, nulls="ignore").values, sign_sets([["a"], ["b"]]).values)
+    assert np.array_equal(sign_sets(csr, nulls="ignore", scheme="datasketch-legacy").values,
+                          sign_sets([["a"], ["b"]], scheme="datasketch-legacy").values)
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -140,6 +186,8 @@ def test_nulls_are_refused_naming_the_row_or_ignored_when_asked():
     ((np.array([0, 5]), np.array([1, 2, 3])), r"past the 3 values"),
     ((np.array([0, 1]), np.array([1.5])), r"CSR values are float64"),
     ((np.array([0, 2]), np.array(["a", 1], dtype=object)), r"CSR values must be all integers"),
+    ((np.array([0, 1]), np.array([[5]])), r"CSR values must be one-dimensional"),
+    ((np.array([], np.int64), np.array([], np.int64)), r"hold n \+ 1 offsets"),
 ])
 def test_bad_input_is_named(bad, match):
     with pytest.raises(ConfigError, match=match):

@@ -11,7 +11,10 @@ The signature of row i is exactly ``MinHash(num_perm, scheme, seed).update(items
 (tested); an empty set gets the empty signature, which estimates 0 against everything.
 
 Nulls: ``nulls="error"`` (default) refuses a null set or a null item, naming the row;
-``nulls="ignore"`` reads a null set as the empty set and leaves null items out.
+``nulls="ignore"`` reads a null set as the empty set and leaves null items out; ``nulls="skip"``
+leaves null sets out of the result (so it has fewer rows: the input rows left out are listed, in
+order, in ``signatures.config["null_rows"]``) and null items out of their sets. An Arrow chunked
+array is read chunk by chunk (no combined copy); dictionary-encoded items are decoded.
 
 The native schemes hash Arrow or numpy buffers inside compiled kernels (no Python object per
 item); the ``datasketch-*`` schemes hash item bytes by SHA-1 as datasketch does.
@@ -27,7 +30,7 @@ from ..features.shingles import Features
 from .items import _hash_spans, _hash_u64_words, hash_items, item_bytes
 from .minhash import SCHEMES, Signatures, _check, _datasketch_values, sign_features
 
-NULLS = ("error", "ignore")
+NULLS = ("error", "ignore", "skip")
 
 
 def sign_sets(sets, num_perm: int = 128, scheme: str = "oph", seed: int = 1, *, nulls: str = "error",
@@ -39,51 +42,87 @@ def sign_sets(sets, num_perm: int = 128, scheme: str = "oph", seed: int = 1, *, 
     if nulls not in NULLS:
         raise ConfigError(f"nulls must be one of {NULLS}, got {nulls!r}")
     if scheme.startswith("datasketch"):
-        buf, offsets, indptr = _as_bytes(sets, nulls)
+        buf, offsets, indptr, null_rows = _as_bytes(sets, nulls)
+        indptr = _skip_rows(indptr, null_rows, nulls)
         tokens = [[bytes(buf[offsets[j]:offsets[j + 1]]) for j in range(indptr[i], indptr[i + 1])]
                   for i in range(indptr.shape[0] - 1)]
         values = _datasketch_values(tokens, int(num_perm), scheme, int(seed))
         hashes = _hash_spans(buf, offsets) if sizes else None
     else:
-        hashes, indptr = _as_hashes(sets, nulls)
+        hashes, indptr, null_rows = _as_hashes(sets, nulls)
+        indptr = _skip_rows(indptr, null_rows, nulls)
         values = sign_features(Features(hashes, indptr), int(num_perm), scheme, int(seed))
     config = {"method": "minhash", "num_perm": int(num_perm), "scheme": scheme, "seed": int(seed), "items": True}
+    if nulls == "skip":
+        config["null_rows"] = null_rows.tolist()
     sigs = Signatures(values, scheme, int(seed), config)
     if not sizes:
         return sigs
     return sigs, Features(hashes, indptr).unique().sizes().astype(np.int64)
 
 
-# -- inputs → (hashes, indptr) ----------------------------------------------------------------------------
-def _as_hashes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray]:
-    arrow = _arrow_list(sets)
-    if arrow is not None:
-        return _arrow_hashes(arrow, nulls)
+def _skip_rows(indptr: np.ndarray, null_rows: np.ndarray, nulls: str) -> np.ndarray:
+    """``indptr`` without the null sets (read as empty) when ``nulls="skip"``."""
+    return np.delete(indptr, null_rows + 1) if nulls == "skip" and null_rows.shape[0] else indptr
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+# -- inputs → (hashes, indptr, null rows) -------------------------------------------------------------------
+def _as_hashes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Item hashes, set offsets and the null sets' rows (read as empty sets)."""
+    chunks = _arrow_chunks(sets)
+    if chunks is not None:
+        return _concat_chunks([_arrow_hashes(c, nulls, base) for c, base in chunks])
     if isinstance(sets, tuple) and len(sets) == 2 and not isinstance(sets[0], (str, bytes)) \
             and _is_indptr(sets[0]):
-        return _csr_hashes(*sets)
+        return _csr_hashes(*sets, nulls)
     return _python_hashes(sets, nulls)
+
+
+def _concat_chunks(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One (hashes, indptr, null rows) of the chunks' ones, in order."""
+    if len(parts) == 1:
+        return parts[0]
+    starts = np.cumsum([0] + [p[1][-1] for p in parts])
+    indptr = np.concatenate([np.zeros(1, np.int64)] + [p[1][1:] + s for p, s in zip(parts, starts)])
+    hashes = np.concatenate([np.zeros(0, np.uint64)] + [p[0] for p in parts])
+    return hashes, indptr, np.concatenate([_NO_ROWS] + [p[2] for p in parts])
 
 
 def _is_indptr(x) -> bool:
     return isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind in "iu"
 
 
-def _arrow_list(sets):
-    """A pyarrow list array (chunks combined) or None when ``sets`` is not Arrow."""
+def _arrow_chunks(sets):
+    """[(list array, its first row)] of a pyarrow list array or chunked array; None when not Arrow."""
     try:
         import pyarrow as pa  # noqa: PLC0415
     except ImportError:  # pragma: no cover
         return None
     if isinstance(sets, pa.ChunkedArray):
-        sets = sets.combine_chunks() if sets.num_chunks != 1 else sets.chunk(0)
-    if not isinstance(sets, pa.Array):
+        chunks = [c for c in sets.chunks if len(c)] or [pa.array([], sets.type)]
+    elif isinstance(sets, pa.Array):
+        chunks = [sets]
+    else:
         return None
+    starts = np.cumsum([0] + [len(c) for c in chunks]).tolist()
+    return [(_arrow_list(c), base) for c, base in zip(chunks, starts)]
+
+
+def _arrow_list(sets):
+    """``sets`` as a list or large_list array of plain (not dictionary-encoded) items."""
+    import pyarrow as pa  # noqa: PLC0415
+
     t = sets.type
-    if pa.types.is_fixed_size_list(t):
-        sets = sets.cast(pa.large_list(t.value_type))
-    elif not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
         raise ConfigError(f"sets as an Arrow array must be a list array (one list of items per set); got {t}")
+    vt = t.value_type
+    if pa.types.is_dictionary(vt):
+        vt = vt.value_type
+    if vt != t.value_type or pa.types.is_fixed_size_list(t):
+        sets = sets.cast(pa.large_list(vt))
     return sets
 
 
@@ -92,16 +131,18 @@ def _row_of(indptr: np.ndarray, position: int) -> int:
     return int(np.searchsorted(indptr, position, side="right") - 1)
 
 
-def _arrow_hashes(arr, nulls: str) -> tuple[np.ndarray, np.ndarray]:
+def _arrow_hashes(arr, nulls: str, base: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hashes, indptr, null rows) of one list array whose first row is row ``base`` of the input."""
     import pyarrow as pa  # noqa: PLC0415
 
     n = len(arr)
     offsets = np.asarray(arr.offsets, dtype=np.int64)        # this slice's n + 1 offsets into arr.values
+    where = _NO_ROWS
     if arr.null_count:
         where = np.flatnonzero(np.asarray(arr.is_null()))
         if nulls == "error":
-            raise ConfigError(f"set {int(where[0])} is null ({arr.null_count} null sets); pass nulls='ignore' to read "
-                              "a null set as the empty set")
+            raise ConfigError(f"set {base + int(where[0])} is null ({arr.null_count} null sets here); pass "
+                              "nulls='ignore' to read a null set as the empty set or nulls='skip' to leave it out")
         keep_items = np.ones(int(offsets[-1] - offsets[0]) if n else 0, dtype=bool)
         for i in where.tolist():                             # a null set's offsets need not be equal
             keep_items[offsets[i] - offsets[0]:offsets[i + 1] - offsets[0]] = False
@@ -116,8 +157,8 @@ def _arrow_hashes(arr, nulls: str) -> tuple[np.ndarray, np.ndarray]:
             bad &= keep_items
         if bad.any():
             if nulls == "error":
-                raise ConfigError(f"set {_row_of(indptr, int(np.flatnonzero(bad)[0]))} holds a null item; pass "
-                                  "nulls='ignore' to leave null items out")
+                raise ConfigError(f"set {base + _row_of(indptr, int(np.flatnonzero(bad)[0]))} holds a null item; "
+                                  "pass nulls='ignore' to leave null items out")
             keep_items = ~np.asarray(values.is_null()) if keep_items is None else keep_items & ~np.asarray(
                 values.is_null())
     if pa.types.is_integer(vt):
@@ -135,7 +176,7 @@ def _arrow_hashes(arr, nulls: str) -> tuple[np.ndarray, np.ndarray]:
         raise ConfigError(f"set items must be integers, strings or binary; the list holds {vt}")
     if keep_items is not None:
         hashes, indptr = _compact(hashes, indptr, keep_items)
-    return hashes, indptr
+    return hashes, indptr, where.astype(np.int64) + base
 
 
 def _arrow_buffer(values) -> tuple[np.ndarray, np.ndarray]:
@@ -158,46 +199,72 @@ def _compact(hashes, indptr, keep) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(hashes[keep]), kept[indptr]
 
 
-def _csr_hashes(indptr, values) -> tuple[np.ndarray, np.ndarray]:
+def _csr_hashes(indptr, values, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    indptr, values = _csr_checked(indptr, values)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        sub = values[int(indptr[0]):int(indptr[-1])]
+        return hash_items(np.ascontiguousarray(sub)), (indptr - indptr[0]).astype(np.int64), _NO_ROWS
+    return _arrow_hashes(_csr_arrow(indptr, values), nulls)
+
+
+def _csr_checked(indptr, values):
+    """(indptr, values) of a CSR input, checked: offsets in order and within the values, one item each."""
     indptr = np.asarray(indptr)
     if indptr.shape[0] < 1 or np.any(np.diff(indptr) < 0) or indptr[0] < 0:
         raise ConfigError("CSR indptr must be non-decreasing, start at 0 or more, and hold n + 1 offsets")
-    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
-        if indptr[-1] > values.shape[0]:
-            raise ConfigError(f"CSR indptr ends at {int(indptr[-1])}, past the {values.shape[0]} values")
-        sub = values[int(indptr[0]):int(indptr[-1])]
-        return hash_items(np.ascontiguousarray(sub)), (indptr - indptr[0]).astype(np.int64)
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise ConfigError(f"CSR values must be one-dimensional (one item each); got shape {values.shape}")
     if isinstance(values, np.ndarray) and values.dtype.kind in "fcb":
         raise ConfigError(f"set items must be integers, strings or bytes; the CSR values are {values.dtype}")
+    if not hasattr(values, "__len__"):
+        values = list(values)
+    if indptr[-1] > len(values):
+        raise ConfigError(f"CSR indptr ends at {int(indptr[-1])}, past the {len(values)} values")
+    return indptr, values
+
+
+def _csr_arrow(indptr, values):
+    """A checked CSR pair of non-integer-array values as an Arrow large_list array."""
     import pyarrow as pa  # noqa: PLC0415
 
     try:
-        arr = values if isinstance(values, pa.Array) else pa.array(list(values))
+        arr = values if isinstance(values, pa.Array) else pa.array(values if isinstance(values, np.ndarray)
+                                                                   else list(values))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise ConfigError(f"CSR values must be all integers, all strings or all bytes: {exc}") from None
-    if indptr[-1] > len(arr):
-        raise ConfigError(f"CSR indptr ends at {int(indptr[-1])}, past the {len(arr)} values")
     offsets = pa.array(indptr.astype(np.int64), pa.int64())
-    return _arrow_hashes(pa.LargeListArray.from_arrays(offsets, arr), "error")
+    return _arrow_list(pa.LargeListArray.from_arrays(offsets, arr))
 
 
-def _python_hashes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(sets, (str, bytes)) or not isinstance(sets, (Sequence, np.ndarray)):
-        raise ConfigError("sets must be an Arrow list array, a (indptr, values) pair of arrays, or a sequence "
-                          f"of iterables of items; got {type(sets).__name__}")
+def _python_hashes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    _check_sequence(sets)
     parts, indptr = [], np.zeros(len(sets) + 1, dtype=np.int64)
     for i, s in enumerate(sets):
         h = _row_hashes(i, s, nulls)
         parts.append(h)
         indptr[i + 1] = indptr[i] + h.shape[0]
     hashes = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-    return hashes, indptr
+    return hashes, indptr, _none_rows(sets, nulls)
+
+
+def _check_sequence(sets) -> None:
+    if isinstance(sets, (str, bytes)) or not isinstance(sets, (Sequence, np.ndarray)):
+        raise ConfigError("sets must be an Arrow list array, a (indptr, values) pair of arrays, or a sequence "
+                          f"of iterables of items; got {type(sets).__name__}")
+
+
+def _none_rows(rows, nulls: str) -> np.ndarray:
+    """The rows that are None (null sets); only wanted by ``nulls="skip"``."""
+    if nulls != "skip":
+        return _NO_ROWS
+    return np.array([i for i, s in enumerate(rows) if s is None], dtype=np.int64)
 
 
 def _row_items(i: int, s, nulls: str) -> list:
     if s is None:
         if nulls == "error":
-            raise ConfigError(f"set {i} is None; pass nulls='ignore' to read it as the empty set")
+            raise ConfigError(f"set {i} is None; pass nulls='ignore' to read it as the empty set or "
+                              "nulls='skip' to leave it out")
         return []
     if isinstance(s, (str, bytes)):
         raise ConfigError(f"set {i} is a {type(s).__name__}, not a collection of items (wrap one item in a list)")
@@ -221,22 +288,16 @@ def _row_hashes(i: int, s, nulls: str) -> np.ndarray:
         raise ConfigError(f"set {i}: {exc}") from None
 
 
-def _as_bytes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every item's bytes (the ``datasketch-*`` schemes hash bytes): (buffer, item offsets, set indptr)."""
-    arrow = _arrow_list(sets)
-    if arrow is not None or (isinstance(sets, tuple) and len(sets) == 2 and _is_indptr(sets[0])):
-        import pyarrow as pa  # noqa: PLC0415
-
-        if arrow is None:
-            indptr, values = sets
-            arrow = pa.LargeListArray.from_arrays(pa.array(np.asarray(indptr, np.int64)),
-                                                  pa.array(values if not isinstance(values, np.ndarray)
-                                                           or values.dtype.kind not in "iu" else values))
-        rows = arrow.to_pylist()
+def _as_bytes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every item's bytes (the ``datasketch-*`` schemes hash bytes): (buffer, item offsets, set indptr,
+    null rows)."""
+    chunks = _arrow_chunks(sets)
+    if chunks is None and isinstance(sets, tuple) and len(sets) == 2 and _is_indptr(sets[0]):
+        chunks = [(_csr_arrow(*_csr_checked(*sets)), 0)]
+    if chunks is not None:
+        rows = [r for c, _ in chunks for r in c.to_pylist()]
     else:
-        if isinstance(sets, (str, bytes)) or not isinstance(sets, (Sequence, np.ndarray)):
-            raise ConfigError("sets must be an Arrow list array, a (indptr, values) pair of arrays, or a sequence "
-                              f"of iterables of items; got {type(sets).__name__}")
+        _check_sequence(sets)
         rows = list(sets)
     chunks, counts = [], []
     for i, s in enumerate(rows):
@@ -252,7 +313,7 @@ def _as_bytes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     offsets = np.zeros(len(flat) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in flat], out=offsets[1:])
     buf = np.frombuffer(b"".join(flat), dtype=np.uint8) if offsets[-1] else np.zeros(1, dtype=np.uint8)
-    return buf, offsets, indptr
+    return buf, offsets, indptr, _none_rows(rows, nulls)
 
 
 __all__ = ["sign_sets", "NULLS", "SCHEMES"]
