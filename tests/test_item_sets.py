@@ -63,6 +63,14 @@ def test_item_identity_duplicates_and_one_item_sets():
     assert np.array_equal(a, sign_sets(pa.array([[42]], pa.list_(pa.uint64()))).values[0])
     assert np.array_equal(a, sign_sets([[42]]).values[0])
     assert not np.array_equal(a, sign_sets([["42"]]).values[0])
+    big = 2**63 + 5                                  # the same value as int64 and uint64 columns: one item
+    as_u = pa.array([[5, big]], pa.list_(pa.uint64()))
+    assert np.array_equal(sign_sets(pa.array([[5]], pa.list_(pa.int64()))).values,
+                          sign_sets(pa.array([[5]], pa.list_(pa.uint64()))).values)
+    assert np.array_equal(sign_sets(as_u).values, sign_sets([[5, big]]).values)
+    # the same 8 bytes are the same item: uint64 2**63 + 5 is int64 -(2**63) + 5 (two's complement)
+    _, n = sign_sets([[big, -(2**63) + 5, 2**64 - 1, -1]], sizes=True)
+    assert n.tolist() == [2]
     mixed = sign_sets([[1, "1"], [1], ["1"]])        # mixed types in one row: two different items
     assert 0.0 < mixed.jaccard_pairs([0], [1])[0] < 1.0 and 0.0 < mixed.jaccard_pairs([0], [2])[0] < 1.0
     dup, sizes = sign_sets([[5, 5, 6, 6, 6], [5, 6]], sizes=True)

@@ -5,8 +5,11 @@
 ``(indptr, values)`` of numpy arrays, or as a Python sequence of iterables. Items are the ones of
 :mod:`neardup.sketches.items`: an integer is its 8-byte little-endian two's-complement form, a
 string its UTF-8 bytes, so ``42`` and ``"42"`` are different items while int8 42 and uint64 42 are
-the same; each hashes to XXH64(bytes, 0). A set is a set: duplicate items count once (MinHash is
-the minimum over the items, so repeating one changes nothing; ``sizes`` counts distinct items).
+the same (and, being the same 8 bytes, uint64 2**64 − 1 and int64 −1 too); each hashes to
+XXH64(bytes, 0). Floats, booleans, nested lists and other items are refused: in Python rows naming
+the row, in Arrow or numpy naming the column's type. A set is a set: duplicate items count once
+(MinHash is the minimum over the items, so repeating one changes nothing; ``sizes`` counts distinct
+items).
 The signature of row i is exactly ``MinHash(num_perm, scheme, seed).update(items_i).hashvalues``
 (tested); an empty set gets the empty signature, which estimates 0 against everything.
 
