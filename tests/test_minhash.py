@@ -174,3 +174,31 @@ def test_exact_pair_stats_on_all_paths_equal_brute_force(monkeypatch):
     sizes = np.array([len(s) for s in sets])
     want = np.where((sizes[ii] > 0) & (sizes[jj] > 0), ref / np.maximum(np.minimum(sizes[ii], sizes[jj]), 1), 0.0)
     assert np.array_equal(sj.max_containment_pairs(f, ii, jj), want)
+
+
+def test_top_k_jaccard_prunes_to_the_same_answer_as_scoring_everything():
+    """The exact top-k kernel drops a set once its intersection cannot reach the k-th best: the answer
+    is still that of scoring every row and sorting by (−J, row), ties and empty sets included; and a
+    bounded intersection is either the exact count or −1 when below what was needed."""
+    from neardup.kernels.jaccard import intersect_bounded, intersect_runs, top_k_jaccard
+
+    rng = np.random.default_rng(3)
+    sets = [np.unique(rng.integers(0, 400, size=int(rng.integers(0, 300))).astype(np.uint64)) for _ in range(200)]
+    sets += [sets[5].copy(), sets[5].copy(), np.zeros(0, np.uint64)]       # ties at J = 1, and an empty set
+    start = np.cumsum([0] + [len(x) for x in sets])[:-1].astype(np.int64)
+    end = start + np.array([len(x) for x in sets], dtype=np.int64)
+    hb = np.concatenate(sets)
+    for qi in (5, 17, 202):
+        q = sets[qi]
+        j = np.array([len(np.intersect1d(q, x)) / max(1, len(np.union1d(q, x))) if len(q) and len(x) else 0.0
+                      for x in sets])
+        for k in (1, 3, 10, 250):
+            order = rng.permutation(len(sets)).astype(np.int64)              # any order of trial
+            rows, got = top_k_jaccard(q, hb, start, end, order, k)
+            want = np.lexsort((np.arange(len(sets)), -j))[:k]
+            assert rows.tolist() == want.tolist() and np.allclose(got, j[want])
+    a, b = sets[0], sets[1]
+    c = intersect_runs(a, 0, len(a), b, 0, len(b))
+    for need in (0, c, c + 1):
+        got = intersect_bounded(a, 0, len(a), b, 0, len(b), need)
+        assert got == (c if c >= need else -1)

@@ -237,7 +237,7 @@ class MinHashLSH:
         exact ranking does not. Fewer than ``k`` when fewer indexed sketches share even the first slot
         of a tree with it (they are then dissimilar: a slot agrees with probability J)."""
         from ..kernels.forest import build_perms, forest_top_k  # noqa: PLC0415
-        from ..kernels.jaccard import query_jaccard  # noqa: PLC0415
+        from ..kernels.jaccard import top_k_jaccard  # noqa: PLC0415
 
         if k < 1:
             raise ValueError(f"k must be ≥ 1; got {k}")
@@ -261,10 +261,8 @@ class MinHashLSH:
         if missing.shape[0]:
             raise ValueError(f"no shingles kept for {self._keys[int(missing[0])]!r} (inserted without features): "
                              "exact top-k needs every document's; insert_batch(keys, sketches, features=...)")
-        rows = np.sort(rows)                         # ties: the older row first
-        exact = query_jaccard(u.hashes, self._fh, self._fstart, self._fend, rows)
-        order = np.argsort(-exact, kind="mergesort")[:k]
-        return [(self._keys[r], float(e)) for r, e in zip(rows[order].tolist(), exact[order].tolist())]
+        rows, exact = top_k_jaccard(u.hashes, self._fh, self._fstart, self._fend, rows, int(k))
+        return [(self._keys[r], float(e)) for r, e in zip(rows.tolist(), exact.tolist())]
 
     # -- on disk -------------------------------------------------------------------------------------
     def save(self, path, tokenizer: str = "word", ngram: int = 5) -> None:

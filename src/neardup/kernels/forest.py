@@ -75,16 +75,26 @@ def forest_top_k(sig, perms, live, m, q, want, k, empty):
         if c >= want:
             break
     cand = np.sort(cand[:c])                   # ties of the estimate: the older row first
-    est = np.empty(c, dtype=np.float64)
+    # the estimate is (equal slots) / num_perm: a counting sort on the equal slots, stable, gives the
+    # order (−estimate, row) in O(c + num_perm)
+    slots = sig.shape[1]
+    eq = np.empty(c, dtype=np.int64)
     for i in range(c):
-        est[i] = equal_fraction(sig[cand[i]], q, empty)
-    order = np.argsort(-est, kind="mergesort")
+        eq[i] = np.int64(round(equal_fraction(sig[cand[i]], q, empty) * slots))
+    start = np.zeros(slots + 2, dtype=np.int64)
+    for i in range(c):
+        start[slots - eq[i] + 1] += 1
+    for v in range(1, slots + 2):
+        start[v] += start[v - 1]
     take = min(k, c)
     rows = np.empty(take, dtype=np.int64)
     out = np.empty(take, dtype=np.float64)
-    for i in range(take):
-        rows[i] = cand[order[i]]
-        out[i] = est[order[i]]
+    for i in range(c):
+        at = start[slots - eq[i]]
+        start[slots - eq[i]] += 1
+        if at < take:
+            rows[at] = cand[i]
+            out[at] = eq[i] / slots
     return rows, out
 
 

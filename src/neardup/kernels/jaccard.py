@@ -24,14 +24,36 @@ def intersect_runs(ha, sa, ea, hb, sb, eb):
 
 
 @njit(cache=True)
+def _merge_bounded(ha, sa, ea, hb, sb, eb, need):
+    """:func:`intersect_runs`, or −1 once the values left on the shorter side cannot reach ``need``."""
+    i = sa
+    j = sb
+    c = 0
+    while i < ea and j < eb:
+        if c + min(ea - i, eb - j) < need:
+            return -1
+        if ha[i] < hb[j]:
+            i += 1
+        elif hb[j] < ha[i]:
+            j += 1
+        else:
+            c += 1
+            i += 1
+            j += 1
+    return c if c >= need else -1
+
+
+@njit(cache=True)
 def intersect_bounded(ha, sa, ea, hb, sb, eb, need):
     """|A ∩ B| of two sorted distinct runs, or −1 as soon as it cannot reach ``need`` (the values of
     A not yet looked up could not make up the difference). Each value of A is found in B by
     galloping from the previous find (steps 1, 2, 4, … then a binary search): O(|A| log(|B|/|A|))
     reads, each near the last — the case of a passage against a long document; when |A| > |B|/8
-    a merge is cheaper and the early stop is left out."""
+    a merge is cheaper (it too stops early when ``need`` > 0)."""
     if (ea - sa) * 8 >= eb - sb:
-        return intersect_runs(ha, sa, ea, hb, sb, eb)
+        if need <= 0:
+            return intersect_runs(ha, sa, ea, hb, sb, eb)
+        return _merge_bounded(ha, sa, ea, hb, sb, eb, need)
     c = 0
     lo = sb
     for i in range(sa, ea):
@@ -104,21 +126,44 @@ def pair_stats_parallel(h, off, ii, jj, chunks):
 
 
 @njit(cache=True)
-def query_jaccard(qh, hb, start, end, rows):
-    """Exact Jaccard of one query's sorted distinct hashes ``qh`` with each stored set
-    ``hb[start[r]:end[r]]`` of ``rows`` (0 where either is empty)."""
+def top_k_jaccard(qh, hb, start, end, rows, k):
+    """The ``k`` largest exact Jaccard of the query's sorted distinct hashes ``qh`` with the sets
+    ``hb[start[r]:end[r]]`` of ``rows``, as (rows, J) sorted by (−J, row). Rows are tried in the given
+    order (best estimate first, so the k-th best τ rises early); once k are held, a set is dropped as
+    soon as its intersection cannot reach τ(|Q| + |X|)/(1 + τ), the least giving J ≥ τ. The result
+    is that of scoring every row and sorting."""
     nq = qh.shape[0]
-    out = np.zeros(rows.shape[0], dtype=np.float64)
+    best_r = np.empty(k, dtype=np.int64)
+    best_j = np.empty(k, dtype=np.float64)
+    cnt = 0
     for p in range(rows.shape[0]):
         r = rows[p]
         s = start[r]
         e = end[r]
         nb = e - s
-        if nq == 0 or nb <= 0:
+        j = 0.0
+        if nq > 0 and nb > 0:
+            need = 0
+            if cnt == k and best_j[k - 1] > 0.0:
+                tau = best_j[k - 1]
+                need = np.int64(np.ceil(tau * (nq + nb) / (1.0 + tau) - 1e-9))
+            if nq <= nb:
+                c = intersect_bounded(qh, 0, nq, hb, s, e, need)
+            else:
+                c = intersect_bounded(hb, s, e, qh, 0, nq, need)
+            if c < 0:
+                continue
+            j = c / (nq + nb - c)
+        if cnt == k and (j < best_j[k - 1] or (j == best_j[k - 1] and r > best_r[k - 1])):
             continue
-        if nq <= nb:
-            c = intersect_bounded(qh, 0, nq, hb, s, e, 0)
-        else:
-            c = intersect_bounded(hb, s, e, qh, 0, nq, 0)
-        out[p] = c / (nq + nb - c)
-    return out
+        pos = cnt if cnt < k else k - 1
+        while pos > 0 and (best_j[pos - 1] < j or (best_j[pos - 1] == j and best_r[pos - 1] > r)):
+            if pos < k:
+                best_j[pos] = best_j[pos - 1]
+                best_r[pos] = best_r[pos - 1]
+            pos -= 1
+        best_j[pos] = j
+        best_r[pos] = r
+        if cnt < k:
+            cnt += 1
+    return best_r[:cnt].copy(), best_j[:cnt].copy()
