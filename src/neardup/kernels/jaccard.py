@@ -8,24 +8,12 @@ from numba import njit, prange
 @njit(cache=True)
 def intersect_runs(ha, sa, ea, hb, sb, eb):
     """|A ∩ B| of the sorted distinct runs ha[sa:ea] and hb[sb:eb], by a merge."""
-    i = sa
-    j = sb
-    c = 0
-    while i < ea and j < eb:
-        if ha[i] < hb[j]:
-            i += 1
-        elif hb[j] < ha[i]:
-            j += 1
-        else:
-            c += 1
-            i += 1
-            j += 1
-    return c
+    return _merge_bounded(ha, sa, ea, hb, sb, eb, 0)
 
 
 @njit(cache=True)
 def _merge_bounded(ha, sa, ea, hb, sb, eb, need):
-    """:func:`intersect_runs`, or −1 once the values left on the shorter side cannot reach ``need``."""
+    """|A ∩ B| by a merge, or −1 once the values left on the shorter side cannot reach ``need``."""
     i = sa
     j = sb
     c = 0
@@ -51,8 +39,6 @@ def intersect_bounded(ha, sa, ea, hb, sb, eb, need):
     reads, each near the last — the case of a passage against a long document; when |A| > |B|/8
     a merge is cheaper (it too stops early when ``need`` > 0)."""
     if (ea - sa) * 8 >= eb - sb:
-        if need <= 0:
-            return intersect_runs(ha, sa, ea, hb, sb, eb)
         return _merge_bounded(ha, sa, ea, hb, sb, eb, need)
     c = 0
     lo = sb
