@@ -205,6 +205,10 @@ def _params() -> tuple[Param, ...]:
         Param("quiet", R, bool, False, flag="-q --quiet", help="No progress bars or summary."),
         Param("progress", R, bool, None, nullable=True, flag="",
               help="Progress bars (None: when stderr is a terminal)."),
+        Param("resume", R, bool, False, flag="--resume", methods=_DOCUMENTS,
+              help="Keep the signatures of pass 1 beside OUTDIR (.OUTDIR.neardup-resume, removed on success); "
+                   "rerun with --resume after an interruption to continue from them (the inputs and parameters "
+                   "must be unchanged)."),
     )
 
 
@@ -285,6 +289,7 @@ class DedupConfig:
     index: str | None = None             # --index IDX: dedup against a persistent index and grow it
     quiet: bool = False
     progress: bool | None = None         # None: only when stderr is a terminal
+    resume: bool = False                 # keep pass 1 beside OUTDIR; continue from it after an interruption
 
     def group(self, name: str) -> dict:
         """The parameters of one group (``algorithm``, ``input``, ``output``, ``run``) as a dict."""

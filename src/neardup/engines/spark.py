@@ -127,6 +127,9 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.method in ("lines", "substrings"):
         raise ConfigError(f"method (--method) {cfg.method} runs on the local engine (--engine local); on Spark it "
                           "is not built yet (see README, 'Duplicates inside documents')")
+    if cfg.resume:
+        raise ConfigError("resume (--resume) runs on the local engine (--engine local); Spark keeps no checkpoint "
+                          "of pass 1 yet")
 
 
 # ================================================================================================

@@ -673,13 +673,21 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     if cfg.index is not None:
         check_index_path(cfg.index, outdir, specs)
     if outdir == STDOUT:
+        if cfg.resume:
+            raise ConfigError("resume (--resume) keeps its checkpoint beside the output folder; -o - has none")
         if cfg.pairs:
             raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept "
                               "rows; give an output folder")
         return _run_to_stdout(specs, cfg, command, t_start, stdout)
+    from . import resume  # noqa: PLC0415
+
+    resume.check_resumable(cfg, specs, outdir)
+    checkpoint = resume.checkpoint_dir(outdir) if cfg.resume else None
     with StagedOutput(outdir, specs) as stage, _open_index(cfg) as index:
-        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index)
+        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index, checkpoint)
         stage.commit()
+    if checkpoint is not None:
+        resume.remove(checkpoint)
     return report
 
 
@@ -706,14 +714,14 @@ def _open_index(cfg: DedupConfig):
 
 
 def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float,
-                index=None):
+                index=None, checkpoint: str | None = None):
     from .warmup import warm_up  # noqa: PLC0415
 
     # a first run compiles the kernels now (parameters, inputs and OUTDIR already checked), timed apart
     compiled = warm_up(cfg, announce=_shows_progress(cfg))
     try:
         specs = spool(specs, work)
-        return _run(specs, cfg, out, command, t_start + (compiled or 0.0), index, compiled), specs
+        return _run(specs, cfg, out, command, t_start + (compiled or 0.0), index, compiled, checkpoint), specs
     except OSError as exc:
         if is_write_error(exc):
             raise OutputError(f"{label}: cannot write the outputs ({exc.strerror or exc}); nothing was "
@@ -756,8 +764,30 @@ def _read(specs, cfg: DedupConfig, corpus: _Corpus, edits=None) -> tuple:
     return arrays
 
 
+def _read_or_resume(specs, cfg: DedupConfig, corpus: _Corpus, checkpoint: str | None, timings: dict):
+    """Pass 1 — or, with ``--resume`` and a checkpoint of this very run, its results read back
+    (:mod:`neardup.pipeline.resume`); a run with ``--resume`` checkpoints what it computed."""
+    from . import resume  # noqa: PLC0415
+
+    if checkpoint is not None:
+        found = resume.load(checkpoint, cfg, specs)
+        if found is not None:
+            t0 = time.perf_counter()
+            (values, empty, sizes, features), corpus = resume.restore(*found, _Corpus)
+            for spec in specs:
+                check_stamp(spec)
+            timings["resume_load"] = time.perf_counter() - t0     # (its presence: this run resumed)
+            return values, empty, sizes, features, corpus
+    values, empty, sizes, features = _read(specs, cfg, corpus)
+    if checkpoint is not None:
+        t0 = time.perf_counter()
+        resume.save(checkpoint, cfg, specs, values, empty, sizes, features, corpus)
+        timings["checkpoint"] = time.perf_counter() - t0
+    return values, empty, sizes, features, corpus
+
+
 def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None,
-         compiled: float | None = None) -> dict:
+         compiled: float | None = None, checkpoint: str | None = None) -> dict:
     from .spans import SpanStage, run_spans, stage_config  # noqa: PLC0415
 
     timings = {} if compiled is None else {"compile": compiled}   # apart from the run's own "total"
@@ -780,7 +810,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
             raise InputChangedError("the inputs changed between the two reads of --spans-order before "
                                     f"({len(first.ids)} documents, then {len(corpus.ids)}); nothing was written")
     else:
-        values, empty, sizes, features = _read(specs, cfg, corpus)
+        values, empty, sizes, features, corpus = _read_or_resume(specs, cfg, corpus, checkpoint, timings)
     timings["read_sign"] = time.perf_counter() - t0
     if cfg.method in SPAN_METHODS:
         return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))

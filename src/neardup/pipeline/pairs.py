@@ -33,7 +33,7 @@ from .records import pairs_schema
 #: Parameters of ``neardup dedup`` that the join does not use: which row is kept, how clusters are
 #: cut, and what dedup writes besides the pairs.
 NOT_USED = ("keep", "keep_field", "linkage", "max_drift", "spans", "spans_order", "min_remaining", "unit",
-            "min_docs", "min_length", "clusters_format", "pairs", "samples", "html", "index")
+            "min_docs", "min_length", "clusters_format", "pairs", "samples", "html", "index", "resume")
 DEFAULT_MAX_PAIRS = 100_000_000
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from .._version import __version__
 from ..config import DedupConfig
 
-RUN_ONLY = ("quiet", "progress", "html", "samples",   # how a run was done, not what it computed
+RUN_ONLY = ("quiet", "progress", "html", "samples", "resume",   # how a run was done, not what it computed
             "index")                                  # (--index has its own section)
 SIMILARITY_BINS = 20
 SKIPPED_LISTED = 1000

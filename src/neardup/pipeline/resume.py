@@ -1,0 +1,179 @@
+"""``dedup --resume``: pass 1's results (every row read, every document signed) kept beside OUTDIR,
+so that a run interrupted after signing continues from them instead of reading and signing again.
+
+A run with ``--resume`` writes, once pass 1 is done, the folder ``.<OUTDIR name>.neardup-resume``
+next to OUTDIR: ``arrays.npz`` (signatures, empty flags, set sizes and — with ``--verify exact`` —
+the shingles) and ``state.json`` (the per-row bookkeeping and a fingerprint of the run). It is
+written to a temporary name and renamed, so it is whole or absent; it is removed when the outputs
+are in place. A later run with ``--resume`` and the same OUTDIR uses it when the fingerprint
+matches — neardup's version, every parameter that changes a result, and per input its path,
+format, size, modification time and the SHA-256 of its first MiB — and otherwise stops with an
+error naming what differs (remove the folder to start over). Pass 2 re-reads the inputs as always
+and checks them unchanged again. Not for standard input (a pipe cannot be checked unchanged) nor
+for the span methods (``--method lines|substrings``, ``--spans``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from array import array
+from dataclasses import asdict
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import ConfigError
+
+SUFFIX = ".neardup-resume"
+#: parameters that never change what pass 1 or the rest computes
+_RUN_ONLY = ("workers", "batch_size", "quiet", "progress", "html", "samples", "resume")
+_HEAD = 1 << 20
+_JSON_IDS = (str, int, float, bool, type(None))
+
+
+def checkpoint_dir(outdir: str) -> str:
+    """Where ``--resume`` keeps pass 1 for ``outdir``: a hidden folder beside it."""
+    path = os.path.abspath(outdir).rstrip(os.sep)
+    parent, name = os.path.split(path)
+    return os.path.join(parent, f".{name}{SUFFIX}")
+
+
+def check_resumable(cfg, specs, outdir: str) -> None:
+    """``--resume`` refusals, before anything is read."""
+    if not cfg.resume:
+        return
+    from .dedup import SPAN_METHODS, STDOUT  # noqa: PLC0415
+
+    if outdir == STDOUT:
+        raise ConfigError("resume (--resume) keeps its checkpoint beside the output folder; -o - has none")
+    if cfg.method in SPAN_METHODS or cfg.spans is not None:
+        raise ConfigError("resume (--resume) checkpoints the signatures of whole-document methods; "
+                          f"--method {cfg.method}{' --spans ' + cfg.spans if cfg.spans else ''} is not resumable")
+    pipes = [s.label for s in specs if s.pipe]
+    if pipes:
+        raise ConfigError(f"resume (--resume) needs inputs it can check unchanged; {pipes[0]} is a pipe")
+
+
+def _head_sha(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        h.update(fh.read(_HEAD))
+    return h.hexdigest()
+
+
+def _files(spec) -> list:
+    if spec.entries:
+        return [(os.path.join(spec.label, e.rel), e.path, e.stamp) for e in spec.entries]
+    return [(spec.label, spec.path, spec.stamp)]
+
+
+def fingerprint(cfg, specs) -> dict:
+    """What a checkpoint must match: version, result parameters, inputs (path, format, size, mtime,
+    SHA-256 of the first MiB)."""
+    params = {k: v for k, v in asdict(cfg).items() if k not in _RUN_ONLY}
+    inputs = []
+    for spec in specs:
+        for label, path, stamp in _files(spec):
+            if stamp is None:
+                st = os.stat(path)
+                stamp = (st.st_size, st.st_mtime_ns)
+            inputs.append({"input": label, "path": os.path.abspath(path), "format": spec.fmt,
+                           "size": stamp[0], "mtime_ns": stamp[1], "head_sha256": _head_sha(path)})
+    return json.loads(json.dumps({"neardup": __version__, "parameters": params, "inputs": inputs}, default=str))
+
+
+def _difference(old: dict, new: dict) -> str:
+    if old.get("neardup") != new["neardup"]:
+        return f"made by neardup {old.get('neardup')}, this is {new['neardup']}"
+    po, pn = old.get("parameters", {}), new["parameters"]
+    for k in sorted(set(po) | set(pn)):
+        if po.get(k) != pn.get(k):
+            return f"made with {k}={po.get(k)!r}, this run has {k}={pn.get(k)!r}"
+    io, inn = old.get("inputs", []), new["inputs"]
+    if [i["input"] for i in io] != [i["input"] for i in inn]:
+        return f"made from the inputs {[i['input'] for i in io][:5]}, this run reads {[i['input'] for i in inn][:5]}"
+    for a, b in zip(io, inn):
+        for what in ("path", "format", "size", "mtime_ns", "head_sha256"):
+            if a.get(what) != b[what]:
+                return f"input {b['input']} changed since ({what.replace('_', ' ')} differs)"
+    return ""
+
+
+def load(folder: str, cfg, specs):
+    """(arrays, corpus fields) of a matching checkpoint; None when there is none; ConfigError when
+    one is there for another run or cannot be read."""
+    state_path = os.path.join(folder, "state.json")
+    if not os.path.exists(state_path):
+        return None
+    try:
+        with open(state_path, encoding="utf-8") as fh:
+            state = json.load(fh)
+        why = _difference(state["fingerprint"], fingerprint(cfg, specs))
+        if why:
+            raise ConfigError(f"resume (--resume): the checkpoint {folder} is of another run ({why}); remove it to "
+                              "start over, or run without --resume")
+        with np.load(os.path.join(folder, "arrays.npz"), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"resume (--resume): the checkpoint {folder} cannot be read ({exc}); remove it to start "
+                          "over") from None
+    return arrays, state["corpus"]
+
+
+def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> bool:
+    """Write the checkpoint (whole or not at all). False, writing nothing, when an id is not a JSON
+    value (the checkpoint keeps ids as JSON)."""
+    if not all(isinstance(i, _JSON_IDS) for i in corpus.ids) or \
+            not all(isinstance(k, _JSON_IDS) for k in corpus.keys):
+        return False
+    arrays = {"values": values, "empty": empty, "payload_of_doc": corpus.payload_of_doc,
+              "doc_line": np.frombuffer(corpus.doc_line, dtype=np.int64) if len(corpus.doc_line) else
+              np.zeros(0, np.int64)}
+    if sizes is not None:
+        arrays["sizes"] = sizes
+    if features is not None:
+        arrays.update(f_hashes=features.hashes, f_offsets=features.offsets)
+        if features.counts is not None:
+            arrays["f_counts"] = features.counts
+    state = {"fingerprint": fingerprint(cfg, specs),
+             "corpus": {"ids": corpus.ids, "lengths": corpus.lengths, "keys": corpus.keys,
+                        "doc_row": corpus.doc_row, "row_source": corpus.row_source,
+                        "skipped": [list(x) for x in corpus.skipped], "replaced": corpus.replaced,
+                        "n_rows": corpus.n_rows, "n_chars": corpus.n_chars}}
+    tmp = f"{folder}.tmp-{secrets.token_hex(4)}"
+    try:
+        os.mkdir(tmp)
+        np.savez(os.path.join(tmp, "arrays.npz"), **arrays)
+        with open(os.path.join(tmp, "state.json"), "w", encoding="utf-8") as fh:
+            json.dump(state, fh, allow_nan=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if os.path.lexists(folder):
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return True
+
+
+def restore(arrays: dict, fields: dict, corpus_cls):
+    """(values, empty, sizes, features) and the corpus of a loaded checkpoint."""
+    from ..features.shingles import Features  # noqa: PLC0415
+
+    corpus = corpus_cls(ids=fields["ids"], lengths=fields["lengths"], keys=fields["keys"], doc_row=fields["doc_row"],
+                        doc_line=array("q", arrays["doc_line"].tolist()), row_source=fields["row_source"],
+                        skipped=[tuple(x) for x in fields["skipped"]], replaced=fields["replaced"],
+                        n_rows=fields["n_rows"], n_chars=fields["n_chars"])
+    corpus.payload_of_doc = arrays["payload_of_doc"]
+    features = None
+    if "f_hashes" in arrays:
+        features = Features(arrays["f_hashes"], arrays["f_offsets"], arrays.get("f_counts"))
+    return (arrays["values"], arrays["empty"], arrays.get("sizes"), features), corpus
+
+
+def remove(folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,139 @@
+"""dedup --resume: pass 1 checkpointed beside OUTDIR, a run killed after it continues from it with
+the outputs of an uninterrupted run; a changed input or parameter, a pipe, the span methods and a
+corrupt checkpoint are refused with the reason; the checkpoint goes when the outputs are in place."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hostile import cli
+
+from neardup import ConfigError, DedupConfig, run_dedup
+from neardup.pipeline.resume import checkpoint_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
+
+
+def _cfg(**kw) -> DedupConfig:
+    return DedupConfig(workers=1, quiet=True, html=False, id_field="id", **kw)
+
+
+def _outputs(out: Path) -> dict:
+    rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+             if p.is_file() and p.name not in ("report.json", "report.html") and not p.name.startswith(".neardup")}
+    return {"files": files, "counts": rep["counts"], "clusters": rep["cluster_sizes"]}
+
+
+KILL = textwrap.dedent("""
+    import os, signal, sys
+    from neardup.config import DedupConfig
+    from neardup.pipeline import dedup, resume
+
+    point = sys.argv[1]
+    def die(*a, **k):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if point == "sign":                       # part-way through pass 1: nothing to resume from
+        orig = dedup._read
+        dedup._read = lambda *a, **k: die()
+    elif point == "after-checkpoint":         # pass 1 saved, nothing else done
+        orig = resume.save
+        resume.save = lambda *a, **k: (orig(*a, **k), die())
+    elif point == "write":                    # the outputs being written
+        dedup._write_clusters = die
+    cfg = DedupConfig(workers=1, quiet=True, html=False, id_field="id", resume=True,
+                      verify=sys.argv[4])
+    dedup.run_dedup([sys.argv[2]], sys.argv[3], cfg)
+    print("finished")
+""")
+
+
+@pytest.mark.parametrize("point, verify", [("sign", "borderline"), ("after-checkpoint", "borderline"),
+                                           ("after-checkpoint", "exact"), ("write", "borderline")])
+def test_killed_run_resumes_to_the_uninterrupted_outputs(tmp_path, point, verify):
+    ref = tmp_path / "ref"
+    run_dedup([str(DEMO)], str(ref), _cfg(verify=verify))
+    script = tmp_path / "kill.py"
+    script.write_text(KILL)
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, str(script), point, str(DEMO), str(out), verify], capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
+    ck = Path(checkpoint_dir(str(out)))
+    assert ck.is_dir() == (point != "sign")
+    assert not (out / "report.json").exists()
+    rep = run_dedup([str(DEMO)], str(out), _cfg(verify=verify, resume=True))
+    assert ("resume_load" in rep["timings"]) == (point != "sign")
+    assert _outputs(out) == _outputs(ref)
+    assert not ck.exists()                                       # removed once the outputs are in place
+    assert not any(p.name.startswith(".out.neardup-resume") for p in tmp_path.iterdir())
+
+
+def _checkpointed(tmp_path, src: Path, **kw) -> Path:
+    """A run with --resume killed right after its checkpoint (in-process: save, then an exception)."""
+    import neardup.pipeline.resume as resume
+
+    out = tmp_path / "out"
+    orig = resume.save
+
+    def save_then_fail(*a, **k):
+        orig(*a, **k)
+        raise KeyboardInterrupt
+
+    resume.save = save_then_fail
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_dedup([str(src)], str(out), _cfg(resume=True, **kw))
+    finally:
+        resume.save = orig
+    assert Path(checkpoint_dir(str(out))).is_dir()
+    return out
+
+
+def test_a_checkpoint_of_another_run_is_refused_naming_why(tmp_path):
+    src = tmp_path / "in.jsonl"
+    lines = [json.dumps({"id": i, "text": f"document number {i} " * 20}) for i in range(50)]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = _checkpointed(tmp_path, src)
+    with pytest.raises(ConfigError, match=r"made with threshold=0\.8, this run has threshold=0\.7"):
+        run_dedup([str(src)], str(out), _cfg(resume=True, threshold=0.7))
+    st = os.stat(src)
+    src.write_text("\n".join(lines[:-1] + [lines[-1].replace("document", "Document")]) + "\n", encoding="utf-8")
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))          # same size and time: the content tells
+    with pytest.raises(ConfigError, match=r"input .*in\.jsonl changed since \(head sha256 differs\)"):
+        run_dedup([str(src)], str(out), _cfg(resume=True))
+    assert not (out / "report.json").exists()
+    rep = run_dedup([str(src)], str(out), _cfg())                # without --resume: a fresh run, as always
+    assert rep["counts"]["documents"] == 50
+
+
+def test_a_corrupt_checkpoint_is_refused(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": f"text {i} " * 9}) + "\n" for i in range(20)), encoding="utf-8")
+    out = _checkpointed(tmp_path, src)
+    (Path(checkpoint_dir(str(out))) / "arrays.npz").write_bytes(b"not an npz")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        run_dedup([str(src)], str(out), _cfg(resume=True))
+
+
+def test_resume_refusals(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": 1, "text": "a b c d e f"}) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="-o - has none"):
+        run_dedup([str(src)], "-", _cfg(resume=True))
+    with pytest.raises(ConfigError, match="resume"):
+        run_dedup([str(src)], str(tmp_path / "o"), _cfg(resume=True, method="lines"))
+    with pytest.raises(ConfigError, match="not resumable"):
+        run_dedup([str(src)], str(tmp_path / "o"), _cfg(resume=True, spans="lines"))
+    code, _, err = cli("dedup", "-", "-o", tmp_path / "p", "--resume", input=b'{"text": "x y z"}\n')
+    assert code != 0 and "is a pipe" in err
+    code, _, err = cli("dedup", src, "-o", tmp_path / "q", "--resume", "-q")      # the flag, end to end
+    assert code == 0, err
+    assert not Path(checkpoint_dir(str(tmp_path / "q"))).exists()
