@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     print(f"{args.sets:,} sets, {items:,} items, k = 128, one core")
     for scheme in ("oph", "permutation", "bottomk"):
         row(f"sign_sets Arrow int64, {scheme}", best_of(lambda s=scheme: sign_sets(ints, scheme=s)), items)
-    row("sign_sets CSR numpy int64, oph", best_of(lambda: sign_sets((indptr, vals))), items)
+    row("sign_sets CSR numpy int64, oph", best_of(lambda: sign_sets(csr=(indptr, vals))), items)
     step = -(-args.sets // 100)
     chunked = pa.chunked_array([ints.slice(i, step) for i in range(0, args.sets, step)])
     row("sign_sets Arrow int64, 100 chunks, oph", best_of(lambda: sign_sets(chunked)), items)

@@ -51,10 +51,10 @@ def test_every_input_form_equals_one_at_a_time(scheme):
     _check_rows(sign_sets(fixed, **kw), [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]], scheme)
     flat = [x for s in ints for x in s]
     indptr = np.concatenate([[0], np.cumsum([len(s) for s in ints])]).astype(np.int64)
-    _check_rows(sign_sets((indptr, np.array(flat, dtype=np.int64)), **kw), ints, scheme)   # CSR ints
+    _check_rows(sign_sets(csr=(indptr, np.array(flat, dtype=np.int64)), **kw), ints, scheme)   # CSR ints
     sflat = [x for s in STRS for x in s]
     sptr = np.concatenate([[0], np.cumsum([len(s) for s in STRS])]).astype(np.int64)
-    _check_rows(sign_sets((sptr, np.array(sflat, dtype=object)), **kw), STRS, scheme)      # CSR strings
+    _check_rows(sign_sets(csr=(sptr, np.array(sflat, dtype=object)), **kw), STRS, scheme)      # CSR strings
 
 
 def test_item_identity_duplicates_and_one_item_sets():
@@ -173,9 +173,9 @@ def test_dictionary_items_and_csr_nulls():
     assert np.array_equal(sign_sets(dict_items).values, sign_sets(plain).values)
     csr = (np.array([0, 2, 3]), ["a", None, "b"])
     with pytest.raises(ConfigError, match="set 0 holds a null item"):
-        sign_sets(csr)
-    assert np.array_equal(sign_sets(csr, nulls="ignore").values, sign_sets([["a"], ["b"]]).values)
-    assert np.array_equal(sign_sets(csr, nulls="ignore", scheme="datasketch-legacy").values,
+        sign_sets(csr=csr)
+    assert np.array_equal(sign_sets(csr=csr, nulls="ignore").values, sign_sets([["a"], ["b"]]).values)
+    assert np.array_equal(sign_sets(csr=csr, nulls="ignore", scheme="datasketch-legacy").values,
                           sign_sets([["a"], ["b"]], scheme="datasketch-legacy").values)
 
 
@@ -199,7 +199,24 @@ def test_dictionary_items_and_csr_nulls():
 ])
 def test_bad_input_is_named(bad, match):
     with pytest.raises(ConfigError, match=match):
-        sign_sets(bad)
+        if isinstance(bad, tuple):
+            sign_sets(csr=bad)
+        else:
+            sign_sets(bad)
+
+
+def test_a_tuple_of_two_arrays_is_two_sets_and_csr_is_explicit():
+    """A tuple of sets is a sequence of sets, even when it looks like (indptr, values)."""
+    two = sign_sets((np.array([0, 1]), np.array([5, 6, 7])))
+    assert len(two) == 2 and np.array_equal(two.values, sign_sets([[0, 1], [5, 6, 7]]).values)
+    one = sign_sets(csr=(np.array([0, 1]), np.array([5, 6, 7])))
+    assert len(one) == 1 and np.array_equal(one.values, sign_sets([[5]]).values)
+    with pytest.raises(ConfigError, match="not both"):
+        sign_sets([[1]], csr=(np.array([0, 1]), np.array([1])))
+    with pytest.raises(ConfigError, match="needs the sets"):
+        sign_sets()
+    with pytest.raises(ConfigError, match="csr must be a pair"):
+        sign_sets(csr=[np.array([1, 2])])
 
 
 def test_readme_similar_users_example(tmp_path, monkeypatch):

@@ -76,21 +76,21 @@ def test_killed_run_resumes_to_the_uninterrupted_outputs(tmp_path, point, verify
     assert not any(p.name.startswith(".out.neardup-resume") for p in tmp_path.iterdir())
 
 
-def _checkpointed(tmp_path, src: Path, **kw) -> Path:
-    """A run with --resume killed right after its checkpoint (in-process: save, then an exception)."""
+def _checkpointed(tmp_path, src: Path, cfg: DedupConfig | None = None) -> Path:
+    """A run with --resume stopped right after its checkpoint (in-process: save, then an exception)."""
     import neardup.pipeline.resume as resume
 
     out = tmp_path / "out"
     orig = resume.save
 
     def save_then_fail(*a, **k):
-        orig(*a, **k)
+        assert orig(*a, **k)
         raise KeyboardInterrupt
 
     resume.save = save_then_fail
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_dedup([str(src)], str(out), _cfg(resume=True, **kw))
+            run_dedup([str(src)], str(out), cfg or _cfg(resume=True))
     finally:
         resume.save = orig
     assert Path(checkpoint_dir(str(out))).is_dir()
@@ -137,3 +137,35 @@ def test_resume_refusals(tmp_path):
     code, _, err = cli("dedup", src, "-o", tmp_path / "q", "--resume", "-q")      # the flag, end to end
     assert code == 0, err
     assert not Path(checkpoint_dir(str(tmp_path / "q"))).exists()
+
+
+def test_resume_with_unreadable_folder_entries_list_ids_and_a_stale_checkpoint(tmp_path):
+    """A folder holding a dangling link and a FIFO (skipped rows with --on-error skip) checkpoints
+    without opening them; ids that are JSON lists come back as lists; a later successful run without
+    --resume removes a checkpoint it did not use."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("alpha beta gamma delta epsilon zeta\nalpha beta gamma delta epsilon zeta\n")
+    os.symlink(tmp_path / "nowhere", folder / "b.txt")
+    os.mkfifo(folder / "c.txt")
+    kw = dict(workers=1, quiet=True, html=False, on_error="skip")
+    ref = run_dedup([str(folder)], str(tmp_path / "ref"), DedupConfig(**kw))
+    out = _checkpointed(tmp_path, folder, DedupConfig(resume=True, **kw))
+    rep = run_dedup([str(folder)], str(out), DedupConfig(resume=True, **kw))
+    assert "resume_load" in rep["timings"] and rep["counts"] == ref["counts"]
+    assert (out / "clusters.jsonl").read_bytes() == (tmp_path / "ref" / "clusters.jsonl").read_bytes()
+    # list ids survive the checkpoint; a run without --resume removes a stale checkpoint
+    src = tmp_path / "ids.jsonl"
+    src.write_text("".join(json.dumps({"id": [i, "x"], "text": f"row {i % 3} " * 12}) + "\n" for i in range(9)),
+                   encoding="utf-8")
+    (tmp_path / "ids").mkdir()
+    out2 = _checkpointed(tmp_path / "ids", src)
+    rep = run_dedup([str(src)], str(out2), _cfg(resume=True))
+    assert "resume_load" in rep["timings"]
+    ref2 = run_dedup([str(src)], str(tmp_path / "ref2"), _cfg())
+    assert (out2 / "clusters.jsonl").read_bytes() == (tmp_path / "ref2" / "clusters.jsonl").read_bytes()
+    assert ref2["counts"]["removed"] == 6
+    (tmp_path / "stale").mkdir()
+    out3 = _checkpointed(tmp_path / "stale", src)
+    run_dedup([str(src)], str(out3), _cfg())
+    assert not Path(checkpoint_dir(str(out3))).exists()

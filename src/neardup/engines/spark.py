@@ -964,9 +964,10 @@ def _representatives(comps: DataFrame, docs: DataFrame) -> DataFrame:
 
 
 def _known(sims: DataFrame, edges: DataFrame) -> DataFrame:
-    """(lo, hi, sim) with a verified pair's own similarity (exact where it was checked exactly) in place
-    of the estimate: the local :func:`~neardup.pipeline.find.known_similarity`."""
-    e = edges.select(F.col("lo").alias("_a"), F.col("hi").alias("_b"), F.col("sim").alias("_s"))
+    """(lo, hi, sim) with the exact similarity of a pair checked exactly in place of the estimate: the
+    local :func:`~neardup.pipeline.find.known_similarity`."""
+    e = edges.filter(F.col("how") == F.lit(int(EXACT))).select(F.col("lo").alias("_a"), F.col("hi").alias("_b"),
+                                                                F.col("sim").alias("_s"))
     k = sims.withColumn("_a", F.least("lo", "hi")).withColumn("_b", F.greatest("lo", "hi"))
     return k.join(e, ["_a", "_b"], "left").select("lo", "hi", F.coalesce("_s", "sim").alias("sim"))
 
@@ -1050,7 +1051,8 @@ def _finish_component(table, cfg_json):
         oracle = SimilarityOracle.equal()
     keep = cfg["keep"]
     threshold, drift = _rule(cfg)
-    known = known_similarity(similarity, lo, hi, esim, rows.shape[0])
+    ehow = edges.column("h").to_numpy(zero_copy_only=False).astype(np.int64)
+    known = known_similarity(similarity, lo, hi, esim, rows.shape[0], ehow)
     c = build_clusters(rows.shape[0], lo, hi, known, keep=keep, lengths=score if keep == "longest" else None,
                        keys=score if keep == "key" else None, threshold=threshold, max_drift=drift,
                        linkage=cfg["linkage"], edge_sim=esim, oracle=oracle, sample=_SAMPLE)
@@ -1063,10 +1065,10 @@ def _local_linkage(comps: DataFrame, edges: DataFrame, docs: DataFrame, cfg: Ded
     linkage: a component must fit in one task's memory — its rows' signatures and pairs)."""
     nodes = comps.join(docs.select("row", "sig", "size", "score", "sh"), "row").select(
         "label", F.lit(0).alias("kind"), F.col("row").alias("a"), F.lit(None).cast("long").alias("b"),
-        F.lit(None).cast("double").alias("s"), "sig", "size", "score", "sh")
+        F.lit(None).cast("double").alias("s"), F.lit(None).cast("byte").alias("h"), "sig", "size", "score", "sh")
     links = edges.join(comps.select(F.col("row").alias("lo"), "label"), "lo").select(
         "label", F.lit(1).alias("kind"), F.col("lo").alias("a"), F.col("hi").alias("b"), F.col("sim").alias("s"),
-        F.lit(None).cast("binary").alias("sig"), F.lit(None).cast("long").alias("size"),
+        F.col("how").alias("h"), F.lit(None).cast("binary").alias("sig"), F.lit(None).cast("long").alias("size"),
         F.lit(None).cast("double").alias("score"), F.lit(None).cast("binary").alias("sh"))
     spark = comps.sparkSession
     return (nodes.unionByName(links).repartition(_shuffle_partitions(spark), "label")

@@ -132,7 +132,8 @@ def top_k_jaccard(qh, hb, start, end, rows, k):
             need = 0
             if cnt == k and best_j[k - 1] > 0.0:
                 tau = best_j[k - 1]
-                need = np.int64(np.ceil(tau * (nq + nb) / (1.0 + tau) - 1e-9))
+                x = tau * (nq + nb) / (1.0 + tau)
+                need = np.int64(np.ceil(x - 1e-9 * max(1.0, x)))    # a relative slack: never above the least
             if nq <= nb:
                 c = intersect_bounded(qh, 0, nq, hb, s, e, need)
             else:

@@ -686,8 +686,7 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     with StagedOutput(outdir, specs) as stage, _open_index(cfg) as index:
         report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index, checkpoint)
         stage.commit()
-    if checkpoint is not None:
-        resume.remove(checkpoint)
+    resume.remove(resume.checkpoint_dir(outdir))     # done: a checkpoint of this OUTDIR (any run's) is stale
     return report
 
 
@@ -781,7 +780,9 @@ def _read_or_resume(specs, cfg: DedupConfig, corpus: _Corpus, checkpoint: str | 
     values, empty, sizes, features = _read(specs, cfg, corpus)
     if checkpoint is not None:
         t0 = time.perf_counter()
-        resume.save(checkpoint, cfg, specs, values, empty, sizes, features, corpus)
+        if not resume.save(checkpoint, cfg, specs, values, empty, sizes, features, corpus) and not cfg.quiet:
+            print("neardup: --resume: ids or keep values that are not JSON values cannot be checkpointed; this run "
+                  "keeps no checkpoint", file=sys.stderr)
         timings["checkpoint"] = time.perf_counter() - t0
     return values, empty, sizes, features, corpus
 

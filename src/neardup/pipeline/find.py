@@ -100,10 +100,13 @@ def containment_lsh(threshold: float, num_perm: int, lsh_mode: str, recall: floa
     return LSHParams(b, r, threshold, f"containment per size ratio ({label})")
 
 
-def known_similarity(similarity, lo, hi, sim, n: int):
-    """``similarity_to`` for :func:`~neardup.clusters.build_clusters`: a verified pair's own similarity
-    (exact where ``--verify borderline`` checked it: the estimate of a passage in a long document can
-    be far off), ``similarity(a, b)`` for any other pair. Rows are 0 … n − 1."""
+def known_similarity(similarity, lo, hi, sim, n: int, how=None):
+    """``similarity_to`` for :func:`~neardup.clusters.build_clusters`: the exact similarity of a pair
+    that was checked exactly (``how`` = EXACT; ``--verify borderline``: the estimate of a passage in a
+    long document can be far off), ``similarity(a, b)`` for any other pair. Rows are 0 … n − 1."""
+    if how is not None:
+        exact = np.asarray(how) == EXACT
+        lo, hi, sim = np.asarray(lo)[exact], np.asarray(hi)[exact], np.asarray(sim)[exact]
     lo = np.asarray(lo, dtype=np.int64)
     if lo.shape[0] == 0:
         return similarity
@@ -280,7 +283,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
             oracle = SimilarityOracle.minhash(values, empty_value(sigs.scheme))
         else:
             oracle = SimilarityOracle.equal()  # containment is not symmetric: merges follow the verified pairs
-    clusters = build_clusters(n, lo, hi, known_similarity(similarity, lo, hi, sim, n), keep=keep, lengths=lengths,
+    clusters = build_clusters(n, lo, hi, known_similarity(similarity, lo, hi, sim, n, how), keep=keep, lengths=lengths,
                               keys=keys, threshold=threshold, max_drift=max_drift, linkage=linkage, edge_sim=sim,
                               oracle=oracle, sample=sample)
     timings["clusters"] = time.perf_counter() - t0

@@ -77,9 +77,10 @@ def fingerprint(cfg, specs) -> dict:
     inputs = []
     for spec in specs:
         for label, path, stamp in _files(spec):
-            if stamp is None:
-                st = os.stat(path)
-                stamp = (st.st_size, st.st_mtime_ns)
+            if stamp is None:       # a folder's entry that could not be listed (a dangling link, a FIFO, …):
+                inputs.append({"input": label, "path": os.path.abspath(path), "format": spec.fmt,
+                               "unreadable": True})        # an error row of its own, never opened here
+                continue
             inputs.append({"input": label, "path": os.path.abspath(path), "format": spec.fmt,
                            "size": stamp[0], "mtime_ns": stamp[1], "head_sha256": _head_sha(path)})
     return json.loads(json.dumps({"neardup": __version__, "parameters": params, "inputs": inputs}, default=str))
@@ -96,8 +97,8 @@ def _difference(old: dict, new: dict) -> str:
     if [i["input"] for i in io] != [i["input"] for i in inn]:
         return f"made from the inputs {[i['input'] for i in io][:5]}, this run reads {[i['input'] for i in inn][:5]}"
     for a, b in zip(io, inn):
-        for what in ("path", "format", "size", "mtime_ns", "head_sha256"):
-            if a.get(what) != b[what]:
+        for what in ("path", "format", "unreadable", "size", "mtime_ns", "head_sha256"):
+            if a.get(what) != b.get(what):
                 return f"input {b['input']} changed since ({what.replace('_', ' ')} differs)"
     return ""
 
@@ -124,10 +125,9 @@ def load(folder: str, cfg, specs):
 
 
 def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> bool:
-    """Write the checkpoint (whole or not at all). False, writing nothing, when an id is not a JSON
-    value (the checkpoint keeps ids as JSON)."""
-    if not all(isinstance(i, _JSON_IDS) for i in corpus.ids) or \
-            not all(isinstance(k, _JSON_IDS) for k in corpus.keys):
+    """Write the checkpoint (whole or not at all). False, writing nothing, when an id or key is not a
+    JSON value (the checkpoint keeps them as JSON: str, numbers, booleans, lists and objects of them)."""
+    if not all(_is_json(i) for i in corpus.ids) or not all(_is_json(k) for k in corpus.keys):
         return False
     arrays = {"values": values, "empty": empty, "payload_of_doc": corpus.payload_of_doc,
               "doc_line": np.frombuffer(corpus.doc_line, dtype=np.int64) if len(corpus.doc_line) else
@@ -160,6 +160,17 @@ def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> boo
     return True
 
 
+def _is_json(v) -> bool:
+    """Whether ``v`` comes back from JSON as itself (tuples and other types do not)."""
+    if isinstance(v, _JSON_IDS):
+        return True
+    if isinstance(v, list):
+        return all(_is_json(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _is_json(x) for k, x in v.items())
+    return False
+
+
 def restore(arrays: dict, fields: dict, corpus_cls):
     """(values, empty, sizes, features) and the corpus of a loaded checkpoint."""
     from ..features.shingles import Features  # noqa: PLC0415
@@ -176,4 +187,5 @@ def restore(arrays: dict, fields: dict, corpus_cls):
 
 
 def remove(folder: str) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
+    if os.path.lexists(folder):
+        shutil.rmtree(folder, ignore_errors=True)

@@ -2,7 +2,8 @@
 
 ``sign_sets(sets, num_perm=128, scheme="oph", seed=1)`` takes the sets as an Arrow list array
 (``list``/``large_list``/``fixed_size_list`` of integers, strings or binary; chunked or not), as CSR
-``(indptr, values)`` of numpy arrays, or as a Python sequence of iterables. Items are the ones of
+``csr=(indptr, values)`` of numpy arrays, or as a Python sequence of iterables (a tuple of two
+arrays is two sets). Items are the ones of
 :mod:`neardup.sketches.items`: an integer is its 8-byte little-endian two's-complement form, a
 string its UTF-8 bytes, so ``42`` and ``"42"`` are different items while int8 42 and uint64 42 are
 the same (and, being the same 8 bytes, uint64 2**64 − 1 and int64 −1 too); each hashes to
@@ -36,11 +37,24 @@ from .minhash import SCHEMES, Signatures, _check, _datasketch_values, sign_featu
 NULLS = ("error", "ignore", "skip")
 
 
-def sign_sets(sets, num_perm: int = 128, scheme: str = "oph", seed: int = 1, *, nulls: str = "error",
-              sizes: bool = False):
+class _CSR(tuple):
+    """``csr=(indptr, values)`` of :func:`sign_sets` (a plain tuple of sets is a sequence of sets)."""
+
+
+def sign_sets(sets=None, num_perm: int = 128, scheme: str = "oph", seed: int = 1, *, csr=None,
+              nulls: str = "error", sizes: bool = False):
     """Signatures (:class:`Signatures`, one row per set) of a batch of item sets; with ``sizes=True``
-    also the number of distinct items of each set (what containment needs). See the module
-    docstring for the inputs, items and nulls."""
+    also the number of distinct items of each set (what containment needs). ``csr=(indptr, values)``
+    gives the sets as CSR arrays instead of ``sets``. See the module docstring for the inputs, items
+    and nulls."""
+    if csr is not None:
+        if sets is not None:
+            raise ConfigError("give the sets once: as sets or as csr=(indptr, values), not both")
+        if not isinstance(csr, (tuple, list)) or len(csr) != 2 or not _is_indptr(np.asarray(csr[0])):
+            raise ConfigError("csr must be a pair (indptr, values): n + 1 integer offsets and the items")
+        sets = _CSR((np.asarray(csr[0]), csr[1]))
+    elif sets is None:
+        raise ConfigError("sign_sets needs the sets (or csr=(indptr, values))")
     _check(num_perm, scheme, seed)
     if nulls not in NULLS:
         raise ConfigError(f"nulls must be one of {NULLS}, got {nulls!r}")
@@ -78,8 +92,7 @@ def _as_hashes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     chunks = _arrow_chunks(sets)
     if chunks is not None:
         return _concat_chunks([_arrow_hashes(c, nulls, base) for c, base in chunks])
-    if isinstance(sets, tuple) and len(sets) == 2 and not isinstance(sets[0], (str, bytes)) \
-            and _is_indptr(sets[0]):
+    if isinstance(sets, _CSR):
         return _csr_hashes(*sets, nulls)
     return _python_hashes(sets, nulls)
 
@@ -295,7 +308,7 @@ def _as_bytes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     """Every item's bytes (the ``datasketch-*`` schemes hash bytes): (buffer, item offsets, set indptr,
     null rows)."""
     chunks = _arrow_chunks(sets)
-    if chunks is None and isinstance(sets, tuple) and len(sets) == 2 and _is_indptr(sets[0]):
+    if chunks is None and isinstance(sets, _CSR):
         chunks = [(_csr_arrow(*_csr_checked(*sets)), 0)]
     if chunks is not None:
         rows = [r for c, _ in chunks for r in c.to_pylist()]
