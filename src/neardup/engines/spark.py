@@ -470,6 +470,14 @@ def _band_batches(batches, b, r, dtype):
             pa.array(np.repeat(rows.astype(np.int64), b), pa.int64())], names=["band", "key", "row"])
 
 
+def _task_threads() -> None:
+    """One compute thread per Spark task: Spark runs tasks side by side already, and a kernel that
+    spreads over every core from each task slot would oversubscribe them."""
+    import numba  # noqa: PLC0415
+
+    numba.set_num_threads(1)
+
+
 def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=False, border=None):
     """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair (SimHash:
     1 − Hamming distance / 64); with ``exact``, sa and sb are the shingle sets and sim is their exact
@@ -481,6 +489,7 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
     from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
+    _task_threads()
     for batch in batches:
         mask = None
         lo = _column(batch, "lo").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -1015,6 +1024,7 @@ def _finish_component(table, cfg_json):
     from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
     from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
+    _task_threads()
     cfg = json.loads(cfg_json)
     exact = _exact(cfg)
     simhash = cfg["method"] == "simhash"

@@ -29,7 +29,8 @@ def _stats(features: Features, ii, jj):
     if ii.shape[0] >= PARALLEL_PAIRS and threading.current_thread() is threading.main_thread():
         import numba  # noqa: PLC0415
 
-        return pair_stats_parallel(u.hashes, u.offsets, ii, jj, 4 * numba.get_num_threads())
+        if numba.get_num_threads() > 1:
+            return pair_stats_parallel(u.hashes, u.offsets, ii, jj, 4 * numba.get_num_threads())
     return pair_stats(u.hashes, u.offsets, ii, jj)
 
 
