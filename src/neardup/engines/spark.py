@@ -227,7 +227,7 @@ def _ragged_features(arr):
     sizes = np.diff(offs) // 8
     o = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=o[1:])
-    return Features(hashes, o, np.ones(hashes.shape[0], dtype=np.int64))
+    return Features.distinct(hashes, o)
 
 
 def _dump_id(v) -> str | None:
@@ -500,9 +500,8 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
         ii = np.arange(n, dtype=np.int64)
         if exact:
             fa, fb = _ragged_features(_column(batch, "sa")), _ragged_features(_column(batch, "sb"))
-            both = Features(np.concatenate([fa.hashes, fb.hashes]),
-                            np.concatenate([fa.offsets, fb.offsets[1:] + fa.offsets[-1]]),
-                            np.concatenate([fa.counts, fb.counts]))
+            both = Features.distinct(np.concatenate([fa.hashes, fb.hashes]),
+                                     np.concatenate([fa.offsets, fb.offsets[1:] + fa.offsets[-1]]))
             j = exact_similarity(both, ii, ii + n, metric)
         else:
             a = _binary_rows(_column(batch, "sa"), dtype)

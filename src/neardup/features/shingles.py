@@ -40,6 +40,12 @@ class Features:
     def sizes(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    @classmethod
+    def distinct(cls, hashes: np.ndarray, offsets: np.ndarray) -> Features:
+        """Features whose documents' hashes are already sorted and distinct: every count is 1, held
+        as a read-only view of one value (no 8 bytes per shingle)."""
+        return cls(hashes, offsets, np.broadcast_to(np.int64(1), hashes.shape))
+
     def unique(self) -> Features:
         """Per document: distinct hashes (sorted) with their multiplicities in ``counts``."""
         if self.counts is not None:

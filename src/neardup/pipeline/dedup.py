@@ -378,7 +378,7 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus, ed
 
             offsets = np.zeros(size.shape[0] + 1, dtype=np.int64)
             np.cumsum(size, out=offsets[1:])
-            features = Features(np.concatenate(shingles), offsets, np.ones(offsets[-1], dtype=np.int64))
+            features = Features.distinct(np.concatenate(shingles), offsets)
     else:
         width = (cfg.num_perm,) if cfg.method == "minhash" else ()
         values = np.zeros((0, *width), dtype=np.uint32 if cfg.method == "minhash" else np.uint64)
@@ -529,7 +529,7 @@ def _exact_pairs(cfg: DedupConfig, texts_of, offset: int):
         off = np.zeros(len(hashes) + 1, dtype=np.int64)
         np.cumsum([h.shape[0] for h in hashes], out=off[1:])
         h = np.concatenate(hashes) if hashes else empty
-        feats = Features(h, off, np.ones(h.shape[0], dtype=np.int64))
+        feats = Features.distinct(h, off)
         return exact_similarity(feats, np.searchsorted(rows, lo), np.searchsorted(rows, hi), cfg.metric)
     return exact
 

@@ -136,7 +136,7 @@ def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> boo
         arrays["sizes"] = sizes
     if features is not None:
         arrays.update(f_hashes=features.hashes, f_offsets=features.offsets)
-        if features.counts is not None:
+        if features.counts is not None and features.counts.strides != (0,):   # (not Features.distinct's ones)
             arrays["f_counts"] = features.counts
     state = {"fingerprint": fingerprint(cfg, specs),
              "corpus": {"ids": corpus.ids, "lengths": corpus.lengths, "keys": corpus.keys,
@@ -182,7 +182,8 @@ def restore(arrays: dict, fields: dict, corpus_cls):
     corpus.payload_of_doc = arrays["payload_of_doc"]
     features = None
     if "f_hashes" in arrays:
-        features = Features(arrays["f_hashes"], arrays["f_offsets"], arrays.get("f_counts"))
+        features = (Features(arrays["f_hashes"], arrays["f_offsets"], arrays["f_counts"]) if "f_counts" in arrays
+                    else Features.distinct(arrays["f_hashes"], arrays["f_offsets"]))
     return (arrays["values"], arrays["empty"], arrays.get("sizes"), features), corpus
 
 
