@@ -672,16 +672,14 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
     if cfg.index is not None:
         check_index_path(cfg.index, outdir, specs)
+    from . import resume  # noqa: PLC0415
+
+    resume.check_resumable(cfg, specs, outdir)
     if outdir == STDOUT:
-        if cfg.resume:
-            raise ConfigError("resume (--resume) keeps its checkpoint beside the output folder; -o - has none")
         if cfg.pairs:
             raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept "
                               "rows; give an output folder")
         return _run_to_stdout(specs, cfg, command, t_start, stdout)
-    from . import resume  # noqa: PLC0415
-
-    resume.check_resumable(cfg, specs, outdir)
     checkpoint = resume.checkpoint_dir(outdir) if cfg.resume else None
     with StagedOutput(outdir, specs) as stage, _open_index(cfg) as index:
         report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index, checkpoint)

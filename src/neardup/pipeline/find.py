@@ -74,19 +74,23 @@ def containment_candidate_pairs(values, sizes, threshold: float, lsh_mode: str, 
     after LSH Ensemble) — not as a Jaccard threshold, which a passage in a long document never reaches.
     ``lsh_mode`` ``recall…`` targets ``recall`` at C = t per pair; ``datasketch`` uses Zhu et al.'s
     equal-weight error criterion. The one rule both engines use."""
+    from .._arrays import sorted_unique  # noqa: PLC0415
     from ..index.containment import containment_candidates  # noqa: PLC0415
 
-    mode = "ensemble" if lsh_mode == "datasketch" else "recall"
-    ci, cj = containment_candidates(values, np.asarray(sizes, dtype=np.int64), threshold, mode=mode, recall=recall,
-                                    rows=rows, sort=False)
+    ci, cj = containment_candidates(values, np.asarray(sizes, dtype=np.int64), threshold,
+                                    mode=_containment_mode(lsh_mode), recall=recall, rows=rows, sort=False)
     if ci.shape[0] == 0:
         return ci, cj
     n = np.int64(values.shape[0])
     code = np.minimum(ci, cj) * n + np.maximum(ci, cj)
     del ci, cj
-    code.sort()
-    code = code[np.concatenate(([True], code[1:] != code[:-1]))]
+    code = sorted_unique(code)
     return code // n, code % n
+
+
+def _containment_mode(lsh_mode: str) -> str:
+    """The containment banding rule for an ``--lsh`` mode: datasketch's criterion, else recall."""
+    return "ensemble" if lsh_mode == "datasketch" else "recall"
 
 
 def containment_lsh(threshold: float, num_perm: int, lsh_mode: str, recall: float) -> LSHParams:
@@ -94,7 +98,7 @@ def containment_lsh(threshold: float, num_perm: int, lsh_mode: str, recall: floa
     other size ratio has its own), and the rule."""
     from ..index.containment import containment_params  # noqa: PLC0415
 
-    mode = "ensemble" if lsh_mode == "datasketch" else "recall"
+    mode = _containment_mode(lsh_mode)
     b, r = containment_params(threshold, num_perm, 1000, 1000, mode=mode, recall=recall)
     label = f"recall≥{recall}" if mode == "recall" else "datasketch"
     return LSHParams(b, r, threshold, f"containment per size ratio ({label})")
