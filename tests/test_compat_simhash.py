@@ -277,7 +277,7 @@ def test_lazy_and_thread_safe_loading(monkeypatch):
     code = ("import sys, neardup.sketches.compat, neardup.sketches.compat.yanyiwu; "
             "sys.exit(int('jieba' in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
-    monkeypatch.setattr(yanyiwu, "_res", None)
+    monkeypatch.setattr(yanyiwu, "_res", {})
     out: list[int] = []
     threads = [threading.Thread(target=lambda: out.append(yanyiwu.simhash("你好世界，再见世界", 5)))
                for _ in range(4)]

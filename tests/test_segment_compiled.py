@@ -81,16 +81,16 @@ def test_hostile_texts_have_defined_fingerprints():
 def test_tables_are_cached_and_rebuilt_alike(tmp_path, monkeypatch):
     built = jieba_dict.build()
     monkeypatch.setenv("NEARDUP_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(jieba_dict, "_loaded", None)
+    monkeypatch.setattr(jieba_dict, "_loaded", {})
     first = jieba_dict.tables()
     files = list(tmp_path.glob("jieba-tables-*.npz"))
     assert len(files) == 1
-    monkeypatch.setattr(jieba_dict, "_loaded", None)
+    monkeypatch.setattr(jieba_dict, "_loaded", {})
     again = jieba_dict.tables()                         # read from the cache
     for f in jieba_dict._FIELDS:
         assert np.array_equal(getattr(first, f), getattr(built, f), equal_nan=True), f
         assert np.array_equal(getattr(again, f), getattr(built, f), equal_nan=True), f
     assert again.min_weight == built.min_weight and again.idf_average == built.idf_average
     files[0].write_bytes(b"not an npz")                 # a damaged cache is rebuilt, not trusted
-    monkeypatch.setattr(jieba_dict, "_loaded", None)
+    monkeypatch.setattr(jieba_dict, "_loaded", {})
     assert np.array_equal(jieba_dict.tables().child_cp, built.child_cp)

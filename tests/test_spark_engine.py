@@ -188,6 +188,19 @@ def test_simhash_feature_options_match_local(spark, planted, tmp_path, opts):
     assert rep["counts"]["removed"] > 20
 
 
+def test_simhash_word_files_match_local(spark, planted, tmp_path):
+    """The user's word files (an IDF table, a user dictionary, stop words) reach the executors: the
+    local engine's outputs byte for byte."""
+    (tmp_path / "idf.txt").write_text("".join(f"w{i} {1 + i / 50}\n" for i in range(500)) + "去重 9\n",
+                                      encoding="utf-8")
+    (tmp_path / "user.txt").write_text("文本去重 5 n\n", encoding="utf-8")
+    (tmp_path / "stop.txt").write_text("copy\nw7\n", encoding="utf-8")
+    rep, _ = _both(spark, [planted], tmp_path, method="simhash", on_error="skip", tokenizer="jieba", top_n=12,
+                   idf=str(tmp_path / "idf.txt"), user_dict=str(tmp_path / "user.txt"),
+                   stop_words=str(tmp_path / "stop.txt"))
+    assert rep["counts"]["removed"] > 20 and rep["parameters"]["stop_words"] == str(tmp_path / "stop.txt")
+
+
 @pytest.mark.parametrize("metric,linkage,drift", [("jaccard", "bounded", 0.05), ("containment", "components", None),
                                                   ("jaccard", "components", 0.05)])
 def test_verify_exact_matches_local(spark, planted, tmp_path, metric, linkage, drift):

@@ -133,8 +133,16 @@ def _params() -> tuple[Param, ...]:
               help="SimHash: max Hamming distance k (default 3)."),
         Param("weighting", A, str, None, choices=WEIGHTINGS, nullable=True, methods=("simhash",),
               help="SimHash feature weights: uniform, tf (default) or tfidf (with --idf)."),
-        Param("idf", A, str, None, choices=("jieba",), nullable=True, methods=("simhash",),
-              help="SimHash IDF table for --weighting tfidf: jieba's (Chinese words; --ngram 1 by default)."),
+        Param("idf", A, str, None, nullable=True, methods=("simhash",),
+              help="SimHash IDF table for --weighting tfidf: 'jieba' (jieba's Chinese table) or a file of 'word idf' "
+                   "lines (jieba's format; `neardup idf fit` writes one); --ngram 1 by default. With --compat "
+                   "yanyiwu: a file in place of cppjieba's table."),
+        Param("user_dict", A, str, None, nullable=True, methods=("simhash",),
+              help="SimHash: a user dictionary for Chinese segmentation, jieba's 'word [freq] [tag]' lines (with "
+                   "--tokenizer jieba or auto, or --compat yanyiwu as cppjieba reads it)."),
+        Param("stop_words", A, str, None, nullable=True, methods=("simhash",),
+              help="SimHash: a file of stop words, one per line, dropped before weighting (--ngram 1 by default; "
+                   "with --compat yanyiwu: in place of cppjieba's list)."),
         Param("top_n", A, int, None, lo=1, nullable=True, methods=("simhash",),
               help="SimHash: keep the N heaviest features (with --compat yanyiwu: its length rule when not given)."),
         Param("compat", A, str, None, choices=COMPATS, nullable=True, methods=("simhash",),
@@ -256,7 +264,9 @@ class DedupConfig:
     seed: int = 1
     bits: int | None = None              # simhash: max Hamming distance k
     weighting: str | None = None         # simhash: uniform | tf (default) | tfidf
-    idf: str | None = None               # simhash: IDF table for tfidf (jieba)
+    idf: str | None = None               # simhash: IDF table for tfidf ("jieba" or a file)
+    user_dict: str | None = None         # simhash: user dictionary file (jieba tokenizer / yanyiwu)
+    stop_words: str | None = None        # simhash: stop-word file
     top_n: int | None = None             # simhash: keep the N heaviest features
     compat: str | None = None            # simhash: a peer's fingerprints (yanyiwu | 1e0ng)
     sentences: int = 3
@@ -313,7 +323,8 @@ class DedupConfig:
         if wrong:
             raise ConfigError(f"not used by --method {c.method}: {'; '.join(wrong)}")
         if c.compat is not None:
-            own = [n for n in ("weighting", "idf", "ngram") if getattr(c, n) is not None]
+            files = ("idf", "user_dict", "stop_words") if c.compat == "1e0ng" else ()
+            own = [n for n in ("weighting", "ngram", *files) if getattr(c, n) is not None]
             own += ["tokenizer"] if c.tokenizer != "word" else []
             if own:
                 raise BY_NAME[own[0]].refuse(getattr(c, own[0]), f"left unset with --compat {c.compat} (the "
@@ -321,16 +332,34 @@ class DedupConfig:
             if c.compat == "1e0ng" and c.top_n is not None:
                 raise BY_NAME["top_n"].refuse(c.top_n, "left unset with --compat 1e0ng (the library weighs "
                                                        "every window)")
-        if c.weighting == "tfidf" and c.idf is None:
-            raise BY_NAME["idf"].refuse(c.idf, "jieba with --weighting tfidf (the IDF table)")
-        if c.idf is not None:
-            if c.weighting not in (None, "tfidf"):
-                raise BY_NAME["weighting"].refuse(c.weighting, "tfidf with --idf")
-            c.weighting = "tfidf"
-            if c.ngram is None:
-                c.ngram = 1                       # jieba's table weighs single words
-            elif c.ngram != 1:
-                raise BY_NAME["ngram"].refuse(c.ngram, "1 with --idf jieba (its table weighs single words)")
+            if c.idf == "jieba":
+                raise BY_NAME["idf"].refuse(c.idf, "a file with --compat yanyiwu (cppjieba's own table is "
+                                                   "its default)")
+        else:
+            if c.weighting == "tfidf" and c.idf is None:
+                raise BY_NAME["idf"].refuse(c.idf, "jieba or a file with --weighting tfidf (the IDF table)")
+            if c.idf is not None:
+                if c.weighting not in (None, "tfidf"):
+                    raise BY_NAME["weighting"].refuse(c.weighting, "tfidf with --idf")
+                c.weighting = "tfidf"
+            for name in ("idf", "stop_words"):     # tables of single words
+                if getattr(c, name) is not None:
+                    if c.ngram is None:
+                        c.ngram = 1
+                    elif c.ngram != 1:
+                        raise BY_NAME["ngram"].refuse(c.ngram, f"1 with {BY_NAME[name].option} (its words are "
+                                                               "single tokens)")
+            if c.user_dict is not None and c.tokenizer not in ("jieba", "auto"):
+                raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba or auto (or "
+                                                               "--compat yanyiwu)")
+        if c.method == "simhash":                  # the user's files, read now: a bad line stops the run here
+            from .text.dictionaries import file_keys  # noqa: PLC0415
+
+            file_keys(c.idf, c.user_dict, c.stop_words)
+            for name in ("idf", "user_dict", "stop_words"):   # absolute: an index or a Spark task reads them
+                value = getattr(c, name)
+                if value is not None and value != "jieba":
+                    setattr(c, name, os.path.abspath(value))
         for name, value in DEFAULTS[c.method].items():   # only what the method uses
             if getattr(c, name) is None and not (c.compat and name == "ngram"):
                 setattr(c, name, value)

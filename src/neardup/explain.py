@@ -161,16 +161,18 @@ def _shingle_lists(out, ha, na, hb, nb, in_a, in_b, wins, show) -> None:
 
 def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None = 3, weighting: str | None = None,
                     idf: str | None = None, top_n: int | None = None, compat: str | None = None,
-                    convert: str | None = None, show: int = 10) -> dict:
+                    convert: str | None = None, show: int = 10, *, user_dict=None, stop_words=None) -> dict:
     """Features (text, weight, 64-bit hash) of each side, the per-bit sums Σ ±w, the fingerprints, the
     bits that differ and the distance — under the feature options of
     :func:`neardup.sketches.simhash.feature_signer`."""
     from .sketches.simhash import feature_signer  # noqa: PLC0415
 
-    fps = feature_signer(tokenizer, ngram, weighting, idf, top_n, compat, convert)([a, b])[0]
+    files = {"user_dict": user_dict, "stop_words": stop_words}
+    fps = feature_signer(tokenizer, ngram, weighting, idf, top_n, compat, convert, **files)([a, b])[0]
     sides = []
     for text in (a, b):
-        names, hashes, weights = _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert)
+        names, hashes, weights = _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert,
+                                                   **files)
         bits = ((hashes[:, None] >> np.arange(64, dtype=np.uint64)[None, :]) & np.uint64(1)).astype(bool)
         sums = (np.where(bits, 1.0, -1.0) * weights[:, None]).sum(axis=0) if len(names) else np.zeros(64)
         fp = int(sum(1 << j for j in range(64) if sums[j] > 0))
@@ -183,12 +185,14 @@ def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None =
     differing = [j for j in range(64) if diff >> j & 1]
     consistent = sides[0]["fingerprint"] == int(fps[0]) and sides[1]["fingerprint"] == int(fps[1])
     return {"method": "simhash", "options": {"tokenizer": tokenizer, "ngram": ngram, "weighting": weighting or "tf",
-                                             "idf": idf, "top_n": top_n, "compat": compat, "convert": convert},
+                                             "idf": idf, "top_n": top_n, "compat": compat, "convert": convert,
+                                             **{k: v for k, v in files.items() if v is not None}},
             "a": sides[0], "b": sides[1], "differing_bits": differing, "distance": len(differing),
             "consistent": bool(consistent)}
 
 
-def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert):
+def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert, user_dict=None,
+                      stop_words=None):
     """(feature texts, hashes uint64, weights float64) as the fingerprint folds them."""
     from .text.normalize import _converter  # noqa: PLC0415
 
@@ -198,7 +202,7 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
         from .sketches.compat import yanyiwu  # noqa: PLC0415
 
         n = top_n if top_n is not None else yanyiwu.top_n_for_length(len(text.encode("utf-8", "surrogatepass")))
-        kws = yanyiwu.extract_keywords(text, n)
+        kws = yanyiwu.extract_keywords(text, n, user_dict, idf, stop_words)
         hashes, weights = yanyiwu._hash_keywords(kws)
         return [w for w, _ in kws], hashes, weights
     if compat == "1e0ng":
@@ -208,7 +212,8 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
         return names, simhash_1e0ng.feature_hashes(names), np.asarray(weights, dtype=np.float64)
     from .sketches.simhash import native_hasher  # noqa: PLC0415
 
-    hasher = native_hasher(tokenizer, ngram, weighting, idf, top_n, convert)
+    hasher = native_hasher(tokenizer, ngram, weighting, idf, top_n, convert, user_dict=user_dict,
+                           stop_words=stop_words)
     uniq, w = hasher.weights(hasher.shingler.features([text]))
     hashes, names = _shingle_table(hasher.shingler, text)
     text_of = dict(zip(hashes.tolist(), names))
@@ -232,7 +237,7 @@ def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
     if method == "simhash":
         return explain_simhash(a, b, params.get("tokenizer") or "word", params.get("ngram"), params.get("weighting"),
                                params.get("idf"), params.get("top_n"), params.get("compat"), params.get("convert"),
-                               show)
+                               show, user_dict=params.get("user_dict"), stop_words=params.get("stop_words"))
     if method == "sentences":
         return explain_sentences(a, b, params.get("sentences") or 3, params.get("convert"))
     if method == "exact":

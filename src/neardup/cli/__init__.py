@@ -96,7 +96,7 @@ def main() -> None:
     """Find near-duplicate documents: MinHash, SimHash and sentence signatures."""
 
 
-from . import compare, dedup, evaluate, explain, index, lsh, pairs, serve, sign  # noqa: E402, F401  (each registers its command on main)
+from . import compare, dedup, evaluate, explain, idf, index, lsh, pairs, serve, sign  # noqa: E402, F401  (each registers its command on main)
 
 main.add_command(evaluate.eval_cmd)
 

@@ -24,8 +24,8 @@ from ..config import DedupConfig, click_options
 from ..io.readers import batched
 from . import main
 
-_ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf", "top_n", "compat",
-         "lsh_mode", "recall", "bands", "rows")
+_ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf", "user_dict",
+         "stop_words", "top_n", "compat", "lsh_mode", "recall", "bands", "rows")
 _BATCH = 20000
 
 
@@ -37,7 +37,7 @@ def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
     return cls.open(path, readonly=readonly, synchronous=synchronous)
 
 
-def _rows(inputs, text_field, id_field, on_error, texts=()):
+def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None):
     """(label, id, text) of every row of the inputs (ids: the id field, else "FILE:LINE"), then of
     each ``--text``; bad rows stop the command naming their place, or with ``--on-error skip`` are
     counted (returned in the last tuple element as a list)."""
@@ -45,7 +45,7 @@ def _rows(inputs, text_field, id_field, on_error, texts=()):
     from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
     from ..io.sources import expand_inputs  # noqa: PLC0415
 
-    specs = expand_inputs(list(inputs), None) if inputs else []
+    specs = expand_inputs(list(inputs), fmt) if inputs else []
     check_fields_apply(specs, text_field, id_field)
     skipped = []
     for spec in specs:

@@ -69,7 +69,8 @@ def _umask() -> int:
 @click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
 @click.option("--ngram", type=click.IntRange(1, 64), default=None,
               help="Shingle size (default: 5 for minhash, 3 for simhash).")
-@click_options(("convert", "weighting", "idf", "top_n", "compat"))   # the one definition dedup and the index use
+# the one definition dedup and the index use
+@click_options(("convert", "weighting", "idf", "user_dict", "stop_words", "top_n", "compat"))
 @click.option("--sentences", "n_sentences", type=click.IntRange(1), default=3, show_default=True,
               help="Sentence signature: how many longest sentences.")
 @click.option("--input-format", type=click.Choice(FORMATS), default=None,
@@ -88,14 +89,16 @@ def _umask() -> int:
 @click.option("--workers", type=click.IntRange(0), default=0, show_default=True,
               help="Signing processes for --format parquet/npy (0: every CPU this process may use).")
 @click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
-def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weighting, idf, top_n, compat, n_sentences,
+def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weighting, idf, user_dict, stop_words,
+         top_n, compat, n_sentences,
          input_format, jsonl, text_field, id_field, on_error, batch_size, output, fmt, workers, summary):
     """Print one JSON line per document with its signature.
 
     INPUTS are read as by dedup: JSONL, CSV, Parquet, text lines (one document per line), folders
     (one document per file), '-' for JSONL on stdin; --files makes each file one document.
     """
-    simhash_opts = {"weighting": weighting, "idf": idf, "top_n": top_n, "compat": compat}
+    simhash_opts = {"weighting": weighting, "idf": idf, "user_dict": user_dict, "stop_words": stop_words,
+                    "top_n": top_n, "compat": compat}
     wrong = inapplicable(method, [k for k, v in simhash_opts.items() if v is not None])   # dedup's rule
     if wrong:
         raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
@@ -125,7 +128,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             sign_batch = lambda texts: [row.tolist() for row in hasher.sign_batch(texts).values]  # noqa: E731
         elif method == "simhash":
             features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
-                                      cfg.convert)
+                                      cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
             sign_batch = lambda texts: [int(v) for v in features(texts)[0]]  # noqa: E731
         else:
             signer = SentenceSigner(n=n_sentences, convert=convert)

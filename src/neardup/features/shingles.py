@@ -7,6 +7,7 @@ one shingle made of all its tokens, so identical short texts match; an empty doc
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -87,10 +88,12 @@ class Shingler:
     ngram : shingle size n ≥ 1 (tokens, or code points for ``char``).
     normalizer : :class:`Normalizer` (default: NFKC + casefold + whitespace), or ``None`` for raw text.
     seed : seed of the token/shingle hash (default 0).
+    user_dict : path of a user dictionary for the ``jieba`` tokenizer (also under ``auto``), in
+        jieba's ``word [freq] [tag]`` format (:mod:`neardup.text.dictionaries`).
     """
 
     def __init__(self, tokenizer: str = "word", ngram: int = 5, normalizer: Normalizer | None | str = "default",
-                 seed: int = 0):
+                 seed: int = 0, user_dict=None):
         self.tokenizer = check_tokenizer(tokenizer)
         if not isinstance(ngram, (int, np.integer)) or isinstance(ngram, bool) or ngram < 1:
             raise ValueError(f"ngram must be an integer >= 1, got {ngram!r}")
@@ -99,10 +102,23 @@ class Shingler:
         self.ngram = int(ngram)
         self.normalizer = Normalizer() if normalizer == "default" else normalizer
         self.seed = int(seed)
+        self.user_dict = None
+        self._user_dict_sha = None
+        if user_dict is not None:
+            if self.tokenizer not in ("jieba", "auto"):
+                raise ValueError(f"a user dictionary is for the jieba tokenizer: use tokenizer='jieba' or 'auto' "
+                                 f"with user_dict, not {self.tokenizer!r}")
+            from ..text.dictionaries import load_user_dict  # noqa: PLC0415
+
+            self.user_dict = os.fspath(user_dict)
+            self._user_dict_sha = load_user_dict(self.user_dict).sha256
 
     def config(self) -> dict:
-        return {"tokenizer": self.tokenizer, "ngram": self.ngram, "hash_seed": self.seed,
-                "normalize": self.normalizer.config() if self.normalizer else None}
+        out = {"tokenizer": self.tokenizer, "ngram": self.ngram, "hash_seed": self.seed,
+               "normalize": self.normalizer.config() if self.normalizer else None}
+        if self._user_dict_sha is not None:
+            out["user_dict_sha256"] = self._user_dict_sha
+        return out
 
     # -- batch --------------------------------------------------------------------------------
     def features(self, texts: Sequence) -> Features:
@@ -140,7 +156,7 @@ class Shingler:
         parts = []
         for d in idx:
             text = raw[offsets[d]:offsets[d + 1]].decode("utf-8")
-            parts.append("\x1f".join(jieba_cut(text)).encode("utf-8"))  # the kernel drops non-word tokens
+            parts.append("\x1f".join(jieba_cut(text, self.user_dict)).encode("utf-8"))  # non-word tokens: dropped
         sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=sub_off[1:])
         sub_buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if sub_off[-1] else np.zeros(1, np.uint8)
@@ -155,7 +171,7 @@ class Shingler:
         return self.normalizer(text) if self.normalizer is not None else text
 
     def tokens(self, text) -> list[str]:
-        return tokenize(self.normalize(text), self.tokenizer)
+        return tokenize(self.normalize(text), self.tokenizer, self.user_dict)
 
     def shingles(self, text) -> list[str]:
         """Human-readable shingles in document order (word n-grams joined by a space)."""

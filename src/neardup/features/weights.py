@@ -108,3 +108,59 @@ def top_n_mask(weights, offsets, n):
         for t in range(n):
             keep[s + order[t]] = True
     return keep
+
+
+def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, user_dict=None,
+                  convert: str | None = None) -> tuple[list[str], np.ndarray, int]:
+    """Document frequencies of words over a corpus, as IDF values of the ``word idf`` file format
+    (``neardup idf fit``): (words sorted by code point, idf, documents).
+
+    idf(w) = ln((1 + N) / (1 + df(w))) + 1, the smoothing of :meth:`IdfTable.fit`, so that a file
+    fitted here and :meth:`SimHasher.fit_idf <neardup.sketches.simhash.SimHasher.fit_idf>` on the same
+    corpus weigh every word of it alike. Words are those the signer looks up: ``compat="yanyiwu"``
+    — cppjieba's segmentation of the raw text (after ``convert``), words of two or more characters;
+    otherwise the ``tokenizer``'s tokens of the normalised text. ``batches``: iterables of texts.
+    A word holding white space cannot be written in the format and is left out (no tokenizer makes one)."""
+    from collections import Counter  # noqa: PLC0415
+
+    from ..text.normalize import Normalizer, _converter  # noqa: PLC0415
+    from ..text.tokenize import tokenize  # noqa: PLC0415
+
+    df: Counter = Counter()
+    n = 0
+    if compat == "yanyiwu":
+        from ..kernels.segment import cut_batch  # noqa: PLC0415
+        from ..text.jieba_dict import tables  # noqa: PLC0415
+
+        t = tables(user_dict)
+        conv = _converter(convert).convert if convert else None
+        for batch in batches:
+            blobs = [(conv(x) if conv else x).encode("utf-8", "surrogatepass") for x in batch]
+            offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+            np.cumsum([len(b) for b in blobs], out=offsets[1:])
+            data = b"".join(blobs)
+            buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
+            ends, woff = cut_batch(buf, offsets, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight,
+                                   t.solo, t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
+            ends = ends.tolist()
+            for d in range(len(blobs)):
+                a = int(offsets[d])
+                words = set()
+                for b in ends[woff[d]:woff[d + 1]]:
+                    w = data[a:b].decode("utf-8", "surrogatepass")
+                    a = b
+                    if len(w) > 1:
+                        words.add(w)
+                df.update(words)
+            n += len(blobs)
+    elif compat is not None:
+        raise ValueError(f"compat={compat!r} has no IDF table (only yanyiwu weighs words by IDF)")
+    else:
+        norm = Normalizer(convert=convert)
+        for batch in batches:
+            for text in batch:
+                df.update(set(tokenize(norm(text), tokenizer, user_dict)))
+                n += 1
+    words = sorted(w for w in df if w and not any(c.isspace() for c in w))
+    counts = np.array([df[w] for w in words], dtype=np.float64)
+    return words, np.log((1.0 + n) / (1.0 + counts)) + 1.0, n

@@ -26,6 +26,7 @@ One :class:`DiskIndex` object belongs to one thread; open one per thread or proc
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +36,7 @@ import numpy as np
 from .._arrays import sorted_unique
 from .._checks import as_int
 from .._version import __version__
-from ..errors import NeardupError
+from ..errors import InputFormatError, NeardupError
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from ..sketches.simhash import SimHasher, hamming_array
@@ -611,46 +612,70 @@ class SimHashDiskIndex(_BaseDiskIndex):
     the distance agree on in at least one table. Empty documents are stored but never match."""
 
     kind = "simhash"
-    _EXPECTABLE = ("max_distance", "compat", "tokenizer", "ngram", "weighting", "idf", "top_n", "seed")
+    _EXPECTABLE = ("max_distance", "compat", "tokenizer", "ngram", "weighting", "idf", "user_dict", "stop_words",
+                   "top_n", "seed")
 
     @classmethod
     def create(cls, path, max_distance: int = 3, tokenizer: str = "word", ngram: int | None = 3,
                weighting: str = "tf", top_n: int | None = None, seed: int = 0, *, idf: str | None = None,
-               compat: str | None = None, expected_n: int | None = None,
+               compat: str | None = None, user_dict=None, stop_words=None, expected_n: int | None = None,
                exist_ok: bool = False, store: type[IndexStore] | None = None,
                synchronous: str = "NORMAL") -> SimHashDiskIndex:
-        """``weighting="tfidf"`` needs a named table (``idf="jieba"``: the index stores the name, not
-        a fitted table); ``compat`` ("yanyiwu", "1e0ng") signs as that peer does (tokenizer and ngram
-        unused); the feature options are those of :func:`neardup.sketches.simhash.feature_signer`."""
+        """``weighting="tfidf"`` needs a named table (``idf="jieba"``, or the path of a ``word idf`` file:
+        the index stores the name or path and the file's SHA-256, and refuses to open once the file's
+        content differs; a fitted in-memory table cannot be stored); ``user_dict`` and ``stop_words``
+        (paths) likewise; ``compat`` ("yanyiwu", "1e0ng") signs as that peer does (tokenizer and
+        ngram unused); the feature options are those of :func:`neardup.sketches.simhash.feature_signer`."""
         max_distance = as_int(max_distance, "max_distance", 0, 31)
         if weighting == "tfidf" and idf is None:
-            raise ValueError("weighting='tfidf' needs idf='jieba' (a fitted IDF table is not stored by the index)")
+            raise ValueError("weighting='tfidf' needs idf='jieba' or an IDF file (a fitted table is not stored by "
+                             "the index)")
         masks, layout = _block_masks(max_distance, expected_n)
         config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
                   "max_distance": max_distance, "tokenizer": tokenizer, "ngram": None if ngram is None else int(ngram),
                   "weighting": weighting, "top_n": None if top_n is None else int(top_n), "seed": int(seed),
-                  "idf": idf, "compat": compat, "masks": masks, "layout": layout, "dtype": "<u8"}
+                  "idf": idf if idf in (None, "jieba") else os.path.abspath(idf), "compat": compat, "masks": masks,
+                  "layout": layout, "dtype": "<u8"}
+        for name, value in (("user_dict", user_dict), ("stop_words", stop_words)):
+            if value is not None:                # absent when unused: older indexes read the same
+                config[name] = os.path.abspath(value)
         proto = cls.__new__(cls)
         proto._setup({**config, "hasher": None})
         config["hasher"] = proto._hasher_config()
         return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
 
     def _hasher_config(self):
-        return {"compat": self.compat, "top_n": self.config_top_n} if self.compat else _jsonable(self.hasher.config())
+        if self.compat:
+            from ..text.dictionaries import file_keys  # noqa: PLC0415
+
+            return {"compat": self.compat, "top_n": self.config_top_n, **file_keys(**self._files)}
+        return _jsonable(self.hasher.config())
 
     def _setup(self, config: dict) -> None:
         from ..sketches.simhash import feature_signer  # noqa: PLC0415
 
         self.compat = config.get("compat")
         self.config_top_n = config["top_n"]
-        self.hasher = None if self.compat else SimHasher(
-            tokenizer=config["tokenizer"], ngram=config["ngram"], weighting=config["weighting"],
-            idf=config.get("idf"), top_n=config["top_n"], seed=config["seed"])
-        # one signer: the SimHasher itself (its seed included), or the peer's for compat
-        self._features = (feature_signer(config["tokenizer"], config["ngram"], config["weighting"], None,
-                                         config["top_n"], self.compat) if self.compat
-                          else self.hasher.sign_batch_sizes)
+        self._files = {"idf": config.get("idf"), "user_dict": config.get("user_dict"),
+                       "stop_words": config.get("stop_words")}
+        try:
+            self.hasher = None if self.compat else SimHasher(
+                tokenizer=config["tokenizer"], ngram=config["ngram"], weighting=config["weighting"],
+                top_n=config["top_n"], seed=config["seed"], **self._files)
+            # one signer: the SimHasher itself (its seed included), or the peer's for compat
+            self._features = (feature_signer(config["tokenizer"], config["ngram"], config["weighting"],
+                                             top_n=config["top_n"], compat=self.compat, **self._files) if self.compat
+                              else self.hasher.sign_batch_sizes)
+        except InputFormatError as exc:
+            raise IndexConfigError(f"{getattr(self, 'path', '')}: the index's word files cannot be used: {exc}") \
+                from None
         if config["hasher"] is not None and self._hasher_config() != config["hasher"]:
+            for key, name in (("idf_sha256", "idf"), ("user_dict_sha256", "user_dict"),
+                              ("stop_words_sha256", "stop_words")):
+                if config["hasher"].get(key) != self._hasher_config().get(key):
+                    raise IndexConfigError(f"{getattr(self, 'path', '')}: the {name} file {self._files[name]} has "
+                                           f"changed since the index was built (SHA-256 {config['hasher'].get(key)}); "
+                                           "restore it, or build a new index")
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the stored text pipeline {config['hasher']} differs "
                                    f"from this neardup's {self._hasher_config()}; rebuild the index")
         self.max_distance = int(config["max_distance"])

@@ -203,10 +203,17 @@ def _separator(c):
     return c == 32 or c == 9 or c == 10 or c == 0xFF0C or c == 0x3002
 
 
+@njit(cache=True, inline="always")
+def _solo(cp, i, rt, cs, ccp, cn, solo):
+    v = _root(rt, cs, ccp, cn, cp[i])
+    return v >= 0 and solo[v]
+
+
 @njit(cache=True)
-def mix_cut(cp, rt, cs, ccp, cn, ww, min_w, hstart, htrans, hemit):
+def mix_cut(cp, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, hemit):
     """cppjieba ``MixSegment::Cut`` (HMM on): the end of each word, in order (words are
-    cp[ends[k-1]:ends[k]], the first from 0)."""
+    cp[ends[k-1]:ends[k]], the first from 0). ``solo[v]``: node v is a one-character word of the
+    user dictionary, which stays a word instead of joining a run the HMM re-cuts."""
     n = cp.shape[0]
     ends = np.empty(n, dtype=np.int64)
     n_ends = 0
@@ -228,14 +235,14 @@ def mix_cut(cp, rt, cs, ccp, cn, ww, min_w, hstart, htrans, hemit):
         k = 0
         start = lo
         while k < n_mp:
-            if mp[k] - start > 1:
+            if mp[k] - start > 1 or _solo(cp, start, rt, cs, ccp, cn, solo):
                 ends[n_ends] = mp[k]
                 n_ends += 1
                 start = mp[k]
                 k += 1
                 continue
             run_start = start
-            while k < n_mp and mp[k] - start == 1:
+            while k < n_mp and mp[k] - start == 1 and not _solo(cp, start, rt, cs, ccp, cn, solo):
                 start = mp[k]
                 k += 1
             n_ends = _hmm_cut(cp, run_start, start, hstart, htrans, hemit, ends, n_ends, weight, path, states)
@@ -366,13 +373,13 @@ def _word_node(cp, a, b, rt, cs, ccp, cn):
 
 
 @njit(cache=True)
-def yanyiwu_one(buf, start, end, top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, idf_avg, hstart, htrans, hemit):
+def yanyiwu_one(buf, start, end, top_n, rt, cs, ccp, cn, ww, solo, idf, stop, min_w, idf_avg, hstart, htrans, hemit):
     """yanyiwu/simhash ``Simhasher::make`` of ``buf[start:end]`` (``top_n`` ≤ 0: the library's rule
     max(5, min(200, bytes // 120))): (fingerprint, number of distinct keywords before the top-N cut)."""
     if top_n <= 0:
         top_n = max(5, min(200, (end - start) // 120))
     cp, bo = decode_utf8(buf, start, end)
-    ends = mix_cut(cp, rt, cs, ccp, cn, ww, min_w, hstart, htrans, hemit)
+    ends = mix_cut(cp, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, hemit)
     nw = ends.shape[0]
     ws = np.empty(nw, dtype=np.int64)
     we = np.empty(nw, dtype=np.int64)
@@ -419,20 +426,35 @@ def yanyiwu_one(buf, start, end, top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, i
 
 
 @njit(cache=True, parallel=True)
-def yanyiwu_batch(buf, offsets, top_n, rt, cs, ccp, cn, ww, idf, stop, min_w, idf_avg, hstart, htrans, hemit):
+def yanyiwu_batch(buf, offsets, top_n, rt, cs, ccp, cn, ww, solo, idf, stop, min_w, idf_avg, hstart, htrans, hemit):
     """:func:`yanyiwu_one` of every document ``buf[offsets[d]:offsets[d+1]]``, on all cores:
     (fingerprints, keyword counts)."""
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
     kws = np.empty(n, dtype=np.int64)
     for d in prange(n):
-        out[d], kws[d] = yanyiwu_one(buf, offsets[d], offsets[d + 1], top_n, rt, cs, ccp, cn, ww, idf, stop, min_w,
-                                     idf_avg, hstart, htrans, hemit)
+        out[d], kws[d] = yanyiwu_one(buf, offsets[d], offsets[d + 1], top_n, rt, cs, ccp, cn, ww, solo, idf, stop,
+                                     min_w, idf_avg, hstart, htrans, hemit)
     return out, kws
 
 
 @njit(cache=True)
-def cut_batch(buf, offsets, rt, cs, ccp, cn, ww, min_w, hstart, htrans, hemit):
+def yanyiwu_batch_serial(buf, offsets, top_n, rt, cs, ccp, cn, ww, solo, idf, stop, min_w, idf_avg, hstart, htrans,
+                         hemit):
+    """:func:`yanyiwu_batch` on the calling thread: for small batches, and for a process that forks
+    later (a run's index probe before its signing workers start: numba's OpenMP pool, once started,
+    makes a later fork abort)."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    kws = np.empty(n, dtype=np.int64)
+    for d in range(n):
+        out[d], kws[d] = yanyiwu_one(buf, offsets[d], offsets[d + 1], top_n, rt, cs, ccp, cn, ww, solo, idf, stop,
+                                     min_w, idf_avg, hstart, htrans, hemit)
+    return out, kws
+
+
+@njit(cache=True)
+def cut_batch(buf, offsets, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, hemit):
     """Word boundaries of each document as byte offsets into ``buf`` (CSR: document d's words end at
     ``ends[woff[d]:woff[d+1]]``)."""
     n = offsets.shape[0] - 1
@@ -440,7 +462,7 @@ def cut_batch(buf, offsets, rt, cs, ccp, cn, ww, min_w, hstart, htrans, hemit):
     total = 0
     for d in range(n):
         cp, bo = decode_utf8(buf, offsets[d], offsets[d + 1])
-        e = mix_cut(cp, rt, cs, ccp, cn, ww, min_w, hstart, htrans, hemit)
+        e = mix_cut(cp, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, hemit)
         be = np.empty(e.shape[0], dtype=np.int64)
         for k in range(e.shape[0]):
             be[k] = bo[e[k]]

@@ -123,7 +123,7 @@ def _make_signer(cfg: DedupConfig):
         return sign
     if cfg.method == "simhash":
         features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
-                                  cfg.convert)
+                                  cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
 
         def sign(texts):
             fps, sizes = features(texts)

@@ -60,7 +60,7 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
                                 lsh_mode=cfg.lsh_mode, recall=cfg.recall, exist_ok=exist_ok)
     return SimHashDiskIndex.create(path, max_distance=cfg.bits, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
                                    weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf, compat=cfg.compat,
-                                   exist_ok=exist_ok)
+                                   user_dict=cfg.user_dict, stop_words=cfg.stop_words, exist_ok=exist_ok)
 
 
 def _stored_kind(path) -> str | None:

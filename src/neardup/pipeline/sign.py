@@ -115,8 +115,11 @@ def _sig_params(cfg: DedupConfig) -> dict:
         return {"num_perm": cfg.num_perm, "scheme": cfg.scheme, "seed": cfg.seed, "tokenizer": cfg.tokenizer,
                 "ngram": cfg.ngram, "convert": cfg.convert}
     if cfg.method == "simhash":
+        from ..text.dictionaries import file_keys  # noqa: PLC0415
+
         return {"tokenizer": cfg.tokenizer, "ngram": cfg.ngram, "weighting": cfg.weighting, "idf": cfg.idf,
-                "top_n": cfg.top_n, "compat": cfg.compat, "convert": cfg.convert}
+                "user_dict": cfg.user_dict, "stop_words": cfg.stop_words, "top_n": cfg.top_n, "compat": cfg.compat,
+                "convert": cfg.convert, **file_keys(cfg.idf, cfg.user_dict, cfg.stop_words)}
     return {"sentences": cfg.sentences, "convert": cfg.convert}
 
 

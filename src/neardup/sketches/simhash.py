@@ -6,18 +6,22 @@ near-duplicates have small Hamming distance; Manku et al. use f = 64 bits and k 
 
 Weighting (``weighting=``): ``"uniform"`` (each distinct feature 1), ``"tf"`` (count in the
 document, default), ``"tfidf"`` (count × IDF from an :class:`IdfTable`: ``idf="jieba"`` for
-jieba's Chinese table, or fitted on a corpus with :meth:`SimHasher.fit_idf`). ``top_n`` keeps only
-the N heaviest features (keywords) per document.
+jieba's Chinese table, a path of a ``word idf`` file such as ``neardup idf fit`` writes, or fitted
+on a corpus with :meth:`SimHasher.fit_idf`). ``top_n`` keeps only the N heaviest features
+(keywords) per document. ``stop_words`` (a file, one word per line) drops those words before
+weighting; ``user_dict`` (jieba's format) adds words to the ``jieba`` tokenizer's dictionary.
+The words of these files pass through the hasher's normalizer, as document text does.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
 
 from .._checks import as_int
 from ..features.shingles import Features, Shingler
-from ..features.weights import IdfTable, top_n_mask
+from ..features.weights import IdfTable, hash_words, top_n_mask
 from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64, simhash_word_batch
 from ..text.normalize import encode_batch, kernel_char_map
 from ..text.unicode import class_table
@@ -54,25 +58,46 @@ class SimHasher:
     """
 
     def __init__(self, tokenizer: str = "word", ngram: int = 3, weighting: str = "tf", idf=None,
-                 top_n: int | None = None, normalizer="default", seed: int = 0):
+                 top_n: int | None = None, normalizer="default", seed: int = 0, *, user_dict=None,
+                 stop_words=None):
         if weighting not in WEIGHTINGS:
             raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
         if top_n is not None:
             top_n = as_int(top_n, "top_n", 1)
-        self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=seed)
+        self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=seed,
+                                 user_dict=user_dict)
         self.weighting = weighting
         self.top_n = top_n
-        if isinstance(idf, str):
-            if idf != "jieba":
-                raise ValueError(f"idf must be an IdfTable, 'jieba' or None, got {idf!r}")
+        self._files = {}
+        if isinstance(idf, (str, os.PathLike)):
             if ngram != 1:
-                raise ValueError("jieba's IDF table weights single words: use ngram=1 with idf='jieba'")
-            idf = IdfTable.jieba(seed)
+                raise ValueError(f"an IDF table weighs single words: use ngram=1 with idf={os.fspath(idf)!r}")
+            if idf == "jieba":
+                idf = IdfTable.jieba(seed)
+            else:
+                from ..text.dictionaries import load_idf  # noqa: PLC0415
+
+                f = load_idf(idf)
+                idf = IdfTable.from_words(dict(zip(self._normalized(f.words), f.values.tolist())),
+                                          float(f.median), seed)
+                self._files["idf_sha256"] = f.sha256
         self.idf = idf
+        self._stop = None
+        if stop_words is not None:
+            if ngram != 1:
+                raise ValueError("stop words are single words: use ngram=1 with stop_words")
+            from ..text.dictionaries import load_stop_words  # noqa: PLC0415
+
+            f = load_stop_words(stop_words)
+            self._stop = np.unique(hash_words(self._normalized(sorted(f.words)), seed))
+            self._files["stop_words_sha256"] = f.sha256
+
+    def _normalized(self, words) -> list[str]:
+        return [self.shingler.normalize(w) for w in words]
 
     def config(self) -> dict:
         return {"method": "simhash", "bits": 64, "weighting": self.weighting, "top_n": self.top_n,
-                **self.shingler.config()}
+                **self.shingler.config(), **self._files}
 
     def fit_idf(self, texts: Sequence) -> SimHasher:
         """Fit the IDF table on a corpus (used when ``weighting="tfidf"``)."""
@@ -81,6 +106,9 @@ class SimHasher:
 
     def weights(self, features: Features) -> tuple[Features, np.ndarray]:
         uniq = features.unique()
+        if self._stop is not None and len(self._stop):
+            keep = ~np.isin(uniq.hashes, self._stop)
+            uniq = _kept(uniq, keep)
         if self.weighting == "uniform":
             w = np.ones(uniq.hashes.shape[0], dtype=np.float64)
         elif self.weighting == "tf":
@@ -91,16 +119,12 @@ class SimHasher:
             w = uniq.counts * self.idf.lookup(uniq.hashes)
         if self.top_n is not None:
             keep = top_n_mask(w, uniq.offsets, self.top_n)
-            nd = len(uniq)
-            doc_of = np.repeat(np.arange(nd), np.diff(uniq.offsets))
-            new_off = np.zeros(nd + 1, dtype=np.int64)
-            np.cumsum(np.bincount(doc_of[keep], minlength=nd), out=new_off[1:])
-            uniq = Features(uniq.hashes[keep], new_off, uniq.counts[keep])
+            uniq = _kept(uniq, keep)
             w = w[keep]
         return uniq, w
 
     def sign_features(self, features: Features) -> np.ndarray:
-        if self.weighting == "tf" and self.top_n is None:
+        if self.weighting == "tf" and self.top_n is None and self._stop is None:
             return fold_unit_batch(features.hashes, features.offsets)  # no sort needed (same result)
         uniq, w = self.weights(features)
         return fold_batch(uniq.hashes, np.ascontiguousarray(w, dtype=np.float64), uniq.offsets)
@@ -112,16 +136,29 @@ class SimHasher:
     def sign_batch_sizes(self, texts: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """Fingerprints and shingles per document. tf weights with the ``word`` tokenizer run the
         fused kernel (no batch-wide shingle array); results are identical to the two-step path."""
-        if self.weighting == "tf" and self.top_n is None and self.shingler.tokenizer == "word":
+        if (self.weighting == "tf" and self.top_n is None and self._stop is None
+                and self.shingler.tokenizer == "word"):
             norm = self.shingler.normalizer
             buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True)
             return simhash_word_batch(buf, offsets, class_table(), *kernel_char_map(norm), self.shingler.ngram,
                                       np.uint64(self.shingler.seed))
         feats = self.shingler.features(texts)
+        if self._stop is not None:         # a document of stop words only has no features
+            u = feats.unique()
+            return self.sign_features(feats), _kept(u, ~np.isin(u.hashes, self._stop)).sizes()
         return self.sign_features(feats), feats.sizes()
 
     def sign(self, text) -> int:
         return int(self.sign_batch([text])[0])
+
+
+def _kept(uniq: Features, keep: np.ndarray) -> Features:
+    """The features of ``uniq`` where ``keep``, offsets recounted per document."""
+    nd = len(uniq)
+    doc_of = np.repeat(np.arange(nd), np.diff(uniq.offsets))
+    new_off = np.zeros(nd + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc_of[keep], minlength=nd), out=new_off[1:])
+    return Features(uniq.hashes[keep], new_off, uniq.counts[keep])
 
 
 __all__ = ["SimHasher", "hamming", "hamming_array", "is_near", "popcount64", "WEIGHTINGS"]
@@ -132,7 +169,7 @@ COMPATS = ("yanyiwu", "1e0ng")
 
 def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: str | None = None,
                    idf: str | None = None, top_n: int | None = None, compat: str | None = None,
-                   convert: str | None = None):
+                   convert: str | None = None, *, user_dict=None, stop_words=None):
     """The one definition of SimHash's feature options, for every path that signs (``sign``,
     ``dedup``, the index, the service, Spark): a function texts → (fingerprints uint64, features
     per text; 0 means an empty document, which never matches).
@@ -142,7 +179,9 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
     compiled); ``"1e0ng"``: the PyPI ``simhash`` package's (its own 4-character windows). Both read
     the raw text, after the ``convert`` script conversion when one is given. Otherwise neardup's
     pipeline: normalised text, ``tokenizer`` tokens, ``ngram`` shingles, ``weighting`` (default tf;
-    ``tfidf`` with ``idf="jieba"``), ``top_n`` heaviest features."""
+    ``tfidf`` with ``idf="jieba"`` or a file), ``top_n`` heaviest features. ``user_dict`` and
+    ``stop_words`` (paths) and an ``idf`` file apply to both: in yanyiwu's mode as cppjieba's
+    ``KeywordExtractor`` takes them, else as :class:`SimHasher` does."""
     from ..text.normalize import _converter  # noqa: PLC0415
 
     if compat is not None:
@@ -158,7 +197,13 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
 
             if top_n is not None:
                 top_n = as_int(top_n, "top_n", 1)
-            return lambda texts: yanyiwu.simhash_batch_sizes(prepared(texts), top_n)
+            files = {"user_dict": user_dict, "idf": idf, "stop_words": stop_words}
+            from ..text.jieba_dict import tables  # noqa: PLC0415
+
+            tables(**files)                        # bad files fail here, before any text is read
+            return lambda texts: yanyiwu.simhash_batch_sizes(prepared(texts), top_n, **files)
+        if user_dict is not None or stop_words is not None or idf is not None:
+            raise ValueError("compat='1e0ng' has its own features: user_dict, stop_words and idf do not apply")
         if top_n is not None:
             raise ValueError("top_n does not apply to compat='1e0ng' (the library weighs every window)")
         from .compat import simhash_1e0ng  # noqa: PLC0415
@@ -170,14 +215,17 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
                               for t in texts], dtype=np.int64)
             return fps, sizes
         return sign_1e0ng
-    return native_hasher(tokenizer, ngram, weighting, idf, top_n, convert).sign_batch_sizes
+    return native_hasher(tokenizer, ngram, weighting, idf, top_n, convert, user_dict=user_dict,
+                         stop_words=stop_words).sign_batch_sizes
 
 
 def native_hasher(tokenizer: str = "word", ngram: int | None = 3, weighting: str | None = None,
-                  idf: str | None = None, top_n: int | None = None, convert: str | None = None) -> SimHasher:
+                  idf: str | None = None, top_n: int | None = None, convert: str | None = None, *,
+                  user_dict=None, stop_words=None) -> SimHasher:
     """The SimHasher of :func:`feature_signer`'s options without ``compat`` (ngram None: 3; weighting
     None: tf)."""
     from ..text.normalize import Normalizer  # noqa: PLC0415
 
     return SimHasher(tokenizer=tokenizer, ngram=3 if ngram is None else ngram, weighting=weighting or "tf",
-                     idf=idf, top_n=top_n, normalizer=Normalizer(convert=convert))
+                     idf=idf, top_n=top_n, normalizer=Normalizer(convert=convert), user_dict=user_dict,
+                     stop_words=stop_words)

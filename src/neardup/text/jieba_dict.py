@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-BUILD = 2                     # bump when the layout or the rules change (a new cache file)
+BUILD = 3                     # bump when the layout or the rules change (a new cache file)
 MIN_DOUBLE = -3.14e100        # cppjieba's "log(0)"
-_FIELDS = ("child_start", "child_cp", "child_node", "word_weight", "idf", "stop", "hmm_start", "hmm_trans",
+_FIELDS = ("child_start", "child_cp", "child_node", "word_weight", "solo", "idf", "stop", "hmm_start", "hmm_trans",
            "hmm_emit")
 _lock = threading.Lock()
-_loaded: JiebaTables | None = None
+_loaded: dict[tuple, JiebaTables] = {}
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class JiebaTables:
     child_cp: np.ndarray      # int32
     child_node: np.ndarray    # int32
     word_weight: np.ndarray   # float64 per node
+    solo: np.ndarray          # bool per node: a one-character word of the user dictionary (kept out of the HMM)
     idf: np.ndarray           # float64 per node
     stop: np.ndarray          # bool per node
     hmm_start: np.ndarray     # float64 (4,)
@@ -100,25 +101,40 @@ def cache_folder() -> Path:
     return Path(tempfile.gettempdir()) / f"neardup-cache-{uid}"
 
 
-def _key() -> str:
+def _key(files: tuple) -> str:
     h = hashlib.sha256(f"jieba-tables {BUILD}".encode())
     for p in _sources():
         h.update(p.read_bytes())
+    for kind, sha in zip(("user_dict", "idf", "stop_words"), files):
+        h.update(f"{kind}={sha}".encode())
     return h.hexdigest()[:20]
 
 
-def tables() -> JiebaTables:
-    """The tables, from the cache (built and saved there on first use)."""
-    global _loaded
-    if _loaded is None:
+def _file_shas(user_dict, idf, stop_words) -> tuple:
+    from .dictionaries import load_idf, load_stop_words, load_user_dict  # noqa: PLC0415
+
+    return (None if user_dict is None else load_user_dict(user_dict).sha256,
+            None if idf is None else load_idf(idf).sha256,
+            None if stop_words is None else load_stop_words(stop_words).sha256)
+
+
+def tables(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
+    """The tables, from the cache (built and saved there on first use). ``user_dict``, ``idf``,
+    ``stop_words``: the user's files (:mod:`neardup.text.dictionaries`) in place of, or for
+    ``user_dict`` on top of, cppjieba's; tables for other file contents are other cache entries."""
+    files = (user_dict, idf, stop_words)
+    shas = _file_shas(*files) if any(f is not None for f in files) else (None, None, None)
+    t = _loaded.get(shas)
+    if t is None:
         with _lock:
-            if _loaded is None:
-                _loaded = _load_or_build()
-    return _loaded
+            t = _loaded.get(shas)
+            if t is None:
+                t = _loaded[shas] = _load_or_build(files, shas)
+    return t
 
 
-def _load_or_build() -> JiebaTables:
-    path = cache_folder() / f"jieba-tables-{_key()}.npz"
+def _load_or_build(files: tuple = (None, None, None), shas: tuple = (None, None, None)) -> JiebaTables:
+    path = cache_folder() / f"jieba-tables-{_key(shas)}.npz"
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {f: z[f] for f in _FIELDS}
@@ -126,7 +142,7 @@ def _load_or_build() -> JiebaTables:
         return JiebaTables(**arrays, min_weight=float(scal[0]), idf_average=float(scal[1]))
     except (OSError, KeyError, ValueError):
         pass
-    t = build()
+    t = build(*files)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -139,15 +155,29 @@ def _load_or_build() -> JiebaTables:
     return t
 
 
-def build() -> JiebaTables:
-    """The tables from jieba's files (the rules of :class:`neardup.sketches.compat.yanyiwu._Resources`)."""
+def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
+    """The tables from jieba's files (the rules of :class:`neardup.sketches.compat.yanyiwu._Resources`),
+    with the user's files as cppjieba reads them (``DictTrie``, ``KeywordExtractor``):
+
+    * user dictionary: ``word`` or ``word tag`` gets the median word weight of the main dictionary,
+      ``word freq tag`` gets log(freq / Σ freq) (Σ over the main dictionary); a user word replaces a
+      dictionary word's weight; one-character user words are marked ``solo``; the smallest weight
+      (of unknown characters) stays the main dictionary's;
+    * IDF: every line of the file; unknown words get its mean (Σ idf / lines read);
+    * stop words: the file's lines in place of cppjieba's list."""
     from jieba.finalseg.prob_emit import P as emit  # noqa: PLC0415
     from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
     from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
 
+    from .dictionaries import load_idf, load_stop_words, load_user_dict  # noqa: PLC0415
+
     dict_path, idf_path, *_, stop_path = _sources()
     units, total = read_dictionary(dict_path)
-    idf_words, idf_average = read_idf(idf_path)
+    if idf is None:
+        idf_words, idf_average = read_idf(idf_path)
+    else:
+        f = load_idf(idf)
+        idf_words, idf_average = dict(zip(f.words, f.values.tolist())), f.mean
     ids: dict[str, int] = {"": 0}
     parent, cps = [-1], [0]
 
@@ -167,8 +197,16 @@ def build() -> JiebaTables:
         w = math.log(freq / total)
         min_w = min(min_w, w)
         weights[node(word)] = w
+    solo_nodes = []
+    if user_dict is not None:
+        median = sorted(math.log(freq / total) for _, freq in units)[len(units) // 2]
+        for word, second, third in load_user_dict(user_dict).entries:
+            weights[node(word)] = math.log(int(second) / total) if third is not None else median
+            if len(word) == 1:
+                solo_nodes.append(node(word))
     idf = {node(w): v for w, v in idf_words.items() if w}
-    stops = [node(w) for w in sorted(read_stop_words(stop_path))]
+    stop_set = read_stop_words(stop_path) if stop_words is None else load_stop_words(stop_words).words
+    stops = [node(w) for w in sorted(stop_set)]
     n = len(parent)
     # renumber in depth-first (lexicographic) order: a path from the root reads nearby memory
     rank = np.empty(n, dtype=np.int64)
@@ -180,6 +218,8 @@ def build() -> JiebaTables:
     weights = {int(rank[v]): w for v, w in weights.items()}
     idf = {int(rank[v]): w for v, w in idf.items()}
     stops = rank[np.asarray(stops, dtype=np.int64)] if stops else np.zeros(0, np.int64)
+    solo = np.zeros(n, dtype=bool)
+    solo[rank[np.asarray(solo_nodes, dtype=np.int64)]] = True
     kids = np.arange(1, n, dtype=np.int64)
     order = kids[np.lexsort((cp[kids], par[kids]))]
     child_start = np.zeros(n + 1, dtype=np.int64)
@@ -197,7 +237,7 @@ def build() -> JiebaTables:
             emit_arr[ord(ch), y] = float(f"{p:.6f}")
     return JiebaTables(
         child_start=child_start, child_cp=cp[order].copy(), child_node=order.astype(np.int32),
-        word_weight=word_weight, idf=idf_arr, stop=stop,
+        word_weight=word_weight, solo=solo, idf=idf_arr, stop=stop,
         hmm_start=np.array([start[s] for s in names], dtype=np.float64),
         hmm_trans=np.array([[trans[a].get(b, MIN_DOUBLE) for b in names] for a in names], dtype=np.float64),
         hmm_emit=emit_arr, min_weight=float(min_w), idf_average=idf_average)

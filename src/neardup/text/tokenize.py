@@ -39,15 +39,39 @@ def _jieba():
     return rjieba
 
 
-def jieba_cut(text: str) -> list[str]:
+_segmenters: dict = {}
+
+
+def segmenter(user_dict=None):
+    """rjieba's segmenter: the shared default one, or (``user_dict``: a path of jieba's ``word
+    [freq] [tag]`` format, :func:`neardup.text.dictionaries.load_user_dict`) one with the user's
+    words added as ``jieba.load_userdict`` adds them (no frequency: jieba suggests one that keeps
+    the word whole). Cached per file content."""
+    if user_dict is None:
+        return _jieba()
+    from .dictionaries import load_user_dict, user_frequency  # noqa: PLC0415
+
+    ud = load_user_dict(user_dict)
+    seg = _segmenters.get(ud.sha256)
+    if seg is None:
+        seg = _jieba().Jieba()
+        for entry in ud.entries:
+            freq = user_frequency(entry)
+            tag = entry[2] if entry[2] is not None else (entry[1] if freq is None else None)
+            seg.add_word(entry[0], freq, tag)
+        _segmenters[ud.sha256] = seg
+    return seg
+
+
+def jieba_cut(text: str, user_dict=None) -> list[str]:
     """rjieba segmentation (HMM on), every piece."""
-    return _jieba().cut(text, True)
+    return segmenter(user_dict).cut(text, True)
 
 
-def jieba_tokens(text: str) -> list[str]:
+def jieba_tokens(text: str, user_dict=None) -> list[str]:
     """rjieba segmentation (HMM on), keeping tokens that contain a word character."""
     table = class_table()
-    return [t for t in jieba_cut(text) if any(table[ord(c)] for c in t)]
+    return [t for t in jieba_cut(text, user_dict) if any(table[ord(c)] for c in t)]
 
 
 def word_tokens(text: str) -> list[str]:
@@ -70,8 +94,8 @@ def resolve_auto(text: str) -> str:
     return "jieba" if cjk_fraction(text) >= AUTO_CJK_FRACTION else "word"
 
 
-def tokenize(text: str, tokenizer: str = "word") -> list[str]:
-    """Tokens of an already normalised ``text``."""
+def tokenize(text: str, tokenizer: str = "word", user_dict=None) -> list[str]:
+    """Tokens of an already normalised ``text`` (``user_dict``: for the ``jieba`` tokenizer)."""
     check_tokenizer(tokenizer)
     if tokenizer == "auto":
         tokenizer = resolve_auto(text)
@@ -79,4 +103,4 @@ def tokenize(text: str, tokenizer: str = "word") -> list[str]:
         return word_tokens(text)
     if tokenizer == "char":
         return list(text)
-    return jieba_tokens(text)
+    return jieba_tokens(text, user_dict)

@@ -51,21 +51,25 @@ MAX_WORD_LENGTH = 512  # cppjieba's longest dictionary match, in characters
 SEPARATORS = frozenset(" \t\n\uff0c\u3002")  # cppjieba SPECIAL_SEPARATORS: space, tab, LF, '，', '。'
 B, E, M, S = 0, 1, 2, 3  # cppjieba HMM state order
 STOP_WORDS_FILE = "cppjieba_stop_words.utf8"
+PARALLEL_BYTES = 1 << 20   # batches of fewer bytes are signed on the calling thread (no OpenMP pool started)
 
 _ABSENT = object()
 _lock = threading.Lock()
-_res: _Resources | None = None
+_res: dict[tuple, _Resources] = {}
 
 
 class _Resources:
-    """cppjieba's dictionary, HMM, idf table and stop words, rebuilt from jieba's files."""
+    """cppjieba's dictionary, HMM, idf table and stop words, rebuilt from jieba's files; the user's
+    files (:mod:`neardup.text.dictionaries`) as cppjieba's ``DictTrie`` and ``KeywordExtractor`` read
+    them (the rules are listed at :func:`neardup.text.jieba_dict.build`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, user_dict=None, idf=None, stop_words=None) -> None:
         import jieba  # noqa: PLC0415  (only the package files are read; jieba is not initialised)
         from jieba.finalseg.prob_emit import P as emit  # noqa: PLC0415
         from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
         from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
 
+        from neardup.text.dictionaries import load_idf, load_stop_words, load_user_dict  # noqa: PLC0415
         from neardup.text.jieba_dict import read_dictionary, read_idf, read_stop_words  # noqa: PLC0415
 
         root = os.path.dirname(jieba.__file__)
@@ -79,6 +83,15 @@ class _Resources:
             for k in range(1, len(word)):
                 trie.setdefault(word[:k], None)
             trie[word] = w
+        self.solo: set[str] = set()
+        if user_dict is not None:
+            median = sorted(math.log(freq / total) for _, freq in units)[len(units) // 2]
+            for word, second, third in load_user_dict(user_dict).entries:
+                for k in range(1, len(word)):
+                    trie.setdefault(word[:k], None)
+                trie[word] = math.log(int(second) / total) if third is not None else median
+                if len(word) == 1:
+                    self.solo.add(word)
         self.trie = trie
         self.min_weight = min_w
         # --- HMM (B, E, M, S); cppjieba's model file rounds emissions to 6 decimals
@@ -87,18 +100,27 @@ class _Resources:
         self.trans = [[trans[a].get(b, MIN_DOUBLE) for b in names] for a in names]
         self.emit = [{ch: float(f"{p:.6f}") for ch, p in emit[s].items()} for s in names]
         # --- idf: cppjieba's idf.utf8 = jieba's idf.txt minus one-character words
-        self.idf, self.idf_average = read_idf(os.path.join(root, "analyse", "idf.txt"))
+        if idf is None:
+            self.idf, self.idf_average = read_idf(os.path.join(root, "analyse", "idf.txt"))
+        else:
+            f = load_idf(idf)
+            self.idf, self.idf_average = dict(zip(f.words, f.values.tolist())), f.mean
         # --- stop words (cppjieba reads whole lines, no trimming)
-        self.stop_words = read_stop_words(Path(__file__).resolve().parents[2] / "data" / STOP_WORDS_FILE)
+        self.stop_words = (read_stop_words(Path(__file__).resolve().parents[2] / "data" / STOP_WORDS_FILE)
+                           if stop_words is None else load_stop_words(stop_words).words)
 
 
-def _resources() -> _Resources:
-    global _res
-    if _res is None:
+def _resources(user_dict=None, idf=None, stop_words=None) -> _Resources:
+    from neardup.text.jieba_dict import _file_shas  # noqa: PLC0415
+
+    key = _file_shas(user_dict, idf, stop_words)
+    r = _res.get(key)
+    if r is None:
         with _lock:
-            if _res is None:
-                _res = _Resources()
-    return _res
+            r = _res.get(key)
+            if r is None:
+                r = _res[key] = _Resources(user_dict, idf, stop_words)
+    return r
 
 
 # --------------------------------------------------------------------------- segmentation
@@ -202,26 +224,26 @@ def _hmm_cut(r: _Resources, text: str, lo: int, hi: int, out: list[tuple[int, in
 
 def _mix_cut(r: _Resources, text: str, lo: int, hi: int, out: list[tuple[int, int]]) -> None:
     """cppjieba MixSegment on one pre-filtered range: MP words, runs of single characters
-    re-cut by the HMM."""
+    re-cut by the HMM (a one-character word of the user dictionary stays a word)."""
     words = _mp_cut(r, text, lo, hi)
     k = 0
     while k < len(words):
         a, b = words[k]
-        if b - a > 1:
+        if b - a > 1 or text[a] in r.solo:
             out.append((a, b))
             k += 1
             continue
         m = k
-        while m < len(words) and words[m][1] - words[m][0] == 1:
+        while m < len(words) and words[m][1] - words[m][0] == 1 and text[words[m][0]] not in r.solo:
             m += 1
         _hmm_cut(r, text, a, words[m - 1][1], out)
         k = m
 
 
-def cut(text: str) -> list[str]:
-    """Words of ``text`` as cppjieba's ``MixSegment::Cut`` (HMM on, no user dictionary) gives
-    them: split at the separators (each its own word), then :func:`_mix_cut` on each piece."""
-    r = _resources()
+def cut(text: str, user_dict=None) -> list[str]:
+    """Words of ``text`` as cppjieba's ``MixSegment::Cut`` (HMM on) gives them: split at the
+    separators (each its own word), then :func:`_mix_cut` on each piece."""
+    r = _resources(user_dict)
     spans: list[tuple[int, int]] = []
     lo = 0
     n = len(text)
@@ -237,13 +259,14 @@ def cut(text: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- keywords
-def extract_keywords(text: str | bytes, top_n: int) -> list[tuple[str, float]]:
+def extract_keywords(text: str | bytes, top_n: int, user_dict=None, idf=None,
+                     stop_words=None) -> list[tuple[str, float]]:
     """cppjieba ``KeywordExtractor::Extract``: the ``top_n`` (word, count × idf) pairs."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")
-    r = _resources()
+    r = _resources(user_dict, idf, stop_words)
     counts: dict[str, int] = {}
-    for w in cut(text):
+    for w in cut(text, user_dict):
         if len(w) == 1 or w in r.stop_words:
             continue
         counts[w] = counts.get(w, 0) + 1
@@ -277,12 +300,13 @@ def _hash_keywords(kws: list[tuple[str, float]]) -> tuple[np.ndarray, np.ndarray
     return hashes, weights
 
 
-def simhash_reference(text: str | bytes, top_n: int) -> int:
+def simhash_reference(text: str | bytes, top_n: int, **files) -> int:
     """yanyiwu/simhash ``Simhasher::make(text, topN, uint64&)`` by this module's Python port (the
-    reference of the compiled :func:`simhash_batch`)."""
+    reference of the compiled :func:`simhash_batch`); ``files``: ``user_dict``, ``idf``,
+    ``stop_words`` paths, as for :func:`simhash_batch`."""
     from neardup.kernels.simhash import fold_one  # noqa: PLC0415
 
-    hashes, weights = _hash_keywords(extract_keywords(text, top_n))
+    hashes, weights = _hash_keywords(extract_keywords(text, top_n, **files))
     return int(fold_one(hashes, weights, 0, hashes.shape[0]))
 
 
@@ -291,19 +315,24 @@ def simhash(text: str | bytes, top_n: int) -> int:
     return int(simhash_batch([text], top_n)[0])
 
 
-def simhash_batch(texts, top_n: int | None = None) -> np.ndarray:
+def simhash_batch(texts, top_n: int | None = None, *, user_dict=None, idf=None, stop_words=None) -> np.ndarray:
     """Fingerprints of a batch of texts (str, or UTF-8 bytes) by the compiled segmenter and keyword
     extractor (:mod:`neardup.kernels.segment`, on all cores); ``top_n`` None: yanyiwu's rule by
-    length (:func:`top_n_for_length`). The same values as :func:`simhash_reference`."""
-    return simhash_batch_sizes(texts, top_n)[0]
+    length (:func:`top_n_for_length`). The same values as :func:`simhash_reference`.
+
+    ``user_dict``, ``idf``, ``stop_words``: paths of the user's files (jieba's formats, see
+    :mod:`neardup.text.dictionaries`), as cppjieba's ``KeywordExtractor`` takes them: words added to
+    the dictionary, and an IDF table and stop-word list in place of cppjieba's."""
+    return simhash_batch_sizes(texts, top_n, user_dict=user_dict, idf=idf, stop_words=stop_words)[0]
 
 
-def simhash_batch_sizes(texts, top_n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def simhash_batch_sizes(texts, top_n: int | None = None, *, user_dict=None, idf=None,
+                        stop_words=None) -> tuple[np.ndarray, np.ndarray]:
     """(fingerprints, distinct keywords of each text); a text without keywords has fingerprint 0."""
-    from neardup.kernels.segment import yanyiwu_batch  # noqa: PLC0415
+    from neardup.kernels.segment import yanyiwu_batch, yanyiwu_batch_serial  # noqa: PLC0415
     from neardup.text.jieba_dict import tables  # noqa: PLC0415
 
-    t = tables()
+    t = tables(user_dict, idf, stop_words)
     blobs = [(x if isinstance(x, str) else bytes(x).decode("utf-8")).encode("utf-8", "surrogatepass")
              for x in texts]
     offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
@@ -313,20 +342,21 @@ def simhash_batch_sizes(texts, top_n: int | None = None) -> tuple[np.ndarray, np
     top = 0 if top_n is None else int(top_n)
     if top_n is not None and top < 1:
         raise ValueError(f"top_n must be at least 1, got {top_n}")
-    return yanyiwu_batch(buf, offsets, top, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.idf,
-                         t.stop, t.min_weight, t.idf_average, t.hmm_start, t.hmm_trans, t.hmm_emit)
+    kernel = yanyiwu_batch if offsets[-1] >= PARALLEL_BYTES else yanyiwu_batch_serial
+    return kernel(buf, offsets, top, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,
+                         t.idf, t.stop, t.min_weight, t.idf_average, t.hmm_start, t.hmm_trans, t.hmm_emit)
 
 
-def cut_compiled(text: str) -> list[str]:
+def cut_compiled(text: str, user_dict=None) -> list[str]:
     """:func:`cut` by the compiled segmenter."""
     from neardup.kernels.segment import cut_batch  # noqa: PLC0415
     from neardup.text.jieba_dict import tables  # noqa: PLC0415
 
-    t = tables()
+    t = tables(user_dict)
     data = text.encode("utf-8", "surrogatepass")
     buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
     ends, _ = cut_batch(buf, np.array([0, len(data)], dtype=np.int64), t.root, t.child_start, t.child_cp, t.child_node,
-                        t.word_weight, t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
+                        t.word_weight, t.solo, t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
     out, a = [], 0
     for b in ends.tolist():
         out.append(data[a:b].decode("utf-8", "surrogatepass"))

@@ -1,0 +1,88 @@
+"""``neardup idf fit``: an IDF table of your own corpus, in jieba's ``word idf`` format, for
+``--weighting tfidf --idf PATH`` (or ``--compat yanyiwu --idf PATH``)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from ..config import DedupConfig, click_options
+from ..errors import ConfigError
+from . import main
+from .index import _rows
+
+
+@main.group()
+def idf():
+    """IDF tables for SimHash's tf-idf weights."""
+
+
+@idf.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, metavar="FILE",
+              help="The table to write ('-': standard output); replaced only when the command succeeds.")
+@click.option("--tokenizer", type=click.Choice(["word", "char", "jieba", "auto"]), default="jieba", show_default=True,
+              help="The tokens counted: use the tokenizer you will sign with.")
+@click_options(("convert", "user_dict", "compat"))
+@click.option("--min-df", type=click.IntRange(1), default=1, show_default=True,
+              help="Leave out words found in fewer documents (they get the table's default).")
+@click.option("--input-format", default=None, help="Force the input format (as for dedup).")
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
+def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_format, text_field, on_error, batch_size):
+    """Count in how many documents of INPUTS each word occurs and write idf = ln((1 + N) / (1 + df)) + 1
+    per word, one 'word idf' line each, sorted (the same corpus always gives the same file).
+
+    \b
+    Examples:
+      neardup idf fit news/*.jsonl -o news-idf.txt
+      neardup dedup news/*.jsonl -o out --method simhash --tokenizer jieba --idf news-idf.txt --top-n 20
+      neardup idf fit news/ --compat yanyiwu -o idf.utf8     # for --compat yanyiwu --idf idf.utf8
+    """
+    from ..features.weights import fit_idf_words  # noqa: PLC0415
+    from ..io.readers import batched  # noqa: PLC0415
+    from ..io.sources import expand_inputs  # noqa: PLC0415
+    from ..text.dictionaries import write_idf  # noqa: PLC0415
+
+    if compat is not None and compat != "yanyiwu":
+        raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu weighs words by IDF)")
+    try:
+        DedupConfig(method="simhash", convert=convert, user_dict=user_dict, compat=compat,
+                    tokenizer="word" if compat else tokenizer).resolved()
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    if output != "-":
+        if os.path.isdir(output):
+            raise click.UsageError(f"-o {output} is a folder; give the path of the table to write")
+    specs = expand_inputs(list(inputs), input_format)
+    if output != "-":
+        target = os.path.realpath(output)
+        for spec in specs:
+            if spec.path is not None and os.path.realpath(spec.path) == target:
+                raise click.UsageError(f"-o {output} is one of the inputs; write the table elsewhere")
+    seen: list = []            # the reader's list of skipped rows (one list, filled as it reads)
+
+    def texts():
+        for _, text, skipped in _rows(inputs, text_field, None, on_error, fmt=input_format):
+            if not seen:
+                seen.append(skipped)
+            yield text
+
+    start = time.perf_counter()
+    words, values, n = fit_idf_words(batched(texts(), batch_size), tokenizer, compat, user_dict, convert)
+    if min_df > 1:
+        import numpy as np  # noqa: PLC0415
+
+        df_min = np.log((1.0 + n) / (1.0 + min_df)) + 1.0     # idf falls as df grows: df ≥ min_df ⇔ idf ≤ this
+        keep = values <= df_min + 1e-12
+        words = [w for w, k in zip(words, keep) if k]
+        values = values[keep]
+    if not words:
+        raise click.ClickException(f"no words found in {n} documents: nothing to write to {output}")
+    write_idf(output, words, values)
+    click.echo(f"{n} documents, {len(words)} words, {len(seen[0]) if seen else 0} rows skipped, "
+               f"{time.perf_counter() - start:.2f} s → {output}", err=True)
+    sys.stderr.flush()

@@ -1,0 +1,208 @@
+"""The user's own word files for Chinese SimHash: an IDF table, a user dictionary and stop words,
+each read strictly (a bad entry is an :class:`~neardup.errors.InputFormatError` naming the file and
+line) and identified by the SHA-256 of its bytes, so that an index or a report records which file
+content made its fingerprints (a path alone would not notice an edited file).
+
+Formats, as jieba and cppjieba write them (UTF-8; a byte-order mark at the start is ignored; blank
+lines are skipped):
+
+* **IDF** (``--idf PATH``): ``word idf`` per line, one space, a finite number; a later line for the
+  same word replaces the earlier one. Unknown words get the median (neardup's native pipeline, as
+  ``jieba.analyse`` does) or the mean over the lines (``--compat yanyiwu``, as cppjieba does).
+* **User dictionary** (``--user-dict PATH``): ``word [freq] [tag]``, fields separated by one space,
+  freq a positive integer. A word may not contain a space.
+* **Stop words** (``--stop-words PATH``): one word per line, taken whole (cppjieba does not trim);
+  a trailing carriage return is dropped.
+
+``neardup idf fit`` writes the IDF format (:func:`write_idf`).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputFormatError
+
+_lock = threading.Lock()
+_cache: dict[tuple, object] = {}
+
+
+@dataclass(frozen=True)
+class IdfFile:
+    path: str
+    sha256: str
+    words: tuple[str, ...]          # distinct words, first-seen order
+    values: np.ndarray              # float64, the last value given for each word
+    mean: float                     # Σ idf / lines read, blank ones included (cppjieba's default for unknown words)
+    median: float                   # over the distinct words (jieba.analyse's default)
+
+
+@dataclass(frozen=True)
+class UserDict:
+    path: str
+    sha256: str
+    entries: tuple[tuple[str, str | None, str | None], ...]   # (word, second field, third field) per line
+
+
+@dataclass(frozen=True)
+class StopWords:
+    path: str
+    sha256: str
+    words: frozenset
+
+
+def _lines(path: str, what: str):
+    """(line number, text) of each non-blank line of ``path``; a clear error for a missing file or
+    bytes that are not UTF-8 (with the line)."""
+    try:
+        data = open(path, "rb").read()
+    except OSError as exc:
+        raise InputFormatError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    out = []
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputFormatError(f"{path}:{n}: the {what} is not UTF-8 (byte {exc.start + 1} of the line)") from None
+        if text.strip():
+            out.append((n, text))
+    return data, out
+
+
+def _getline_count(data: bytes) -> int:
+    """Lines as C++ ``getline`` counts them (a final line without a newline counts; the empty piece
+    after a final newline does not)."""
+    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+
+
+def _cached(kind: str, path, loader):
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+        key = (kind, os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key is not None:
+        with _lock:
+            hit = _cache.get(key)
+        if hit is not None:
+            return hit
+    value = loader(path)
+    if key is not None:
+        with _lock:
+            _cache[key] = value
+    return value
+
+
+def load_idf(path) -> IdfFile:
+    """An IDF file, checked line by line (cached per path, modification time and size)."""
+    return _cached("idf", path, _load_idf)
+
+
+def _load_idf(path: str) -> IdfFile:
+    data, lines = _lines(path, "IDF table")
+    table: dict[str, float] = {}
+    total = 0.0
+    for n, text in lines:
+        parts = text.split(" ")
+        if len(parts) != 2 or not parts[0]:
+            raise InputFormatError(f"{path}:{n}: expected 'word idf' (one space between), got {text[:80]!r}")
+        try:
+            value = float(parts[1])
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise InputFormatError(f"{path}:{n}: the idf of {parts[0]!r} must be a finite number, got {parts[1]!r}")
+        table[parts[0]] = value
+        total += value
+    if not table:
+        raise InputFormatError(f"{path}: the IDF table has no entries")
+    values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
+    return IdfFile(path, hashlib.sha256(data).hexdigest(), tuple(table), values, total / _getline_count(data),
+                   float(np.median(values)))
+
+
+def load_user_dict(path) -> UserDict:
+    """A user dictionary, checked line by line (cached like :func:`load_idf`)."""
+    return _cached("user_dict", path, _load_user_dict)
+
+
+def _load_user_dict(path: str) -> UserDict:
+    data, lines = _lines(path, "user dictionary")
+    entries = []
+    for n, text in lines:
+        parts = text.split(" ")
+        if len(parts) > 3 or not all(parts):
+            raise InputFormatError(f"{path}:{n}: expected 'word [freq] [tag]' (single spaces between), "
+                                   f"got {text[:80]!r}")
+        if len(parts) == 3 and not (parts[1].isascii() and parts[1].isdigit() and int(parts[1]) > 0):
+            raise InputFormatError(f"{path}:{n}: the frequency of {parts[0]!r} must be a positive integer, "
+                                   f"got {parts[1]!r}")
+        entries.append((parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None))
+    return UserDict(path, hashlib.sha256(data).hexdigest(), tuple(entries))
+
+
+def load_stop_words(path) -> StopWords:
+    """A stop-word list (cached like :func:`load_idf`); an empty file is an empty list."""
+    return _cached("stop_words", path, _load_stop_words)
+
+
+def _load_stop_words(path: str) -> StopWords:
+    data, lines = _lines(path, "stop-word list")
+    return StopWords(path, hashlib.sha256(data).hexdigest(), frozenset(t for _, t in lines))
+
+
+def user_frequency(entry: tuple[str, str | None, str | None]) -> int | None:
+    """jieba's reading of a user-dictionary line: a second field of digits is the frequency (else a
+    tag); None lets the segmenter choose one."""
+    _, second, third = entry
+    if third is not None or (second is not None and second.isascii() and second.isdigit() and int(second) > 0):
+        return int(second)
+    return None
+
+
+def write_idf(path, words, values) -> None:
+    """Write ``word idf`` lines (words sorted by code point, values with 12 significant digits: the
+    same corpus always gives the same bytes), atomically (a temporary file renamed into place)."""
+    order = sorted(range(len(words)), key=lambda i: words[i])
+    body = "".join(f"{words[i]} {float(values[i]):.12g}\n" for i in order).encode("utf-8")
+    path = os.fspath(path)
+    if path == "-":
+        import sys  # noqa: PLC0415
+
+        sys.stdout.buffer.write(body)
+        sys.stdout.flush()
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(body)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def file_keys(idf=None, user_dict=None, stop_words=None) -> dict:
+    """The content keys of the files given (``{"idf_sha256": ..., ...}``), for configs that must
+    notice a changed file; ``idf="jieba"`` (the shipped table) has none."""
+    out = {}
+    if idf is not None and idf != "jieba":
+        out["idf_sha256"] = load_idf(idf).sha256
+    if user_dict is not None:
+        out["user_dict_sha256"] = load_user_dict(user_dict).sha256
+    if stop_words is not None:
+        out["stop_words_sha256"] = load_stop_words(stop_words).sha256
+    return out
