@@ -295,3 +295,20 @@ def test_idf_fit_refuses_bad_outputs_and_counts_skips(tmp_path):
     assert float(words["发展"]) == pytest.approx(np.log(3 / 3) + 1)
     res = runner.invoke(main, ["idf", "fit", str(src), "-o", str(tmp_path / "j.txt"), "--compat", "1e0ng"])
     assert res.exit_code == 2
+
+
+def test_index_run_with_signing_workers_does_not_abort(shared, tmp_path):
+    """A run on an existing yanyiwu index signs the index's probe text before its signing workers fork:
+    that must not start numba's OpenMP pool (a fork after it aborts the process)."""
+    import subprocess
+    import sys
+
+    src = _jsonl(tmp_path / "p.jsonl", _pages(shared))
+    for day, workers in ((0, 1), (1, 2), (2, 2)):    # day 0: no workers, its own index (the reference)
+        res = subprocess.run([sys.executable, "-m", "neardup", "dedup", str(src), "-o", str(tmp_path / f"o{day}"),
+                              "--id-field", "id", "--method", "simhash", "--compat", "yanyiwu", "--index",
+                              str(tmp_path / ("idx0" if day == 0 else "idx")), "--workers", str(workers),
+                              "--no-html"], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0 and "Terminating" not in res.stderr, res.stderr
+    want = (tmp_path / "o0" / "clusters.jsonl").read_bytes()
+    assert (tmp_path / "o1" / "clusters.jsonl").read_bytes() == want == (tmp_path / "o2" / "clusters.jsonl").read_bytes()
