@@ -185,6 +185,13 @@ def test_dedup_and_sign_take_the_files(shared, files, tmp_path):
     want = yanyiwu.simhash_batch(texts, 8, user_dict=files["user_dict"], idf=files["idf"],
                                  stop_words=files["stop_words"])
     assert [json.loads(x)["simhash"] for x in res.output.splitlines()] == want.tolist()
+    # the binary formats too (--compat with --format parquet used to be refused for a default --ngram)
+    res = runner.invoke(main, ["sign", str(src), "--method", "simhash", "--compat", "yanyiwu", "--top-n", "8", *flags,
+                               "--format", "parquet", "-o", str(tmp_path / "s.parquet")])
+    assert res.exit_code == 0, res.output
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "s.parquet").column("simhash").to_pylist() == want.tolist()
     res = runner.invoke(main, ["dedup", str(src), "-o", str(tmp_path / "o"), "--method", "simhash", "--compat",
                                "yanyiwu", "--top-n", "8", "--no-html", "--id-field", "id", *flags])
     assert res.exit_code == 0, res.output

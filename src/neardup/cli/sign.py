@@ -117,7 +117,8 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
     if fmt != "jsonl":
         return _sign_binary(inputs, output, fmt, summary, DedupConfig(
             method=method, num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer,
-            ngram=ngram if method != "sentences" else None, convert=convert, sentences=n_sentences,
+            ngram=None if method == "sentences" else cfg.ngram if method == "simhash" else ngram,
+            convert=convert, sentences=n_sentences,
             text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
             workers=workers, batch_size=batch_size, **(simhash_opts if method == "simhash" else {})))
     key = method
