@@ -225,6 +225,8 @@ BAD = [
     ("idf", b"ok 1\n\xff\xfe 2\n", r"bad.txt:2: the IDF table is not UTF-8"),
     ("user_dict", "词 3 n\n词 x n\n", r"bad.txt:2: the frequency of '词' must be a positive integer"),
     ("user_dict", "词 0 n\n", r"bad.txt:1: the frequency"),
+    ("user_dict", "词 99999999999999999999999 n\n", r"bad.txt:1: the frequency of '词' must be a positive integer up"),
+    ("user_dict", "词 99999999999999999999999\n", r"bad.txt:1: the frequency of '词' must be at most"),
     ("user_dict", "a b c d\n", r"bad.txt:1: expected 'word \[freq\] \[tag\]'"),
     ("user_dict", "好\n词  n\n", r"bad.txt:2: expected"),
     ("stop_words", b"the\nof\n\xc3\n", r"bad.txt:3: the stop-word list is not UTF-8"),
@@ -274,6 +276,8 @@ def _empty(tmp_path) -> Path:
     ({"compat": "yanyiwu", "idf": "jieba"}, "--idf"),
     ({"idf": "I", "weighting": "tf"}, "--weighting"),
     ({"method": "minhash", "stop_words": "S"}, "--stop-words"),
+    ({"tokenizer": "char", "stop_words": "S", "ngram": 1}, "--stop-words"),
+    ({"tokenizer": "char", "idf": "I"}, "--idf"),
 ])
 def test_combinations_refused_naming_the_option(tmp_path, opts, flag):
     for name, letter in (("user_dict", "U"), ("stop_words", "S"), ("idf", "I")):
@@ -319,3 +323,13 @@ def test_index_run_with_signing_workers_does_not_abort(shared, tmp_path):
         assert res.returncode == 0 and "Terminating" not in res.stderr, res.stderr
     want = (tmp_path / "o0" / "clusters.jsonl").read_bytes()
     assert (tmp_path / "o1" / "clusters.jsonl").read_bytes() == want == (tmp_path / "o2" / "clusters.jsonl").read_bytes()
+
+
+def test_idf_fit_survives_a_lone_surrogate(tmp_path):
+    """JSON can carry a lone surrogate: it reaches neither segmenter (U+FFFD, as the signer's buffer)."""
+    src = tmp_path / "s.jsonl"
+    src.write_text('{"text": "我的朋友\\ud800很好，朋友"}\n', encoding="utf-8")
+    for extra in ([], ["--compat", "yanyiwu"]):
+        res = CliRunner().invoke(main, ["idf", "fit", str(src), "-o", str(tmp_path / "i.txt"), *extra])
+        assert res.exit_code == 0, res.output
+        assert "朋友 1" in (tmp_path / "i.txt").read_text(encoding="utf-8")

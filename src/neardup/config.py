@@ -343,6 +343,9 @@ class DedupConfig:
                     raise BY_NAME["weighting"].refuse(c.weighting, "tfidf with --idf")
                 c.weighting = "tfidf"
             for name in ("idf", "stop_words"):     # tables of single words
+                if getattr(c, name) not in (None, "jieba") and c.tokenizer == "char":
+                    raise BY_NAME[name].refuse(getattr(c, name), "given with --tokenizer word, jieba or auto (its "
+                                                                 "words are tokens; char shingles are code points)")
                 if getattr(c, name) is not None:
                     if c.ngram is None:
                         c.ngram = 1

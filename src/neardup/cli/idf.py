@@ -23,7 +23,7 @@ def idf():
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, metavar="FILE",
               help="The table to write ('-': standard output); replaced only when the command succeeds.")
-@click.option("--tokenizer", type=click.Choice(["word", "char", "jieba", "auto"]), default="jieba", show_default=True,
+@click.option("--tokenizer", type=click.Choice(["word", "jieba", "auto"]), default="jieba", show_default=True,
               help="The tokens counted: use the tokenizer you will sign with.")
 @click_options(("convert", "user_dict", "compat"))
 @click.option("--min-df", type=click.IntRange(1), default=1, show_default=True,

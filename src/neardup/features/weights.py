@@ -135,7 +135,7 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
         t = tables(user_dict)
         conv = _converter(convert).convert if convert else None
         for batch in batches:
-            blobs = [(conv(x) if conv else x).encode("utf-8", "surrogatepass") for x in batch]
+            blobs = [(conv(x) if conv else x).encode("utf-8", "replace") for x in batch]
             offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
             np.cumsum([len(b) for b in blobs], out=offsets[1:])
             data = b"".join(blobs)
@@ -159,7 +159,9 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
         norm = Normalizer(convert=convert)
         for batch in batches:
             for text in batch:
-                df.update(set(tokenize(norm(text), tokenizer, user_dict)))
+                # a lone surrogate (possible in JSON text) cannot reach the segmenter: U+FFFD, as the signer's buffer
+                text = norm(text).encode("utf-8", "replace").decode("utf-8")
+                df.update(set(tokenize(text, tokenizer, user_dict)))
                 n += 1
     words = sorted(w for w in df if w and not any(c.isspace() for c in w))
     counts = np.array([df[w] for w in words], dtype=np.float64)

@@ -69,6 +69,9 @@ class SimHasher:
         self.weighting = weighting
         self.top_n = top_n
         self._files = {}
+        if tokenizer == "char" and (stop_words is not None or isinstance(idf, os.PathLike)
+                                    or (isinstance(idf, str) and idf != "jieba")):
+            raise ValueError("stop_words and IDF files hold words: use tokenizer='word', 'jieba' or 'auto' with them")
         if isinstance(idf, (str, os.PathLike)):
             if ngram != 1:
                 raise ValueError(f"an IDF table weighs single words: use ngram=1 with idf={os.fspath(idf)!r}")

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import InputFormatError
 
+MAX_FREQ = 2**53             # a frequency the segmenters take exactly (rjieba: 64-bit; cppjieba: a double)
 _lock = threading.Lock()
 _cache: dict[tuple, object] = {}
 
@@ -144,8 +145,11 @@ def _load_user_dict(path: str) -> UserDict:
         if len(parts) > 3 or not all(parts):
             raise InputFormatError(f"{path}:{n}: expected 'word [freq] [tag]' (single spaces between), "
                                    f"got {text[:80]!r}")
-        if len(parts) == 3 and not (parts[1].isascii() and parts[1].isdigit() and int(parts[1]) > 0):
-            raise InputFormatError(f"{path}:{n}: the frequency of {parts[0]!r} must be a positive integer, "
+        if len(parts) == 3 and not (parts[1].isascii() and parts[1].isdigit() and 0 < int(parts[1]) <= MAX_FREQ):
+            raise InputFormatError(f"{path}:{n}: the frequency of {parts[0]!r} must be a positive integer up to "
+                                   f"2**53, got {parts[1]!r}")
+        if len(parts) == 2 and parts[1].isascii() and parts[1].isdigit() and int(parts[1]) > MAX_FREQ:
+            raise InputFormatError(f"{path}:{n}: the frequency of {parts[0]!r} must be at most 2**53, "
                                    f"got {parts[1]!r}")
         entries.append((parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None))
     return UserDict(path, hashlib.sha256(data).hexdigest(), tuple(entries))
