@@ -255,3 +255,108 @@ def test_headless_chromium_renders_page(tmp_path):
         assert re.search(rf'<svg[^>]*id="{chart}"', text), chart
     assert "<del>jumps</del>" in text and "<ins>leaped</ins>" in text
     assert "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+# -- SimHash runs: distances in bits and the table layout --------------------------------------------
+def simhash_report() -> dict:
+    from neardup.pipeline.report import simhash_report as section
+
+    r = make_report()
+    r["parameters"] = {"method": "simhash", "bits": 3, "tokenizer": "word", "ngram": 3, "keep": "first"}
+    del r["lsh"]
+    r["simhash"] = section(3, [5, 2, 7, 4, 0, 1], 950)
+    r["samples"][0]["similarity"] = 1 - 3 / 64
+    r["samples"][1]["similarity"] = 1 - 1 / 64
+    r["samples"][0]["kept_text"] = "这是一个关于中文文本去重的报告，" * 6
+    r["samples"][0]["removed_text"] = "这是一份关于中文文本去重的报告，" * 6
+    return r
+
+
+def test_simhash_report_speaks_bits():
+    from neardup.pipeline.report import simhash_report as section
+
+    s = section(3, [5, 2, 7, 4, 0, 1], 950)
+    assert s["distance_histogram"] == {"distances": [0, 1, 2, 3, 4, 5], "counts": [5, 2, 7, 4, 0, 1]}
+    assert s["tables"]["count"] == 4 and s["tables"]["levels"] == [4] and s["tables"]["key_bits"] == [16, 16]
+    assert section(3, [1], 10)["distance_histogram"]["distances"] == [0, 1, 2, 3]    # k always in view
+    page = render_html(simhash_report())
+    assert "Hamming distance of removed documents" in page and "k = 3 bits" in page
+    assert "Permuted tables" in page and "C(4, 3) = 4 tables" in page
+    assert "3 bits differ" in page and "1 bit differs" in page
+    assert "S-curve" not in page and "1 − d/64" not in page and "similarity 0.953" not in page
+    assert "1 further than k" not in page and "are further than k from their representative" in page
+    assert re.search(r"<title>3 bits: 4</title>", page)
+
+
+def test_simhash_runs_report_their_distances(tmp_path):
+    from neardup.config import DedupConfig
+    from neardup.pipeline.dedup import run_dedup
+
+    base = " ".join(f"word{i}" for i in range(60))
+    texts = [base, base.replace("word7", "other7"), base.replace("word7 word8", "x y"), "unrelated text " * 9]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    rep = run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(method="simhash", bits=8, quiet=True, workers=1))
+    sh = rep["simhash"]
+    removed = rep["counts"]["removed"]
+    assert removed >= 1 and sum(sh["distance_histogram"]["counts"]) == removed
+    assert sh["fingerprints"] == 4 and sh["max_distance"] == 8 and sh["tables"]["count"] >= 9
+    page = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
+    assert "Hamming distance of removed documents" in page and "k = 8 bits" in page
+
+
+# -- Chinese text is drawn: the report's font stacks reach a CJK font ------------------------------
+GLYPHS = """<script>
+const out = {};
+for (const [name, sel] of [["sans", "body"], ["mono", ".doc"]]) {
+  const el = document.querySelector(sel);
+  const family = getComputedStyle(el).fontFamily;
+  out[name] = Array.from("中文報告한글か", ch => {
+    const c = document.createElement("canvas"); c.width = 64; c.height = 64;
+    const g = c.getContext("2d"); g.fillStyle = "#fff"; g.fillRect(0, 0, 64, 64);
+    g.fillStyle = "#000"; g.font = "48px " + family; g.textBaseline = "top"; g.fillText(ch, 4, 4);
+    const d = g.getImageData(0, 0, 64, 64).data; let ink = 0, h = 0;
+    for (let i = 0; i < d.length; i += 4) { if (d[i] < 128) { ink++; h = (h * 31 + i) % 1000000007; } }
+    return [ink, h];
+  });
+}
+document.body.setAttribute("data-glyphs", JSON.stringify(out));
+</script>"""
+
+
+def _glyphs(page: Path, tmp_path: Path, env: dict | None = None) -> dict:
+    probed = page.with_name("glyphs.html")
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", GLYPHS + "</body>"), encoding="utf-8")
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+           "--disable-background-networking", "--disable-component-update",
+           f"--user-data-dir={tmp_path / ('profile-' + str(bool(env)))}", "--dump-dom", probed.as_uri()]
+    dom = subprocess.run(cmd, capture_output=True, timeout=60, check=False, env={**os.environ, **(env or {})})
+    m = re.search(r'data-glyphs="([^"]*)"', dom.stdout.decode("utf-8", errors="replace"))
+    assert m, dom.stderr.decode(errors="replace")[-2000:]
+    return json.loads(html.unescape(m.group(1)))
+
+
+def _drawn(glyphs: list) -> bool:
+    """Seven different characters drawn as seven different shapes (missing glyphs are blank or one box)."""
+    return all(ink > 40 for ink, _ in glyphs) and len({h for _, h in glyphs}) == len(glyphs)
+
+
+@pytest.mark.skipif(os.environ.get("NEARDUP_SKIP_BROWSER") == "1", reason="NEARDUP_SKIP_BROWSER=1")
+def test_chinese_report_glyphs_are_drawn(tmp_path):
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure_chromium.sh (as root) first")
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout.strip()
+    if not fonts:
+        pytest.fail("no Chinese font: run scripts/ensure_cjk_font.sh (as root) first")
+    page = tmp_path / "report.html"
+    write_html(simhash_report(), page)
+    got = _glyphs(page, tmp_path)
+    assert _drawn(got["sans"]) and _drawn(got["mono"]), got
+    # the control: with fontconfig limited to one Latin font, the same page draws no distinct CJK glyphs
+    dejavu = [d for d in ("/usr/share/fonts/truetype/dejavu",) if os.path.isdir(d)]
+    if dejavu:
+        conf = tmp_path / "fonts.conf"
+        conf.write_text(f'<?xml version="1.0"?><fontconfig><dir>{dejavu[0]}</dir>'
+                        f'<cachedir>{tmp_path / "fc-cache"}</cachedir></fontconfig>', encoding="utf-8")
+        bare = _glyphs(page, tmp_path, {"FONTCONFIG_FILE": str(conf)})
+        assert not _drawn(bare["sans"]), bare

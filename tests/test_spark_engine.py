@@ -119,7 +119,7 @@ def _same_outputs(local: Path, spark_out: Path) -> dict:
     ra = json.loads((local / "report.json").read_text(encoding="utf-8"))
     rb = json.loads((spark_out / "report.json").read_text(encoding="utf-8"))
     assert ra["counts"] == rb["counts"]
-    for key in ("cluster_sizes", "similarity_histogram", "samples", "skipped", "outputs", "lsh", "pairs"):
+    for key in ("cluster_sizes", "similarity_histogram", "samples", "skipped", "outputs", "lsh", "pairs", "simhash"):
         assert ra.get(key) == rb.get(key), key
     assert rb["engine"] == "spark"
     return rb

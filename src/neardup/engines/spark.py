@@ -1286,8 +1286,8 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
     _phase(spark, "Hamming tables")
     t0 = time.perf_counter()
     distinct = live.join(dup.select(F.col("hi").alias("row")), "row", "left_anti").select("row", "rk")
-    n = max(distinct.count(), 2)
-    plan = plan_tables(64, cfg.bits, n)
+    n_distinct = distinct.count()
+    plan = plan_tables(64, cfg.bits, max(n_distinct, 2))
     keys = distinct.mapInArrow(partial(_table_keys, masks=[int(x) for x in plan.key_masks]),
                                "t int, key long, row long, fp long")
     a, b = keys.alias("a"), keys.alias("b")
@@ -1304,7 +1304,7 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
     pairs.unpersist()
     dup.unpersist()
     timings["candidates"] = time.perf_counter() - t0
-    return edges, n_cand, n_edges, {"tables": int(len(plan.key_masks))}
+    return edges, n_cand, n_edges, {"tables": int(len(plan.key_masks)), "fingerprints": int(n_distinct)}
 
 
 def _per_row(signed: DataFrame, found: SparkClusters, fixed_ids: DataFrame | None = None) -> DataFrame:
@@ -1809,6 +1809,13 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         for r in removed.select("sim").mapInArrow(_histogram_batches, "bin int, n long").groupBy("bin") \
                 .agg(F.sum("n").alias("n")).collect():
             hist[r["bin"]] = r["n"]
+        dist = None
+        if cfg.method == "simhash":
+            d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
+                .groupBy("d").count().collect()
+            dist = np.zeros(max([r["d"] for r in d], default=-1) + 1, dtype=np.int64)
+            for r in d:
+                dist[r["d"]] = r["count"]
         samples = _sample_pairs(removed, n_removed, cfg.samples)
         want = {x for k, d, _ in samples for x in (k, d)}
         ids = {r["row"]: json.loads(r["id"]) for r in signed.filter(F.col("row").isin(list(want)))
@@ -1840,6 +1847,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             samples=[(ids.get(k), ids.get(d), s, texts.get(k, ""), texts.get(d, "")) for k, d, s in samples],
             timings=timings,
             lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
+            simhash=(dist.tolist(), found.params["fingerprints"]) if dist is not None else None,
             engine_info={"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
                          "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
             index=index_info,

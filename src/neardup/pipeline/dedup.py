@@ -62,7 +62,7 @@ from .records import (
     parquet_schema,
     skipped_line,
 )
-from .report import SKIPPED_LISTED, RunSummary, build_report, sample_ranks, similarity_counts
+from .report import SKIPPED_LISTED, RunSummary, build_report, distance_counts, sample_ranks, similarity_counts
 from .spans import SPAN_METHODS
 
 # -- signing (runs in worker processes) ----------------------------------------------------------
@@ -1030,4 +1030,6 @@ def _report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings
         samples=[(ids[k], ids[d], s, texts.get(k, INDEXED_TEXT if k >= len(corpus.ids) else ""), texts.get(d, ""))
                  for k, d, s in samples],
         timings=timings, lsh=lsh, index=index_info,
+        simhash=((distance_counts(c.similarity[~c.kept]), result.params["fingerprints"]) if cfg.method == "simhash"
+                 else None),
         extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}))

@@ -431,7 +431,8 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     timings["clusters"] = time.perf_counter() - t0
     return DuplicateResult(clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
                            {"method": "simhash", "bits": k, "keep": keep, "linkage": linkage,
-                            "max_drift_bits": max_drift_bits}, timings, how)
+                            "max_drift_bits": max_drift_bits, "fingerprints": int(np.unique(fps[idx]).size)},
+                           timings, how)
 
 
 def pairs_table(result: DuplicateResult, ids=None):

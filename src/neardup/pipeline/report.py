@@ -57,6 +57,41 @@ def lsh_report(threshold: float, b: int, r: int, mode: str = "") -> dict:
     return out
 
 
+def distance_counts(similarities) -> list[int]:
+    """SimHash: counts of the removed rows' Hamming distances to their representatives, d = 64 (1 − s),
+    for d = 0 … the largest seen."""
+    d = np.rint(64.0 * (1.0 - np.asarray(similarities, dtype=np.float64))).astype(np.int64)
+    return np.bincount(np.clip(d, 0, 64)).tolist() if d.size else []
+
+
+def simhash_report(k: int, counts: list, fingerprints: int) -> dict:
+    """The report's SimHash section: the distances (in bits) of removed documents to their kept
+    representatives, and the permuted-table layout that found every pair within k bits
+    (:func:`neardup.index.simhash_index.plan_tables` for the run's distinct fingerprints: the
+    pigeonhole argument of Manku et al. — k differing bits leave at least one key untouched)."""
+    from ..index.simhash_index import plan_tables  # noqa: PLC0415
+
+    plan = plan_tables(64, k, max(int(fingerprints), 2))
+    top = max(k, len(counts) - 1)
+    counts = [int(x) for x in counts] + [0] * (top + 1 - len(counts))
+    bits = [int(x) for x in plan.key_bits]
+    if len(plan.levels) == 1:
+        b = plan.levels[0]
+        width = f"{64 // b}" if 64 % b == 0 else f"{64 // b}–{64 // b + 1}"
+        keys = f"{min(bits)}" if min(bits) == max(bits) else f"{min(bits)}–{max(bits)}"
+        layout = (f"{b} blocks of {width} bits; each of the C({b}, {k}) = {plan.n_tables} tables keys on "
+                  f"{b - k} block{'s' if b - k != 1 else ''} ({keys} bits)")
+    else:
+        b1, b2 = plan.levels
+        keys = f"{min(bits)}" if min(bits) == max(bits) else f"{min(bits)}–{max(bits)}"
+        layout = (f"two levels, {b1} × {b2} blocks; C({b1}, {k}) × C({b2}, {k}) = {plan.n_tables} tables keyed on "
+                  f"{keys} bits")
+    return {"bits": 64, "max_distance": int(k), "fingerprints": int(fingerprints),
+            "distance_histogram": {"distances": list(range(top + 1)), "counts": counts},
+            "tables": {"count": plan.n_tables, "levels": list(plan.levels), "key_bits": [min(bits), max(bits)],
+                       "layout": layout}}
+
+
 @dataclass
 class RunSummary:
     """What an engine measured; :func:`build_report` makes the report of it."""
@@ -81,6 +116,7 @@ class RunSummary:
     samples: list                  # (kept id, removed id, similarity, kept text, removed text)
     timings: dict
     lsh: tuple | None = None       # (b, r, mode) for MinHash
+    simhash: tuple | None = None   # (distance counts, distinct fingerprints) for SimHash
     index: dict | None = None      # --index: the index before the run, matches, documents added
     engine_info: dict | None = None
     extra: dict = field(default_factory=dict)
@@ -156,6 +192,8 @@ def build_report(s: RunSummary) -> dict:
     })
     if c.method == "minhash" and s.lsh is not None:
         report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1], s.lsh[2])
+    if c.method == "simhash" and s.simhash is not None:
+        report["simhash"] = simhash_report(c.bits, *s.simhash)
     if s.index is not None:
         report["index"] = s.index
     report.update(s.extra)

@@ -19,8 +19,7 @@ _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 CSS = """
 *{box-sizing:border-box}
-body{margin:0;background:#f5f6f8;color:#1f2937;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,
-"DejaVu Sans",sans-serif}
+body{margin:0;background:#f5f6f8;color:#1f2937;font:15px/1.5 SANS}
 main{max-width:1200px;margin:0 auto;padding:28px 32px 48px}
 h1{font-size:26px;margin:0 0 4px}
 h2{font-size:18px;margin:0 0 12px}
@@ -46,7 +45,7 @@ th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #eef0f3;vertical-
 th{color:#6b7280;font-weight:600;background:#fff}
 .scroll th{position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-td code,td.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:13px;overflow-wrap:anywhere}
+td code,td.mono{font-family:MONO;font-size:13px;overflow-wrap:anywhere}
 .scroll{max-height:330px;overflow:auto}
 .pair{border-top:1px solid #eef0f3;padding:14px 0 4px}
 .pair:first-of-type{border-top:0}
@@ -54,15 +53,15 @@ td code,td.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:
 .sim{display:inline-block;background:#eef2fa;color:#2c5596;border-radius:10px;padding:0 8px;margin-left:6px}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:14px}
 .doc{background:#fafbfc;border:1px solid #eceef2;border-radius:6px;padding:10px 12px;white-space:pre-wrap;
-overflow-wrap:anywhere;font:13px/1.55 ui-monospace,"DejaVu Sans Mono",monospace;max-height:340px;overflow:auto}
-.doc .who{display:block;font:600 12px system-ui,"DejaVu Sans",sans-serif;color:#6b7280;margin-bottom:4px}
+overflow-wrap:anywhere;font:13px/1.55 MONO;max-height:340px;overflow:auto}
+.doc .who{display:block;font:600 12px SANS;color:#6b7280;margin-bottom:4px}
 del{background:#fde2dc;color:#8a2a17;text-decoration:line-through;text-decoration-color:#d0603f80}
 ins{background:#d9f2e3;color:#14593a;text-decoration:none}
 .legend del,.legend ins{padding:0 4px;border-radius:3px}
 @media print{body{background:#fff}main{padding:0;max-width:none}section{border-color:#ccc}
 .doc,.scroll{max-height:none;overflow:visible}}
 @media (max-width:900px){.grid,.sides{grid-template-columns:1fr}}
-"""
+""".replace("SANS", svg.SANS).replace("MONO", svg.MONO)
 
 
 def _e(x) -> str:
@@ -168,7 +167,54 @@ def _cluster_sizes(r: dict) -> str:
     return f'{head}{chart}<p class="note">{_e(note)}</p></section>'
 
 
+def _distances(r: dict) -> str:
+    """SimHash: the Hamming distances (bits) of removed documents to their representatives, k marked."""
+    head = '<section id="similarity"><h2>Hamming distance of removed documents</h2>'
+    sh = r.get("simhash") or {}
+    h = sh.get("distance_histogram") or {}
+    ds, counts = list(h.get("distances") or []), list(h.get("counts") or [])
+    if not ds or len(ds) != len(counts) or not any(c > 0 for c in counts):
+        return head + _na("Not available (no removed documents, or no distances in the report).") + "</section>"
+    k = sh.get("max_distance")
+    edges = [d - 0.5 for d in ds] + [ds[-1] + 0.5]
+    chart = svg.histogram("chart-similarity", edges, counts, marker=k + 0.5 if isinstance(k, int) else None,
+                          marker_label=f"k = {k} bits" if isinstance(k, int) else "",
+                          x_title="differing bits (of 64) to the kept representative of the cluster",
+                          y_title="removed documents", label="Hamming distances of removed documents",
+                          bin_names=[f"{d} bit{'s' if d != 1 else ''}" for d in ds])
+    total = sum(counts)
+    note = f"{total:,.0f} removed documents; 0 bits: the same fingerprint."
+    if isinstance(k, int):
+        beyond = sum(c for d, c in zip(ds, counts) if d > k)
+        note += f" Two documents are near duplicates when at most k = {k} of their 64 bits differ."
+        if beyond:
+            note += (f" {beyond:,.0f} are further than k from their representative: they joined the cluster "
+                     "through a chain of near duplicates.")
+    return f'{head}{chart}<p class="note">{_e(note)}</p></section>'
+
+
+def _tables(r: dict) -> str:
+    """SimHash: the permuted tables that found every pair within k bits."""
+    head = '<section id="lsh"><h2>Permuted tables (how pairs were found)</h2>'
+    sh = r.get("simhash") or {}
+    t = sh.get("tables") or {}
+    if not t:
+        return head + _na("Not available in this report.") + "</section>"
+    k = sh.get("max_distance")
+    rows = [("distinct fingerprints", f"{sh.get('fingerprints', 0):,}"), ("tables", f"{t.get('count', '?')}"),
+            ("key bits", "–".join(str(x) for x in dict.fromkeys(t.get("key_bits") or []))),
+            ("layout", str(t.get("layout", "")))]
+    table = "<table>" + "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in rows) + "</table>"
+    note = (f"Exact, not probabilistic: the 64 bits are cut into blocks, and two fingerprints that differ in at most "
+            f"k = {k} bits agree on all the blocks of at least one table's key (Manku, Jain & Das Sarma 2007), so "
+            "every such pair shares a bucket and none is missed. The layout is chosen by a cost model for the "
+            "number of fingerprints.")
+    return f'{head}{table}<p class="note">{_e(note)}</p></section>'
+
+
 def _similarity(r: dict) -> str:
+    if (r.get("parameters") or {}).get("method") == "simhash" and r.get("simhash"):
+        return _distances(r)
     head = '<section id="similarity"><h2>Similarity of removed documents</h2>'
     h = r.get("similarity_histogram") or {}
     edges, counts = list(h.get("edges") or []), list(h.get("counts") or [])
@@ -248,6 +294,8 @@ def _sup(n: int) -> str:
 
 
 def _lsh(r: dict) -> str:
+    if (r.get("parameters") or {}).get("method") == "simhash" and r.get("simhash"):
+        return _tables(r)
     head = '<section id="lsh"><h2>LSH candidate probability (S-curve)</h2>'
     lsh = r.get("lsh") or {}
     b, rows = lsh.get("b"), lsh.get("r")
@@ -401,6 +449,9 @@ def _samples(r: dict) -> str:
         a, b = diff_html(ka, kb)
         sim = s.get("similarity")
         sim_html = f'<span class="sim">similarity {sim:.3f}</span>' if isinstance(sim, (int, float)) else ""
+        if isinstance(sim, (int, float)) and (r.get("parameters") or {}).get("method") == "simhash":
+            bits = round(64 * (1 - sim))
+            sim_html = f'<span class="sim">{bits} bit{"s differ" if bits != 1 else " differs"}</span>'
         out.append(f'<div class="pair"><h3>kept <code>{_e(s.get("kept_id", "?"))}</code> · removed '
                    f'<code>{_e(s.get("removed_id", "?"))}</code>{sim_html}</h3><div class="sides">')
         for who, body, note in (("kept", a, na), ("removed", b, nb)):

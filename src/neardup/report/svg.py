@@ -45,10 +45,21 @@ def fmt_count(v: float) -> str:
     return f"{v:,.0f}"
 
 
+# Font stacks: Latin faces first, then the CJK faces that macOS, Windows and Linux ship or package
+# (simplified Chinese, then traditional, Japanese, Korean); the browser takes each glyph from the first
+# face that has it, so Chinese text in a report is drawn wherever any CJK font is installed.
+CJK_FONTS = ('"PingFang SC","Hiragino Sans GB","Microsoft YaHei","Noto Sans CJK SC","Source Han Sans SC",'
+             '"WenQuanYi Zen Hei","WenQuanYi Micro Hei","Droid Sans Fallback","PingFang TC","Microsoft JhengHei",'
+             '"Noto Sans CJK TC","Hiragino Sans","Yu Gothic","Meiryo","Noto Sans CJK JP","Apple SD Gothic Neo",'
+             '"Malgun Gothic","Noto Sans CJK KR"')
+SANS = f'system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",{CJK_FONTS},sans-serif'
+MONO = f'ui-monospace,"DejaVu Sans Mono","Noto Sans Mono CJK SC",{CJK_FONTS},monospace'
+
+
 def _open(chart_id: str, label: str, height: int = H) -> list[str]:
     return [f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {W} {height}" role="img" '
             f'aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg" '
-            f'font-family="system-ui, \'DejaVu Sans\', sans-serif">', f"<title>{escape(label)}</title>"]
+            f'font-family="{escape(SANS)}">', f"<title>{escape(label)}</title>"]
 
 
 def _y_axis(parts: list[str], ticks, to_y, label_of, title: str) -> None:
@@ -95,8 +106,9 @@ def bar_chart(chart_id: str, bars: list[tuple[str, float]], *, log_y: bool, x_ti
 
 
 def histogram(chart_id: str, edges: list[float], counts: list[float], *, marker: float | None,
-              marker_label: str, x_title: str, y_title: str, label: str) -> str:
-    """Bins on a numeric x axis with an optional vertical marker (the threshold)."""
+              marker_label: str, x_title: str, y_title: str, label: str, bin_names: list[str] | None = None) -> str:
+    """Bins on a numeric x axis with an optional vertical marker (the threshold); ``bin_names``: each
+    bar's name in its tooltip (default: its range)."""
     parts = _open(chart_id, label)
     x0, x1, y0, y1 = M_LEFT, W - M_RIGHT, H - M_BOTTOM, M_TOP
     lo, hi = edges[0], edges[-1]
@@ -107,12 +119,13 @@ def histogram(chart_id: str, edges: list[float], counts: list[float], *, marker:
     top = max(ticks[-1], vmax * 1.1)
     to_y = lambda v: y0 - v / top * (y0 - y1)  # noqa: E731
     _y_axis(parts, ticks, to_y, fmt_count, y_title)
-    for a, b, c in zip(edges, edges[1:], counts):
+    for i, (a, b, c) in enumerate(zip(edges, edges[1:], counts)):
         if c > 0:
             y = to_y(c)
+            name = escape(bin_names[i]) if bin_names else f"{a:.3g}–{b:.3g}"
             parts.append(f'<rect class="bar" x="{_f(to_x(a) + 0.5)}" y="{_f(y)}" '
                          f'width="{_f(max(to_x(b) - to_x(a) - 1, 0.5))}" height="{_f(y0 - y)}" fill="{BAR}">'
-                         f'<title>{a:.3g}–{b:.3g}: {c:,.0f}</title></rect>')
+                         f'<title>{name}: {c:,.0f}</title></rect>')
     for t in nice_ticks(lo, hi, 8):
         parts.append(_text(to_x(t), y0 + 15, f"{t:g}", size=10, fill=MUTED))
     parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y0}" y2="{y0}" stroke="{INK}"/>')
