@@ -209,6 +209,66 @@ def test_ascii_scanner_property():
     check()
 
 
+# -- the mixed-text scanner (bitmaps, ASCII stretches by SWAR) against the byte-at-a-time scanner ---
+
+def _scan_bytes(docs: list[bytes], maps):
+    """(starts, ends, hashes) per document from mixed_word_scan (padded buffer) and from
+    general_word_scan; documents touch in the buffer."""
+    from neardup.kernels.shingle import general_word_scan, mixed_word_scan
+    from neardup.text.unicode import class_table
+
+    data = b"".join(docs)
+    offsets = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum([len(d) for d in docs], out=offsets[1:])
+    buf = np.frombuffer(data + b"\0" * 8, dtype=np.uint8)
+    out = []
+    for scan in (mixed_word_scan, general_word_scan):
+        rows = []
+        for d in range(len(docs)):
+            size = len(data) + 2
+            s, e, h = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.uint64)
+            m = scan(buf, offsets[d], offsets[d + 1], class_table(), *maps, s, e, h, np.uint64(99))
+            rows.append((s[:m].tolist(), e[:m].tolist(), h[:m].tolist()))
+        out.append(rows)
+    return out
+
+
+def _all_maps():
+    from neardup.text.normalize import Normalizer, kernel_char_map
+    from neardup.text.unicode import char_map
+
+    return [char_map(False, False), char_map(False, True), kernel_char_map(Normalizer())]
+
+
+MIXED = ["abc", "中文", "Ａ", "ｶﾀ", "豈", "é", "e\u0301", "😀", "\u3000", "，。", "한국", "İ", "ß", "ǅ",
+         "Word", "LONG" * 5, " ", "\n", "0.5", "Straße", "Ⅻ", "ﬁ", "-", "x" * 9]
+
+
+def test_mixed_scanner_equals_general_scanner_on_edges():
+    docs = [s.encode() for s in ["中文 text", "a" * 63 + "中", "中" + "b" * 70, "é" * 40, "abc中def", "",
+                                 "Ａｂｃ１２３ 豈 更", "a\u0301bc", "😀x😀", "中文" * 50 + "end", "x" * 64 + "é"]]
+    docs += [b"\xff\xfeab", b"ab\xe4\xb8", b"\xe4\xb8\xadz", b"caf\xc3", b"\xc3\xa9" * 5 + b"\x80"]
+    for maps in _all_maps():
+        fast, slow = _scan_bytes(docs, maps)
+        assert fast == slow
+
+
+def test_mixed_scanner_property():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    piece = st.sampled_from(MIXED) | st.binary(max_size=3)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.lists(piece, max_size=40), min_size=1, max_size=5), st.integers(0, 2))
+    def check(docs, which):
+        raw = [b"".join(p if isinstance(p, bytes) else p.encode() for p in d) for d in docs]
+        fast, slow = _scan_bytes(raw, _all_maps()[which])
+        assert fast == slow
+
+    check()
+
+
 # -- NFKC inside the word kernel, where it is exact per character -------------------------------
 
 def _python_first(texts, ngram):
@@ -285,3 +345,55 @@ def test_characters_unassigned_in_the_tables_send_their_document_to_python():
     text = "Ｆｕｌｌ \U0001e030 width"
     buf, offsets = encode_batch([text], Normalizer(), whitespace=False, kernel_maps=True)
     assert bytes(buf[offsets[0]:offsets[1]]).decode() == unicodedata.normalize("NFKC", text)
+
+
+def test_register_decode_equals_decode_at_and_nfkc_check():
+    """decode_word (a character from a register) against decode_at on every prefix of generated
+    bytes; the batch NFKC check against decoding every character and reading the table."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from numba import njit
+
+    from neardup.kernels.normalize import nfkc_unsafe_batch
+    from neardup.kernels.shingle import decode_at, decode_word
+    from neardup.kernels.swar import load_u64
+    from neardup.text.unicode import nfkc_clean_leads, nfkc_unsafe
+
+    @njit
+    def both(buf, n):
+        out = np.empty((n, 4), np.int64)
+        for i in range(n):
+            a, la = decode_at(buf, i, n)
+            b, lb = decode_word(load_u64(buf, i), n - i)
+            out[i] = (a, la, b, lb)
+        return out
+
+    @njit
+    def reference(buf, offsets, unsafe):
+        out = np.zeros(offsets.shape[0] - 1, np.bool_)
+        for d in range(offsets.shape[0] - 1):
+            i, end = offsets[d], offsets[d + 1]
+            while i < end:
+                cp, ln = decode_at(buf, i, end)
+                out[d] |= unsafe[cp] != 0
+                i += ln
+        return out
+
+    unsafe, clean = nfkc_unsafe(), nfkc_clean_leads()
+    piece = st.sampled_from([p.encode() for p in MIXED] + ["\u0301".encode(), "가".encode(), "\u1100".encode()]) \
+        | st.binary(max_size=4)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.lists(piece, max_size=30).map(b"".join), min_size=1, max_size=4))
+    def check(docs):
+        data = b"".join(docs)
+        buf = np.frombuffer(data + b"\0" * 8, dtype=np.uint8)
+        r = both(buf, len(data))
+        assert np.array_equal(r[:, :2], r[:, 2:])
+        offsets = np.zeros(len(docs) + 1, np.int64)
+        np.cumsum([len(d) for d in docs], out=offsets[1:])
+        tight = np.frombuffer(data or b"\0", dtype=np.uint8)          # no padding: the tail decodes in place
+        got = nfkc_unsafe_batch(tight, offsets, np.arange(len(docs), dtype=np.int64), unsafe, clean)
+        assert got.tolist() == reference(tight, offsets, unsafe).tolist()
+
+    check()

@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_in
-from .unicode import char_map, nfkc_unsafe
+from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch
+from .unicode import char_map, nfkc_clean_leads, nfkc_unsafe
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 CONVERSIONS = ("t2s", "tw2s", "tw2sp", "hk2s")
@@ -147,6 +147,8 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
             raise ValueError("kernel_maps is for the word kernel, which ignores white space: pass whitespace=False")
         kernel_nfkc = kernel_maps and normalizer.nfkc
         unsafe = nfkc_unsafe() if kernel_nfkc else None
+    wide: list[int] = []             # kernel NFKC: the non-ASCII documents, checked in one call below
+    texts_of: dict[int, str] = {}
     for i, t in enumerate(texts):
         if type(t) is str:
             s = t
@@ -162,11 +164,18 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
             continue
         if normalizer is not None:
             s = normalizer.apply(s, ws, False, casefold=fold_here, nfkc=nfkc_here)
-        data = to_utf8(s, normalizer)  # bytes: Arrow would otherwise cache a UTF-8 copy in the str
-        if kernel_nfkc and nfkc_unsafe_in(np.frombuffer(data, dtype=np.uint8), unsafe):
-            data = to_utf8(_nfkc(s))
-        append(data)
+        if kernel_nfkc:
+            wide.append(i)
+            texts_of[i] = s
+        append(to_utf8(s, normalizer))  # bytes: Arrow would otherwise cache a UTF-8 copy in the str
     buf, offsets = _pack(parts)
+    if wide:
+        docs = np.asarray(wide, dtype=np.int64)
+        flagged = docs[nfkc_unsafe_batch(buf, offsets, docs, unsafe, nfkc_clean_leads())]
+        if flagged.size:                 # NFKC not exact per character there: normalised here, packed again
+            for i in flagged.tolist():
+                parts[i] = to_utf8(_nfkc(texts_of[i]))
+            buf, offsets = _pack(parts)
     if fold_here and offsets[-1] > 0:
         ascii_lower_inplace(buf)  # the buffer is Arrow's fresh copy: folding in place is safe
     return buf, offsets

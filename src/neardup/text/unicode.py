@@ -79,3 +79,20 @@ def nfkc_unsafe() -> np.ndarray:
     starts = data["unsafe_starts"].astype(np.int64)
     lengths = np.diff(np.append(starts, 0x110000))
     return np.repeat(data["unsafe"], lengths).astype(np.uint8)
+
+
+@lru_cache(maxsize=1)
+def nfkc_clean_leads() -> np.ndarray:
+    """bool array of 256: True for a UTF-8 lead byte none of whose code points is flagged by
+    :func:`nfkc_unsafe` (the lead bytes of CJK ideographs and hangul syllables among them)."""
+    unsafe = nfkc_unsafe()
+    out = np.zeros(256, dtype=np.bool_)
+    for lead in range(0xC2, 0xF5):
+        if lead < 0xE0:
+            lo, size = (lead & 0x1F) << 6, 1 << 6
+        elif lead < 0xF0:
+            lo, size = (lead & 0x0F) << 12, 1 << 12
+        else:
+            lo, size = (lead & 0x07) << 18, 1 << 18
+        out[lead] = not unsafe[lo:min(lo + size, 0x110000)].any()
+    return out
