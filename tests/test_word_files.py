@@ -333,3 +333,22 @@ def test_idf_fit_survives_a_lone_surrogate(tmp_path):
         res = CliRunner().invoke(main, ["idf", "fit", str(src), "-o", str(tmp_path / "i.txt"), *extra])
         assert res.exit_code == 0, res.output
         assert "朋友 1" in (tmp_path / "i.txt").read_text(encoding="utf-8")
+
+
+def test_workers_after_a_parallel_kernel_in_this_process(shared, tmp_path):
+    """Python code that ran a parallel kernel (numba's OpenMP pool started) and then deduplicates with
+    signing workers gets the one-process result: workers start from a fork server then, since a
+    child forked after the pool started computes wrong fingerprints or aborts."""
+    from neardup.pipeline.dedup import _worker_context, run_dedup
+
+    texts = _pages(shared)
+    yanyiwu.simhash_batch(texts[:20], 5)                       # 20 documents: the prange kernel
+    assert _worker_context().get_start_method() == "forkserver"
+    src = _jsonl(tmp_path / "p.jsonl", texts)
+    out = {}
+    for workers in (1, 2):
+        run_dedup([str(src)], str(tmp_path / f"w{workers}"),
+                  DedupConfig(method="simhash", compat="yanyiwu", top_n=8, id_field="id", workers=workers,
+                              batch_size=16, html=False, quiet=True))
+        out[workers] = (tmp_path / f"w{workers}" / "clusters.jsonl").read_bytes()
+    assert out[1] == out[2]

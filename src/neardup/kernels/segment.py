@@ -441,9 +441,9 @@ def yanyiwu_batch(buf, offsets, top_n, rt, cs, ccp, cn, ww, solo, idf, stop, min
 @njit(cache=True)
 def yanyiwu_batch_serial(buf, offsets, top_n, rt, cs, ccp, cn, ww, solo, idf, stop, min_w, idf_avg, hstart, htrans,
                          hemit):
-    """:func:`yanyiwu_batch` on the calling thread: for small batches, and for a process that forks
-    later (a run's index probe before its signing workers start: numba's OpenMP pool, once started,
-    makes a later fork abort)."""
+    """:func:`yanyiwu_batch` on the calling thread, for a few documents in a process that forks later
+    (a run's index probe before its signing workers start: numba's OpenMP pool, once started, makes
+    a later fork abort). About half the speed of the prange kernel, even on one thread."""
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
     kws = np.empty(n, dtype=np.int64)

@@ -159,13 +159,29 @@ def _die_with_parent(parent: int) -> None:
         except (OSError, AttributeError):
             pass
 
+    # forked: the run is the parent; from a fork server (see _worker_context) the parent is that
+    # server, which exits with the run: either way the parent changing means the run has ended
+    direct = os.getppid() == parent
+    watched = os.getppid()
+
+    def run_alive() -> bool:
+        if direct:
+            return True
+        try:
+            os.kill(parent, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+
     def watch():
         while True:
-            if os.getppid() != parent:
+            if os.getppid() != watched or not run_alive():
                 os._exit(1)
             time.sleep(1.0)
 
-    if os.getppid() != parent:   # the parent died before the signal was armed
+    if os.getppid() != watched or not run_alive():   # the parent died before the signal was armed
         os._exit(1)
     threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
 
@@ -387,11 +403,27 @@ def _read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: _Corpus, ed
     return values, empty, size, features
 
 
+def _worker_context():
+    """How signing workers start. ``fork`` on Linux (they inherit the compiled kernels at once),
+    unless this process has already started numba's thread pool (a parallel kernel ran here: an
+    earlier call in the same Python session, or a run's own probe). A child forked after that
+    inherits a pool it cannot use — with GNU OpenMP it aborts, or computes wrong values, silently.
+    Then ``forkserver``: workers start from a clean process (each loads the cached kernels once,
+    about a second)."""
+    if not sys.platform.startswith("linux"):
+        return get_context()
+    import numba  # noqa: PLC0415
+    from numba.np.ufunc import parallel  # noqa: PLC0415
+
+    started = getattr(parallel, "_is_initialized", True)
+    return get_context("forkserver" if started and numba.threading_layer() == "omp" else "fork")
+
+
 @contextlib.contextmanager
 def _worker_pool(cfg: DedupConfig):
     """The signing processes. On any exception (a bad row, Ctrl-C, SIGTERM turned into SystemExit)
     queued batches are cancelled and the workers are killed at once, not waited for."""
-    ctx = get_context("fork") if sys.platform.startswith("linux") else get_context()
+    ctx = _worker_context()
     pool = ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
                                initargs=(asdict(cfg), os.getpid()))
     try:
