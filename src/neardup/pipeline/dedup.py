@@ -416,7 +416,11 @@ def _worker_context():
     from numba.np.ufunc import parallel  # noqa: PLC0415
 
     started = getattr(parallel, "_is_initialized", True)
-    return get_context("forkserver" if started and numba.threading_layer() == "omp" else "fork")
+    if not (started and numba.threading_layer() == "omp"):
+        return get_context("fork")
+    ctx = get_context("forkserver")
+    ctx.set_forkserver_preload(["neardup.pipeline.dedup"])   # the server imports neardup once, not each worker
+    return ctx
 
 
 @contextlib.contextmanager
@@ -697,7 +701,12 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     then the output folder (:class:`~neardup.io.outdir.StagedOutput`: never a folder holding
     anything neardup did not write, nor one related to an input) — all before any row is read.
     ``outdir="-"``: the kept rows go to ``stdout`` (default: standard output), uncompressed, in
-    input order, and nothing else is written (inputs must be JSONL or text lines, or one CSV)."""
+    input order, and nothing else is written (inputs must be JSONL or text lines, or one CSV).
+
+    Signing workers are forked, except in a process that has already run one of neardup's
+    parallel kernels (numba's OpenMP pool cannot be forked): they then start from a fork server,
+    which imports the calling script again, as ``multiprocessing`` does on macOS and Windows — a
+    script must then keep its top-level work under ``if __name__ == "__main__":``."""
     cfg = (config or DedupConfig()).resolved()
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)

@@ -148,7 +148,6 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
         kernel_nfkc = kernel_maps and normalizer.nfkc
         unsafe = nfkc_unsafe() if kernel_nfkc else None
     wide: list[int] = []             # kernel NFKC: the non-ASCII documents, checked in one call below
-    texts_of: dict[int, str] = {}
     for i, t in enumerate(texts):
         if type(t) is str:
             s = t
@@ -166,15 +165,14 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
             s = normalizer.apply(s, ws, False, casefold=fold_here, nfkc=nfkc_here)
         if kernel_nfkc:
             wide.append(i)
-            texts_of[i] = s
         append(to_utf8(s, normalizer))  # bytes: Arrow would otherwise cache a UTF-8 copy in the str
     buf, offsets = _pack(parts)
     if wide:
         docs = np.asarray(wide, dtype=np.int64)
         flagged = docs[nfkc_unsafe_batch(buf, offsets, docs, unsafe, nfkc_clean_leads())]
         if flagged.size:                 # NFKC not exact per character there: normalised here, packed again
-            for i in flagged.tolist():
-                parts[i] = to_utf8(_nfkc(texts_of[i]))
+            for i in flagged.tolist():     # (a lone surrogate is U+FFFD here already: NFKC keeps both)
+                parts[i] = to_utf8(_nfkc(bytes(parts[i]).decode("utf-8")))
             buf, offsets = _pack(parts)
     if fold_here and offsets[-1] > 0:
         ascii_lower_inplace(buf)  # the buffer is Arrow's fresh copy: folding in place is safe
