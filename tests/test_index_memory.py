@@ -177,3 +177,26 @@ def test_top_k_exact_ranks_by_true_jaccard(signed):
         lsh.top_k(sigs[0], k=3, features=feats.subset([0, 1]))
     lsh.remove(keys[5])
     assert keys[5] not in dict(lsh.top_k(sigs[5], k=5, features=feats.subset([5])))
+
+
+@pytest.mark.parametrize("trees", [64, 128])
+def test_forest_packed_keys_give_the_same_answers(signed, trees):
+    """With one or two slots per tree the forest searches packed 64-bit prefix keys: the same rows and
+    estimates as the search through the permutations into the signature matrix."""
+    from neardup.kernels.forest import build_keys, build_perms, forest_top_k
+
+    _, sigs = signed
+    sig = np.ascontiguousarray(sigs.values)
+    m = sig.shape[1] // trees
+    perms = build_perms(sig, trees, m)
+    keys = build_keys(sig, perms, m)
+    assert keys.shape == (trees, sig.shape[0])
+    assert all(np.all(np.diff(keys[t].astype(np.float64)) >= 0) for t in range(trees))   # sorted
+    live = np.ones(sig.shape[0], dtype=np.bool_)
+    none = np.zeros((trees, 0), dtype=np.uint64)
+    empty = np.uint32(np.iinfo(np.uint32).max)
+    for q in range(0, sig.shape[0], 7):
+        for want, k in ((40, 10), (5, 5), (sig.shape[0], 50)):
+            a = forest_top_k(sig, perms, keys, live, m, sig[q], want, k, empty)
+            b = forest_top_k(sig, perms, none, live, m, sig[q], want, k, empty)
+            assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()

@@ -51,6 +51,10 @@ class Features:
         """Per document: distinct hashes (sorted) with their multiplicities in ``counts``."""
         if self.counts is not None:
             return self
+        if self.offsets.shape[0] == 2:     # one document (a query): NumPy's sort is ~10× numba's here
+            h, c = np.unique(self.hashes[self.offsets[0]:self.offsets[1]], return_counts=True)
+            return Features(h.astype(np.uint64, copy=False), np.array([0, h.shape[0]], dtype=np.int64),
+                            c.astype(np.int64, copy=False))
         h, c, off = sort_unique_counts(self.hashes, self.offsets)
         return Features(h, off, c)
 

@@ -236,7 +236,7 @@ class MinHashLSH:
         the estimate's ±sqrt(J(1 − J)/num_perm) noise reorders documents of nearly equal J, which
         exact ranking does not. Fewer than ``k`` when fewer indexed sketches share even the first slot
         of a tree with it (they are then dissimilar: a slot agrees with probability J)."""
-        from ..kernels.forest import build_perms, forest_top_k  # noqa: PLC0415
+        from ..kernels.forest import build_keys, build_perms, forest_top_k  # noqa: PLC0415
         from ..kernels.jaccard import top_k_jaccard  # noqa: PLC0415
 
         if k < 1:
@@ -248,15 +248,17 @@ class MinHashLSH:
         m = self.num_perm // self.trees
         if self._perms is None:
             self._perms = build_perms(self._sig[:n], self.trees, m)
+            self._pkeys = build_keys(self._sig[:n], self._perms, m)
         if features is None:
-            rows, est = forest_top_k(self._sig[:n], self._perms, self._live[:n], m, q,
+            rows, est = forest_top_k(self._sig[:n], self._perms, self._pkeys, self._live[:n], m, q,
                                      int(candidates or 4 * k), int(k), self._empty)
             return [(self._keys[r], float(e)) for r, e in zip(rows.tolist(), est.tolist())]
         u = features.unique()
         if len(u) != 1:
             raise ValueError(f"features must be of the one query document; got {len(u)} documents")
         want = int(candidates or max(20 * k, 200))
-        rows, _ = forest_top_k(self._sig[:n], self._perms, self._live[:n], m, q, want, want, self._empty)
+        rows, _ = forest_top_k(self._sig[:n], self._perms, self._pkeys, self._live[:n], m, q, want, want,
+                               self._empty)
         missing = rows[self._fstart[rows] < 0]
         if missing.shape[0]:
             raise ValueError(f"no shingles kept for {self._keys[int(missing[0])]!r} (inserted without features): "

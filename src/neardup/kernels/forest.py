@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .minhash import equal_fraction
+from .index_probe import _lower_bound, _upper_bound
+from .minhash import is_empty_row
 
 
 @njit(cache=True)
@@ -50,17 +51,37 @@ def _prefix_range(sig, perm, q, start, d, lo, hi):
 
 
 @njit(cache=True)
-def forest_top_k(sig, perms, live, m, q, want, k, empty):
+def _key_range(keys, lo_key, hi_key):
+    """[first, end) of the sorted ``keys`` within [lo_key, hi_key]."""
+    first = _lower_bound(keys, lo_key)
+    return first, _upper_bound(keys, hi_key, first)
+
+
+@njit(cache=True)
+def forest_top_k(sig, perms, keys, live, m, q, want, k, empty):
     """Up to ``k`` rows most similar to ``q`` (estimate = fraction of equal slots), best first, from
-    at least ``want`` candidates (fewer when the forest holds fewer): (rows, estimates)."""
+    at least ``want`` candidates (fewer when the forest holds fewer): (rows, estimates). ``keys``
+    (:func:`build_keys`, for m ≤ 2): each tree's prefixes as sorted 64-bit keys, searched in one
+    contiguous array instead of through ``perms`` into the signature matrix (a cache miss per step)."""
     n = sig.shape[0]
     trees = perms.shape[0]
     seen = np.zeros(n, dtype=np.bool_)
     cand = np.empty(max(want, 16), dtype=np.int64)
     c = 0
+    packed = keys.shape[1] == n and m <= 2
     for d in range(m, 0, -1):
         for t in range(trees):
-            a, b = _prefix_range(sig, perms[t], q, t * m, d, 0, n)
+            if packed:
+                hi32 = np.uint64(q[t * m]) << np.uint64(32)
+                if m == 2 and d == 2:
+                    lo_key = hi32 | np.uint64(q[t * m + 1])
+                    hi_key = lo_key
+                else:
+                    lo_key = hi32
+                    hi_key = hi32 | np.uint64(0xFFFFFFFF)
+                a, b = _key_range(keys[t], lo_key, hi_key)
+            else:
+                a, b = _prefix_range(sig, perms[t], q, t * m, d, 0, n)
             for i in range(a, b):
                 r = perms[t, i]
                 if seen[r] or not live[r]:
@@ -74,13 +95,30 @@ def forest_top_k(sig, perms, live, m, q, want, k, empty):
                 c += 1
         if c >= want:
             break
-    cand = np.sort(cand[:c])                   # ties of the estimate: the older row first
+    # ties of the estimate: the older row first, so the candidates go in row order — read off the
+    # ``seen`` flags when that is cheaper than sorting them (c log c against n bytes)
+    if n <= 16 * c * max(1, int(np.log2(c + 1))):
+        c = 0
+        for r in range(n):
+            if seen[r]:
+                cand[c] = r
+                c += 1
+        cand = cand[:c]
+    else:
+        cand = np.sort(cand[:c])
     # the estimate is (equal slots) / num_perm: a counting sort on the equal slots, stable, gives the
     # order (−estimate, row) in O(c + num_perm)
     slots = sig.shape[1]
+    flat = sig.reshape(-1)
     eq = np.empty(c, dtype=np.int64)
+    q_empty = is_empty_row(q, empty)
     for i in range(c):
-        eq[i] = np.int64(round(equal_fraction(sig[cand[i]], q, empty) * slots))
+        base = np.uint64(cand[i] * slots)
+        same = 0
+        for j in range(slots):               # branch-free on unsigned indices: LLVM vectorises it
+            same += flat[base + np.uint64(j)] == q[np.uint64(j)]
+        # equal_fraction's rule: an empty row (or query) scores 0
+        eq[i] = 0 if q_empty or (same > 0 and is_empty_row(sig[cand[i]], empty)) else same
     start = np.zeros(slots + 2, dtype=np.int64)
     for i in range(c):
         start[slots - eq[i] + 1] += 1
@@ -106,3 +144,19 @@ def build_perms(sig: np.ndarray, trees: int, m: int) -> np.ndarray:
         cols = sig[:, t * m:(t + 1) * m]
         perms[t] = np.lexsort(tuple(cols[:, j] for j in range(m - 1, -1, -1)))
     return perms
+
+
+def build_keys(sig: np.ndarray, perms: np.ndarray, m: int) -> np.ndarray:
+    """Per tree, the m ≤ 2 prefix slots of each row in ``perms`` order as one uint64 (first slot in
+    the high 32 bits): sorted, since ``perms`` orders the rows by those slots. (trees, 0) for m > 2."""
+    trees, n = perms.shape
+    if m > 2 or sig.dtype.itemsize > 4:
+        return np.zeros((trees, 0), dtype=np.uint64)
+    keys = np.empty((trees, n), dtype=np.uint64)
+    for t in range(trees):
+        rows = perms[t]
+        k = sig[rows, t * m].astype(np.uint64) << np.uint64(32)
+        if m == 2:
+            k |= sig[rows, t * m + 1].astype(np.uint64)
+        keys[t] = k
+    return keys

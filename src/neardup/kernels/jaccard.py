@@ -20,14 +20,13 @@ def _merge_bounded(ha, sa, ea, hb, sb, eb, need):
     while i < ea and j < eb:
         if c + min(ea - i, eb - j) < need:
             return -1
-        if ha[i] < hb[j]:
-            i += 1
-        elif hb[j] < ha[i]:
-            j += 1
-        else:
-            c += 1
-            i += 1
-            j += 1
+        x = ha[i]
+        y = hb[j]
+        # branch-free steps (the comparison's outcome is a coin toss: a branch on it mispredicts half
+        # the time): equal values advance both sides and count once
+        c += x == y
+        i += x <= y
+        j += y <= x
     return c if c >= need else -1
 
 
