@@ -83,7 +83,7 @@ class MinHashLSH:
         if rows.shape[1:] != (self.num_perm,):
             raise ValueError(f"sketches must have {self.num_perm} slots; got shape {rows.shape}")
         info = np.iinfo(self._dtype)
-        if rows.size and (rows.min() < 0 or rows.max() > info.max):
+        if rows.size and rows.dtype != self._dtype and (rows.min() < 0 or rows.max() > info.max):
             raise ValueError(f"sketch values out of range for {self._dtype} (scheme {self.scheme!r})")
         return np.ascontiguousarray(rows, dtype=self._dtype)
 
