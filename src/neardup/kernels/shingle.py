@@ -258,86 +258,12 @@ def mixed_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_e
       :func:`ascii_word_scan` scans (a 64-bit word-byte bitmap per 64 bytes, token bounds by
       count-trailing-zeros, hashes from whole 8-byte loads);
     * a class-2 character (CJK ideograph, kana, hangul) is hashed from one 8-byte load;
-    * everything else goes as in :func:`general_word_scan`, byte by byte.
+    * characters are decoded from a register (:func:`decode_word`).
 
-    Tokens, spans and hashes equal :func:`general_word_scan`'s (tested on generated mixed text).
-    Loads may read up to 7 bytes past ``end``; the caller guarantees those bytes are in ``buf``."""
-    seed = np.uint64(seed)
-    nslot = map_slot.shape[0]
-    fmask = np.uint8(0x20) if folds_ascii(map_slot) else np.uint8(0)
-    fold = CASE if fmask else np.uint64(0)
-    m = 0
-    i = start
-    cur = -1
-    h = seed
-    w = np.uint64(0)
-    pending = 0
-    nw = 0
-    while i < end:
-        b = buf[i]
-        if b < 0x80:
-            cls = table[b]
-            if cls == WORD and cur >= 0:  # an ASCII letter/digit inside a token
-                h, w, pending, nw = _push(h, w, pending, nw, b | fmask)
-                i += 1
-                continue
-            if cur < 0 and i + 16 <= end and ((load_u64(buf, i) | load_u64(buf, i + 8)) & HIGH) == 0:
-                j = i + 16
-                while j + 8 <= end and (load_u64(buf, j) & HIGH) == 0:
-                    j += 8
-                while j < end and buf[j] < 0x80:
-                    j += 1
-                if j < end:                   # end the stretch outside any token
-                    while j > i and table[buf[j - 1]] == WORD:
-                        j -= 1
-                if j - i >= 16:
-                    m = _ascii_run(buf, i, j, fold, tok_start, tok_end, tok_hash, m, seed)
-                    i = j
-                    continue
-            cp = np.int64(b)
-            ln = 1
-        else:
-            cp, ln = decode_word(load_u64(buf, i), end - i)
-            cls = table[cp]
-        if cls == WORD:
-            if cur < 0:
-                cur = i
-                h = seed
-                w = np.uint64(0)
-                pending = 0
-                nw = 0
-            if ln == 1:
-                h, w, pending, nw = _push(h, w, pending, nw, b | fmask)
-            elif cp < nslot and map_slot[cp] != 0:
-                r = np.int64(map_slot[cp]) - 1
-                for q in range(np.int64(map_utf8[r, 0])):
-                    h, w, pending, nw = _push(h, w, pending, nw, map_utf8[r, 1 + q])
-            else:
-                for q in range(ln):
-                    h, w, pending, nw = _push(h, w, pending, nw, buf[i + q])
-        else:
-            if cur >= 0:
-                tok_start[m] = cur
-                tok_end[m] = i
-                tok_hash[m] = _finish(h, w, pending, 8 * nw + pending)
-                m += 1
-                cur = -1
-            if cls == SOLO:
-                tok_start[m] = i
-                tok_end[m] = i + ln
-                if cp < nslot and map_slot[cp] != 0:  # a compatibility ideograph: its NFKC
-                    r = np.int64(map_slot[cp]) - 1
-                    tok_hash[m] = token_hash(map_utf8[r], 1, 1 + np.int64(map_utf8[r, 0]), seed)
-                else:
-                    tok_hash[m] = _short_hash(buf, i, ln, np.uint64(0), seed)
-                m += 1
-        i += ln
-    if cur >= 0:
-        tok_start[m] = cur
-        tok_end[m] = end
-        tok_hash[m] = _finish(h, w, pending, 8 * nw + pending)
-        m += 1
-    return m
+    Tokens, spans and hashes equal :func:`general_word_scan`'s (tested on generated mixed text):
+    both are :func:`_scan_words`, this one with ``padded``. Loads may read up to 7 bytes past
+    ``end``; the caller guarantees those bytes are in ``buf``."""
+    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, True)
 
 
 @njit(cache=True)
@@ -355,9 +281,17 @@ def general_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok
     replacement never changes a character's class (the table's generator checks it), so token
     boundaries do not move; spans are those of the original bytes. ASCII word characters are
     [0-9A-Za-z], whose fold is ``b | 0x20`` (digits already have that bit)."""
+    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, False)
+
+
+@njit(cache=True)
+def _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, padded):
+    """The scan of :func:`general_word_scan`; ``padded`` (7 readable bytes past ``end``) adds the
+    fast paths of :func:`mixed_word_scan`, which change no token, span or hash."""
     seed = np.uint64(seed)
     nslot = map_slot.shape[0]
     fmask = np.uint8(0x20) if folds_ascii(map_slot) else np.uint8(0)
+    fold = CASE if fmask else np.uint64(0)
     m = 0
     i = start
     cur = -1
@@ -373,10 +307,26 @@ def general_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok
                 h, w, pending, nw = _push(h, w, pending, nw, b | fmask)
                 i += 1
                 continue
+            if padded and cur < 0 and i + 16 <= end and ((load_u64(buf, i) | load_u64(buf, i + 8)) & HIGH) == 0:
+                j = i + 16
+                while j + 8 <= end and (load_u64(buf, j) & HIGH) == 0:
+                    j += 8
+                while j < end and buf[j] < 0x80:
+                    j += 1
+                if j < end:                   # end the stretch outside any token
+                    while j > i and table[buf[j - 1]] == WORD:
+                        j -= 1
+                if j - i >= 16:
+                    m = _ascii_run(buf, i, j, fold, tok_start, tok_end, tok_hash, m, seed)
+                    i = j
+                    continue
             cp = np.int64(b)
             ln = 1
         else:
-            cp, ln = decode_at(buf, i, end)
+            if padded:
+                cp, ln = decode_word(load_u64(buf, i), end - i)
+            else:
+                cp, ln = decode_at(buf, i, end)
             cls = table[cp]
         if cls == WORD:
             if cur < 0:
@@ -407,6 +357,8 @@ def general_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok
                 if cp < nslot and map_slot[cp] != 0:  # a compatibility ideograph: its NFKC
                     r = np.int64(map_slot[cp]) - 1
                     tok_hash[m] = token_hash(map_utf8[r], 1, 1 + np.int64(map_utf8[r, 0]), seed)
+                elif padded:
+                    tok_hash[m] = _short_hash(buf, i, ln, np.uint64(0), seed)
                 else:
                     tok_hash[m] = token_hash(buf, i, i + ln, seed)
                 m += 1
