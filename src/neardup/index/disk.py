@@ -669,15 +669,16 @@ class SimHashDiskIndex(_BaseDiskIndex):
         except InputFormatError as exc:
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the index's word files cannot be used: {exc}") \
                 from None
-        if config["hasher"] is not None and self._hasher_config() != config["hasher"]:
-            for key, name in (("idf_sha256", "idf"), ("user_dict_sha256", "user_dict"),
-                              ("stop_words_sha256", "stop_words")):
-                if config["hasher"].get(key) != self._hasher_config().get(key):
+        mine = self._hasher_config()
+        if config["hasher"] is not None and mine != config["hasher"]:
+            for name in ("idf", "user_dict", "stop_words"):
+                key = f"{name}_sha256"
+                if config["hasher"].get(key) != mine.get(key):
                     raise IndexConfigError(f"{getattr(self, 'path', '')}: the {name} file {self._files[name]} has "
                                            f"changed since the index was built (SHA-256 {config['hasher'].get(key)}); "
                                            "restore it, or build a new index")
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the stored text pipeline {config['hasher']} differs "
-                                   f"from this neardup's {self._hasher_config()}; rebuild the index")
+                                   f"from this neardup's {mine}; rebuild the index")
         self.max_distance = int(config["max_distance"])
         self._masks = np.array(config["masks"], dtype=np.uint64)
         self._dtype = np.dtype(np.uint64)

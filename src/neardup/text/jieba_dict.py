@@ -111,11 +111,21 @@ def _key(files: tuple) -> str:
 
 
 def _file_shas(user_dict, idf, stop_words) -> tuple:
-    from .dictionaries import load_idf, load_stop_words, load_user_dict  # noqa: PLC0415
+    from .dictionaries import file_keys  # noqa: PLC0415
 
-    return (None if user_dict is None else load_user_dict(user_dict).sha256,
-            None if idf is None else load_idf(idf).sha256,
-            None if stop_words is None else load_stop_words(stop_words).sha256)
+    keys = file_keys(idf, user_dict, stop_words)
+    return tuple(keys.get(f"{name}_sha256") for name in ("user_dict", "idf", "stop_words"))
+
+
+def user_words(units: list[tuple[str, float]], total: float, user_dict) -> list[tuple[str, float]]:
+    """(word, weight) of each line of a user dictionary, as cppjieba's ``DictTrie`` weighs it:
+    ``word freq tag`` → log(freq / Σ freq), ``word`` or ``word tag`` → the median weight of the
+    main dictionary's ``units`` (the compiled tables and the Python port both take it from here)."""
+    from .dictionaries import load_user_dict  # noqa: PLC0415
+
+    median = sorted(math.log(freq / total) for _, freq in units)[len(units) // 2]
+    return [(word, math.log(int(second) / total) if third is not None else median)
+            for word, second, third in load_user_dict(user_dict).entries]
 
 
 def tables(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
@@ -169,7 +179,7 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
     from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
     from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
 
-    from .dictionaries import load_idf, load_stop_words, load_user_dict  # noqa: PLC0415
+    from .dictionaries import load_idf, load_stop_words  # noqa: PLC0415
 
     dict_path, idf_path, *_, stop_path = _sources()
     units, total = read_dictionary(dict_path)
@@ -199,9 +209,8 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
         weights[node(word)] = w
     solo_nodes = []
     if user_dict is not None:
-        median = sorted(math.log(freq / total) for _, freq in units)[len(units) // 2]
-        for word, second, third in load_user_dict(user_dict).entries:
-            weights[node(word)] = math.log(int(second) / total) if third is not None else median
+        for word, w in user_words(units, total, user_dict):
+            weights[node(word)] = w
             if len(word) == 1:
                 solo_nodes.append(node(word))
     idf = {node(w): v for w, v in idf_words.items() if w}

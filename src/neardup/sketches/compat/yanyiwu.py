@@ -73,8 +73,8 @@ class _Resources:
         from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
         from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
 
-        from neardup.text.dictionaries import load_idf, load_stop_words, load_user_dict  # noqa: PLC0415
-        from neardup.text.jieba_dict import read_dictionary, read_idf, read_stop_words  # noqa: PLC0415
+        from neardup.text.dictionaries import load_idf, load_stop_words  # noqa: PLC0415
+        from neardup.text.jieba_dict import read_dictionary, read_idf, read_stop_words, user_words  # noqa: PLC0415
 
         root = os.path.dirname(jieba.__file__)
         # --- MPSegment dictionary: weight = log(freq / Σ freq); prefixes map to None (trie nodes)
@@ -89,11 +89,10 @@ class _Resources:
             trie[word] = w
         self.solo: set[str] = set()
         if user_dict is not None:
-            median = sorted(math.log(freq / total) for _, freq in units)[len(units) // 2]
-            for word, second, third in load_user_dict(user_dict).entries:
+            for word, w in user_words(units, total, user_dict):
                 for k in range(1, len(word)):
                     trie.setdefault(word[:k], None)
-                trie[word] = math.log(int(second) / total) if third is not None else median
+                trie[word] = w
                 if len(word) == 1:
                     self.solo.add(word)
         self.trie = trie
