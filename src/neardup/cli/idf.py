@@ -66,7 +66,7 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
     seen: list = []            # the reader's list of skipped rows (one list, filled as it reads)
 
     def texts():
-        for _, text, skipped in _rows(inputs, text_field, None, on_error, fmt=input_format):
+        for _, text, skipped in _rows(inputs, text_field, None, on_error, specs=specs):
             if not seen:
                 seen.append(skipped)
             yield text

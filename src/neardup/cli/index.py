@@ -37,15 +37,16 @@ def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
     return cls.open(path, readonly=readonly, synchronous=synchronous)
 
 
-def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None):
+def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None):
     """(label, id, text) of every row of the inputs (ids: the id field, else "FILE:LINE"), then of
     each ``--text``; bad rows stop the command naming their place, or with ``--on-error skip`` are
-    counted (returned in the last tuple element as a list)."""
+    counted (returned in the last tuple element as a list). ``specs``: the inputs already expanded."""
     from ..errors import InputFormatError  # noqa: PLC0415
     from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
     from ..io.sources import expand_inputs  # noqa: PLC0415
 
-    specs = expand_inputs(list(inputs), fmt) if inputs else []
+    if specs is None:
+        specs = expand_inputs(list(inputs), fmt) if inputs else []
     check_fields_apply(specs, text_field, id_field)
     skipped = []
     for spec in specs:

@@ -129,30 +129,14 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
     df: Counter = Counter()
     n = 0
     if compat == "yanyiwu":
-        from ..kernels.segment import cut_batch  # noqa: PLC0415
-        from ..text.jieba_dict import tables  # noqa: PLC0415
+        from ..sketches.compat.yanyiwu import cut_compiled_batch  # noqa: PLC0415
 
-        t = tables(user_dict)
         conv = _converter(convert).convert if convert else None
         for batch in batches:
-            blobs = [(conv(x) if conv else x).encode("utf-8", "replace") for x in batch]
-            offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-            np.cumsum([len(b) for b in blobs], out=offsets[1:])
-            data = b"".join(blobs)
-            buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
-            ends, woff = cut_batch(buf, offsets, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight,
-                                   t.solo, t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
-            ends = ends.tolist()
-            for d in range(len(blobs)):
-                a = int(offsets[d])
-                words = set()
-                for b in ends[woff[d]:woff[d + 1]]:
-                    w = data[a:b].decode("utf-8", "surrogatepass")
-                    a = b
-                    if len(w) > 1:
-                        words.add(w)
-                df.update(words)
-            n += len(blobs)
+            # a lone surrogate becomes '?' here: it could not be written to the table
+            for words in cut_compiled_batch([conv(x) if conv else x for x in batch], user_dict, errors="replace"):
+                df.update({w for w in words if len(w) > 1})
+                n += 1
     elif compat is not None:
         raise ValueError(f"compat={compat!r} has no IDF table (only yanyiwu weighs words by IDF)")
     else:

@@ -336,35 +336,48 @@ def simhash_batch_sizes(texts, top_n: int | None = None, *, user_dict=None, idf=
     from neardup.text.jieba_dict import tables  # noqa: PLC0415
 
     t = tables(user_dict, idf, stop_words)
-    blobs = [(x if isinstance(x, str) else bytes(x).decode("utf-8")).encode("utf-8", "surrogatepass")
-             for x in texts]
-    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-    if blobs:
-        np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    buf = np.frombuffer(b"".join(blobs), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
+    buf, offsets, _ = _utf8_batch(texts)
     top = 0 if top_n is None else int(top_n)
     if top_n is not None and top < 1:
         raise ValueError(f"top_n must be at least 1, got {top_n}")
-    kernel = yanyiwu_batch if len(blobs) > SERIAL_DOCS else yanyiwu_batch_serial
+    kernel = yanyiwu_batch if offsets.shape[0] - 1 > SERIAL_DOCS else yanyiwu_batch_serial
     return kernel(buf, offsets, top, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,
                          t.idf, t.stop, t.min_weight, t.idf_average, t.hmm_start, t.hmm_trans, t.hmm_emit)
 
 
-def cut_compiled(text: str, user_dict=None) -> list[str]:
-    """:func:`cut` by the compiled segmenter."""
+def _utf8_batch(texts, errors: str = "surrogatepass") -> tuple[np.ndarray, np.ndarray, bytes]:
+    """(buf, offsets, the bytes) of texts (str, or UTF-8 bytes) packed for the kernels."""
+    blobs = [(x if isinstance(x, str) else bytes(x).decode("utf-8")).encode("utf-8", errors) for x in texts]
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+    if blobs:
+        np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    data = b"".join(blobs)
+    return (np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)), offsets, data
+
+
+def cut_compiled_batch(texts, user_dict=None, errors: str = "surrogatepass") -> list[list[str]]:
+    """:func:`cut` of each text by the compiled segmenter (``errors``: for a lone surrogate)."""
     from neardup.kernels.segment import cut_batch  # noqa: PLC0415
     from neardup.text.jieba_dict import tables  # noqa: PLC0415
 
     t = tables(user_dict)
-    data = text.encode("utf-8", "surrogatepass")
-    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
-    ends, _ = cut_batch(buf, np.array([0, len(data)], dtype=np.int64), t.root, t.child_start, t.child_cp, t.child_node,
-                        t.word_weight, t.solo, t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
-    out, a = [], 0
-    for b in ends.tolist():
-        out.append(data[a:b].decode("utf-8", "surrogatepass"))
-        a = b
+    buf, offsets, data = _utf8_batch(texts, errors)
+    ends, woff = cut_batch(buf, offsets, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,
+                           t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
+    ends = ends.tolist()
+    out = []
+    for d in range(offsets.shape[0] - 1):
+        words, a = [], int(offsets[d])
+        for b in ends[woff[d]:woff[d + 1]]:
+            words.append(data[a:b].decode("utf-8", "surrogatepass"))
+            a = b
+        out.append(words)
     return out
+
+
+def cut_compiled(text: str, user_dict=None) -> list[str]:
+    """:func:`cut` by the compiled segmenter."""
+    return cut_compiled_batch([text], user_dict)[0]
 
 
 def top_n_for_length(n_bytes: int) -> int:
