@@ -147,8 +147,8 @@ class SimHasher:
                                       np.uint64(self.shingler.seed))
         feats = self.shingler.features(texts)
         if self._stop is not None:         # a document of stop words only has no features
-            u = feats.unique()
-            return self.sign_features(feats), _kept(u, ~np.isin(u.hashes, self._stop)).sizes()
+            u = feats.unique()             # once: weights() takes distinct features as they are
+            return self.sign_features(u), _kept(u, ~np.isin(u.hashes, self._stop)).sizes()
         return self.sign_features(feats), feats.sizes()
 
     def sign(self, text) -> int:
