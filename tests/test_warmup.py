@@ -44,3 +44,38 @@ def test_switched_off(tmp_path, monkeypatch):
     src.write_text(json.dumps({"text": "a b c"}) + "\n", encoding="utf-8")
     r = run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(method="exact"))
     assert "compile" not in r["timings"] and not (tmp_path / "stamp").exists()
+
+
+def test_warmup_command_compiles_once_and_on_force(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    monkeypatch.setenv("NEARDUP_WARMUP", "0")         # the command is explicit: it runs anyway
+    monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / f"stamp-{cfg.method}"))
+    runner = CliRunner()
+    r = runner.invoke(main, ["warmup", "--method", "exact", "--method", "lines", "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    assert "exact: kernels compiled in" in r.output and "lines: kernels compiled in" in r.output
+    assert (tmp_path / "stamp-exact").exists() and (tmp_path / "stamp-lines").exists()
+    again = runner.invoke(main, ["warmup", "--method", "exact", "--jobs", "1"])
+    assert again.exit_code == 0 and "exact: already compiled" in again.output
+    forced = runner.invoke(main, ["warmup", "--method", "exact", "--jobs", "1", "--force"])
+    assert forced.exit_code == 0 and "exact: kernels compiled in" in forced.output
+    bad = runner.invoke(main, ["warmup", "--method", "cosine"])
+    assert bad.exit_code == 2 and "cosine" in bad.output
+
+
+def test_warmup_command_in_parallel_processes_fills_the_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), NEARDUP_WARMUP="0")
+    p = subprocess.run([sys.executable, "-m", "neardup", "warmup", "--method", "exact", "--method", "lines",
+                        "--jobs", "2"], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "exact: kernels compiled in" in p.stdout and "lines: kernels compiled in" in p.stdout
+    stamps = sorted(f.name for f in (tmp_path / "cache").iterdir() if f.name.endswith(".stamp"))
+    assert len(stamps) == 2 and any("exact" in s for s in stamps) and any("lines" in s for s in stamps)
+    assert any(f.suffix == ".nbi" for f in (tmp_path / "cache").rglob("*"))      # numba's index files

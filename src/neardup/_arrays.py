@@ -27,3 +27,18 @@ def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = np.ones(a.shape[0], dtype=bool)
     first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
     return a[first], b[first]
+
+
+def utf8_buffer(data) -> np.ndarray:
+    """A writable uint8 array over ``data`` (bytes, bytearray or a list of bytes to join), never
+    empty (one zero byte when ``data`` is).
+
+    Every byte buffer handed to a kernel is writable, C-contiguous uint8: numba compiles one
+    specialisation per array type, and a read-only view of ``bytes`` (``np.frombuffer``) would
+    compile the whole word scanner a second time (8 s on the reference machine, measured with
+    numba's compile events). Joining into a bytearray costs no extra copy."""
+    if isinstance(data, list):
+        data = bytearray().join(data)
+    elif isinstance(data, bytes):
+        data = bytearray(data)
+    return np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(1, dtype=np.uint8)

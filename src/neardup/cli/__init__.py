@@ -1,5 +1,5 @@
 """The command line: one module per command (``sign``, ``dedup``, ``pairs``, ``compare``, ``lsh``, ``eval``,
-``index``, ``serve``), all registered on the group :func:`main`; :func:`entry` is the console script.
+``index``, ``serve``, ``warmup``), all registered on the group :func:`main`; :func:`entry` is the console script.
 
 What every command shares lives here: user errors (:class:`~neardup.errors.NeardupError` and the
 operating system's) are one line and exit status 1, any other exception keeps its traceback, and
@@ -96,7 +96,7 @@ def main() -> None:
     """Find near-duplicate documents: MinHash, SimHash and sentence signatures."""
 
 
-from . import compare, dedup, evaluate, explain, idf, index, lsh, pairs, serve, sign  # noqa: E402, F401  (each registers its command on main)
+from . import compare, dedup, evaluate, explain, idf, index, lsh, pairs, serve, sign, warmup  # noqa: E402, F401  (each registers its command on main)
 
 main.add_command(evaluate.eval_cmd)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._arrays import utf8_buffer
 from ..kernels.shingle import (
     char_shingles_batch,
     solo_fraction_batch,
@@ -163,7 +164,7 @@ class Shingler:
             parts.append("\x1f".join(jieba_cut(text, self.user_dict)).encode("utf-8"))  # non-word tokens: dropped
         sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=sub_off[1:])
-        sub_buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if sub_off[-1] else np.zeros(1, np.uint8)
+        sub_buf = utf8_buffer(parts)
         return Features(*token_shingles_batch(sub_buf, sub_off, class_table(), *char_map(False, False), self.ngram,
                                               np.uint64(self.seed), 2))
 

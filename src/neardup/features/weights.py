@@ -15,6 +15,7 @@ from importlib import resources
 import numpy as np
 from numba import njit
 
+from .._arrays import utf8_buffer
 from ..kernels.shingle import token_shingles_batch
 from ..text.unicode import char_map
 from .shingles import Features
@@ -25,7 +26,7 @@ def hash_words(words: list[str], seed: int = 0) -> np.ndarray:
     parts = [w.replace("\x1f", " ").encode("utf-8") for w in words]
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
-    buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
+    buf = utf8_buffer(parts)
     hashes, doc_off = token_shingles_batch(buf, offsets, np.zeros(1, np.uint8), *char_map(False, False), 1,
                                            np.uint64(seed), 1)
     out = np.zeros(len(parts), dtype=np.uint64)

@@ -41,13 +41,16 @@ def stamp_path(cfg: DedupConfig) -> str:
     return os.path.join(base, f"neardup-warm-{key}.stamp")
 
 
-def warm_up(cfg: DedupConfig, announce: bool) -> float | None:
-    """Seconds spent compiling ``cfg``'s kernels, or None when this machine has run its method before."""
+def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: bool = False) -> float | None:
+    """Seconds spent compiling ``cfg``'s kernels, or None when this machine has run its method before.
+
+    ``explicit`` (the ``neardup warmup`` command): run even with ``NEARDUP_WARMUP=0``, and let a
+    failure raise; ``force``: run even when the stamp exists."""
     global _WARMING
-    if _WARMING or os.environ.get("NEARDUP_WARMUP", "1") == "0":
+    if _WARMING or (not explicit and os.environ.get("NEARDUP_WARMUP", "1") == "0"):
         return None
     path = stamp_path(cfg)
-    if os.path.exists(path):
+    if os.path.exists(path) and not force:
         return None
     from .dedup import run_dedup  # noqa: PLC0415
 
@@ -66,6 +69,8 @@ def warm_up(cfg: DedupConfig, announce: bool) -> float | None:
                 fh.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in DOCS)
             run_dedup([src], os.path.join(tmp, "out"), small)
     except Exception:              # only a head start: the run reports its own errors
+        if explicit:
+            raise
         return None
     finally:
         _WARMING = False

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 from numba import njit
 
+from .._arrays import utf8_buffer
 from ..kernels.hashing import xxh64
 
 
@@ -42,7 +43,7 @@ def hash_items(items: Iterable) -> np.ndarray:
     parts = item_bytes(items)
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
-    buf = np.frombuffer(b"".join(parts), dtype=np.uint8) if offsets[-1] else np.zeros(1, dtype=np.uint8)
+    buf = utf8_buffer(parts)
     return _hash_spans(buf, offsets)
 
 

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._arrays import utf8_buffer
 from ..errors import ConfigError
 from ..features.shingles import Features
 from .items import _hash_spans, _hash_u64_words, hash_items, item_bytes
@@ -328,7 +329,7 @@ def _as_bytes(sets, nulls: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     flat = [b for c in chunks for b in c]
     offsets = np.zeros(len(flat) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in flat], out=offsets[1:])
-    buf = np.frombuffer(b"".join(flat), dtype=np.uint8) if offsets[-1] else np.zeros(1, dtype=np.uint8)
+    buf = utf8_buffer(flat)
     return buf, offsets, indptr, _none_rows(rows, nulls)
 
 

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._arrays import utf8_buffer
 from ..kernels.shingle import solo_fraction_batch, word_scan
 from .normalize import to_utf8
 from .unicode import char_map, class_table
@@ -76,7 +77,7 @@ def jieba_tokens(text: str, user_dict=None) -> list[str]:
 
 def word_tokens(text: str) -> list[str]:
     data = to_utf8(text)
-    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, dtype=np.uint8)
+    buf = utf8_buffer(data)
     starts = np.empty(len(data) + 1, dtype=np.int64)
     ends = np.empty(len(data) + 1, dtype=np.int64)
     hashes = np.empty(len(data) + 1, dtype=np.uint64)
@@ -86,7 +87,7 @@ def word_tokens(text: str) -> list[str]:
 
 def cjk_fraction(text: str) -> float:
     data = to_utf8(text)
-    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, dtype=np.uint8)
+    buf = utf8_buffer(data)
     return float(solo_fraction_batch(buf, np.array([0, len(data)], dtype=np.int64), class_table())[0])
 
 

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._arrays import utf8_buffer
+
 __all__ = [
     "cut",
     "extract_keywords",
@@ -297,7 +299,7 @@ def _hash_keywords(kws: list[tuple[str, float]]) -> tuple[np.ndarray, np.ndarray
     blobs = [w.encode("utf-8") for w, _ in kws]
     offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(b) for b in blobs]) if blobs else []
-    buf = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    buf = utf8_buffer(blobs)
     hashes = jenkins64_batch(buf, offsets, np.uint64(0))
     weights = np.array([w for _, w in kws], dtype=np.float64)
     return hashes, weights
@@ -352,7 +354,7 @@ def _utf8_batch(texts, errors: str = "surrogatepass") -> tuple[np.ndarray, np.nd
     if blobs:
         np.cumsum([len(b) for b in blobs], out=offsets[1:])
     data = b"".join(blobs)
-    return (np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)), offsets, data
+    return utf8_buffer(data), offsets, data
 
 
 def cut_compiled_batch(texts, user_dict=None, errors: str = "surrogatepass") -> list[list[str]]:
