@@ -26,10 +26,17 @@ from .._version import __version__
 from ..config import DedupConfig
 
 _WARMING = False
+_LONG = ("Permission is hereby granted free of charge to any person obtaining a copy of this software and "
+         "associated documentation files to deal in the software without restriction including the rights "
+         "to use copy modify merge publish distribute {} and sell copies of the software and to permit persons "
+         "to whom it is furnished")
 DOCS = ["The quick brown fox jumps over the lazy dog near the river bank today.\nA second line here.\n",
         "The quick brown fox jumps over the lazy dog near the river bank today!\nA second line here.\n",
         "Completely different words make up this third and final English document.\n",
-        "中文文本也要测试一下，看看分词和签名是否正常工作。\nA second line here.\n"]
+        "中文文本也要测试一下，看看分词和签名是否正常工作。\nA second line here.\n",
+        # 49 words, then the same with one word changed: word 5-gram Jaccard (49 − 9)/(49 + 1) = 0.8, a
+        # borderline pair at the default threshold, so the exact check's kernels compile here too
+        _LONG.format("licence"), _LONG.format("license")]
 
 
 def stamp_path(cfg: DedupConfig) -> str:
