@@ -113,3 +113,32 @@ def test_borderline_with_an_index_keeps_the_estimate_for_indexed_documents(tmp_p
     run_dedup([str(days / "day1.jsonl")], str(tmp_path / "d1"), DedupConfig(**cfg))
     rep = run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d2"), DedupConfig(**cfg))
     assert rep["index"]["removed_by_index"] > 0 and rep["counts"]["accounted"]
+
+
+def test_distinct_sets_equal_unique_on_random_batches():
+    """The parallel per-document sort behind the exact check gives NumPy's sorted distinct values."""
+    from neardup.features.shingles import Features
+
+    rng = np.random.default_rng(7)
+    for n_docs in (0, 1, 3, 50, 301):
+        sizes = rng.integers(0, 40, n_docs)
+        sizes[::7] = 0                                   # empty documents among them
+        off = np.zeros(n_docs + 1, dtype=np.int64)
+        np.cumsum(sizes, out=off[1:])
+        h = rng.integers(0, 30, int(off[-1])).astype(np.uint64)   # many repeats within a document
+        d = Features(h, off).distinct_sets()
+        assert d.offsets.shape == off.shape
+        for i in range(n_docs):
+            assert d.doc(i).tolist() == np.unique(h[off[i]:off[i + 1]]).tolist()
+
+
+def test_rows_csr_reorders_batches_and_leaves_unread_rows_empty():
+    from neardup.pipeline.dedup import _rows_csr
+
+    rows = np.array([1, 3, 5, 7, 9])
+    f = _rows_csr(rows, [np.array([7, 9]), np.array([1, 5])],
+                  [np.array([70, 71, 90], np.uint64), np.array([10, 50, 51, 52], np.uint64)],
+                  [np.array([2, 1]), np.array([1, 3])])
+    assert [f.doc(i).tolist() for i in range(5)] == [[10], [], [50, 51, 52], [70, 71], [90]]
+    g = _rows_csr(rows, [], [], [])
+    assert g.offsets.tolist() == [0] * 6

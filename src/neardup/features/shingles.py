@@ -17,6 +17,7 @@ from .._arrays import utf8_buffer
 from ..kernels.shingle import (
     char_shingles_batch,
     solo_fraction_batch,
+    sort_distinct,
     sort_unique_counts,
     token_shingles_batch,
 )
@@ -47,6 +48,20 @@ class Features:
         """Features whose documents' hashes are already sorted and distinct: every count is 1, held
         as a read-only view of one value (no 8 bytes per shingle)."""
         return cls(hashes, offsets, np.broadcast_to(np.int64(1), hashes.shape))
+
+    def distinct_sets(self) -> Features:
+        """Per document: its distinct hashes, sorted (:meth:`distinct`, no counts): what exact
+        Jaccard and containment need, on all threads when called from the main thread."""
+        if self.counts is not None:
+            return self
+        import threading  # noqa: PLC0415
+
+        import numba  # noqa: PLC0415
+
+        main = threading.current_thread() is threading.main_thread()
+        chunks = 4 * numba.get_num_threads() if main else 1
+        h, off = sort_distinct(self.hashes, self.offsets, max(1, min(chunks, len(self))))
+        return Features.distinct(h, off)
 
     def unique(self) -> Features:
         """Per document: distinct hashes (sorted) with their multiplicities in ``counts``."""

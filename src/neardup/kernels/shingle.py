@@ -18,7 +18,7 @@ single shingle: fmix64(H ⊕ seed ⊕ m)). Character n-grams: XXH64 of the windo
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .hashing import P1, P2, P5, fmix64, rotl, xxh64
 from .swar import CASE, GATHER, HIGH, LITTLE_ENDIAN, alnum_bits, any_non_ascii, bswap64, cttz64, load_u64
@@ -546,6 +546,51 @@ def solo_fraction_batch(buf, offsets, table):
         if words > 0:
             out[d] = solo / words
     return out
+
+
+@njit(cache=True)
+def _distinct_range(work, offsets, sizes, d0, d1):
+    """Documents d0..d1−1 of ``work`` (a copy of the hashes): each document's stretch sorted in
+    place, its distinct values moved to the stretch's front, their number in ``sizes``."""
+    for d in range(d0, d1):
+        s = offsets[d]
+        e = offsets[d + 1]
+        if e <= s:
+            sizes[d] = 0
+            continue
+        work[s:e].sort()
+        o = s + 1
+        for i in range(s + 1, e):
+            if work[i] != work[o - 1]:
+                work[o] = work[i]
+                o += 1
+        sizes[d] = o - s
+
+
+@njit(cache=True, parallel=True)
+def sort_distinct(hashes, offsets, chunks):
+    """Per document: its distinct hashes, sorted, as a new CSR ``(hashes, offsets)`` (the sets
+    that exact Jaccard merges; no counts). The documents are cut into ``chunks`` stretches run on
+    all threads (numba's default thread pool must not be entered from two Python threads at once:
+    callers off the main thread pass 1)."""
+    nd = offsets.shape[0] - 1
+    work = hashes.copy()
+    sizes = np.empty(nd, dtype=np.int64)
+    step = (nd + chunks - 1) // chunks if chunks > 0 else nd
+    for c in prange(chunks):
+        _distinct_range(work, offsets, sizes, c * step, min(nd, (c + 1) * step))
+    new_off = np.empty(nd + 1, dtype=np.int64)
+    new_off[0] = 0
+    for d in range(nd):
+        new_off[d + 1] = new_off[d] + sizes[d]
+    out = np.empty(new_off[nd], dtype=np.uint64)
+    for c in prange(chunks):
+        for d in range(c * step, min(nd, (c + 1) * step)):
+            s = offsets[d]
+            t = new_off[d]
+            for i in range(sizes[d]):
+                out[t + i] = work[s + i]
+    return out, new_off
 
 
 @njit(cache=True)

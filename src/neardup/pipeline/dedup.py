@@ -536,38 +536,58 @@ def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: _Corpus, arrays: tuple)
 def _exact_pairs(cfg: DedupConfig, texts_of, offset: int):
     """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
     run's documents), from their texts re-read from the inputs and shingled as when they were signed."""
-    from ..features.shingles import Features  # noqa: PLC0415
     from .find import exact_similarity  # noqa: PLC0415
 
     shingler = _minhasher(cfg).shingler
 
     def exact(lo, hi):
-        # texts arrive one by one and are shingled a batch at a time: what stays is each document's
-        # distinct shingle hashes (8 bytes each), never all the texts at once
+        # texts arrive one by one and are shingled a batch at a time: what stays is each batch's
+        # distinct shingle hashes (8 bytes each) in one array, never all the texts at once
         rows = np.unique(np.concatenate([lo, hi]))
-        parts: dict[int, np.ndarray] = {}
-        batch: list = []
+        docs: list = []
+        texts: list = []
+        got_docs, got_hashes, got_sizes = [], [], []
 
         def flush():
-            u = shingler.features([t for _, t in batch]).unique()
-            for k, (d, _) in enumerate(batch):
-                parts[d] = u.hashes[u.offsets[k]:u.offsets[k + 1]].copy()
-            batch.clear()
+            u = shingler.features(texts).distinct_sets()
+            got_docs.append(np.asarray(docs, dtype=np.int64))
+            got_hashes.append(u.hashes)
+            got_sizes.append(np.diff(u.offsets))
+            docs.clear()
+            texts.clear()
 
         for d, text in texts_of({d - offset for d in rows.tolist()}):
-            batch.append((d + offset, text))
-            if len(batch) >= 1024:
+            docs.append(d + offset)
+            texts.append(text)
+            if len(docs) >= 8192:
                 flush()
-        if batch:
+        if docs:
             flush()
-        empty = np.zeros(0, np.uint64)
-        hashes = [parts.get(d, empty) for d in rows.tolist()]
-        off = np.zeros(len(hashes) + 1, dtype=np.int64)
-        np.cumsum([h.shape[0] for h in hashes], out=off[1:])
-        h = np.concatenate(hashes) if hashes else empty
-        feats = Features.distinct(h, off)
+        feats = _rows_csr(rows, got_docs, got_hashes, got_sizes)
         return exact_similarity(feats, np.searchsorted(rows, lo), np.searchsorted(rows, hi), cfg.metric)
     return exact
+
+
+def _rows_csr(rows: np.ndarray, docs: list, hashes: list, sizes: list):
+    """The sets of ``rows`` (sorted) as one CSR, from batches of (documents, their sets' hashes
+    concatenated, their sizes); a row no batch holds (its text could not be read) gets no hashes."""
+    from ..features.shingles import Features  # noqa: PLC0415
+
+    empty = np.zeros(0, np.uint64)
+    d = np.concatenate(docs) if docs else np.zeros(0, np.int64)
+    h = np.concatenate(hashes) if hashes else empty
+    z = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    if d.shape[0] > 1 and np.any(d[1:] < d[:-1]):       # batches out of row order: reorder the CSR
+        old_start = np.cumsum(z) - z
+        order = np.argsort(d, kind="stable")
+        d, old_start, z = d[order], old_start[order], z[order]
+        new_start = np.cumsum(z) - z
+        h = h[np.repeat(old_start - new_start, z) + np.arange(int(z.sum()), dtype=np.int64)]
+    per_row = np.zeros(rows.shape[0], dtype=np.int64)
+    per_row[np.searchsorted(rows, d)] = z
+    off = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(per_row, out=off[1:])
+    return Features.distinct(h, off)
 
 
 def _find(values, empty, sizes, features, cfg: DedupConfig, corpus: _Corpus, part=None,

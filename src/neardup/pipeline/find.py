@@ -264,7 +264,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     else:
         if verify == "borderline":
             sim, border, checked = _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed,
-                                                      features, exact_pairs, same)
+                                                      features, exact_pairs, same,
+                                                      j=sim if metric == "jaccard" else None)
             how[checked] = EXACT
         ok = sim >= threshold
     lo, hi, sim, how = lo[ok], hi[ok], sim[ok], how[ok]
@@ -320,13 +321,15 @@ def fixed_aliases(same: np.ndarray, fixed: int) -> np.ndarray:
 
 
 def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features, exact_pairs,
-                       same=None):
+                       same=None, j=None):
     """``verify="borderline"``: the pairs within the band get their exact similarity. Returns the
     similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed).
     A fixed row is checked through the new row identical to it (:func:`fixed_aliases`); without one
-    its pairs keep the estimate. Third value: the indices of the pairs checked exactly."""
+    its pairs keep the estimate. Third value: the indices of the pairs checked exactly. ``j``: the
+    pairs' Jaccard estimates when the caller has them (``sim`` itself for the Jaccard metric)."""
     t0 = time.perf_counter()
-    j = jaccard_rows(values, lo, hi, sigs.scheme)
+    if j is None:
+        j = jaccard_rows(values, lo, hi, sigs.scheme)
     z = borderline_z(lo.shape[0])
     za = sizes[lo] if metric != "jaccard" else None       # (set sizes matter to containment only)
     zb = sizes[hi] if metric != "jaccard" else None
