@@ -116,7 +116,8 @@ def test_borderline_with_an_index_keeps_the_estimate_for_indexed_documents(tmp_p
 
 
 def test_distinct_sets_equal_unique_on_random_batches():
-    """The parallel per-document sort behind the exact check gives NumPy's sorted distinct values."""
+    """The per-document sort behind the exact check and ``unique`` gives NumPy's sorted distinct values
+    and counts, whatever the sizes (the size classes, a document larger than a sort block)."""
     from neardup.features.shingles import Features
 
     rng = np.random.default_rng(7)
@@ -126,10 +127,18 @@ def test_distinct_sets_equal_unique_on_random_batches():
         off = np.zeros(n_docs + 1, dtype=np.int64)
         np.cumsum(sizes, out=off[1:])
         h = rng.integers(0, 30, int(off[-1])).astype(np.uint64)   # many repeats within a document
+        h[::5] = np.uint64(2**64 - 1)                    # the padding value is a hash like any other
+        h[::11] = rng.integers(0, 2**63, h[::11].shape[0]).astype(np.uint64) * np.uint64(2)
         d = Features(h, off).distinct_sets()
-        assert d.offsets.shape == off.shape
+        u = Features(h, off).unique()
+        assert d.offsets.shape == off.shape and u.offsets.tolist() == d.offsets.tolist()
         for i in range(n_docs):
-            assert d.doc(i).tolist() == np.unique(h[off[i]:off[i + 1]]).tolist()
+            want, cnt = np.unique(h[off[i]:off[i + 1]], return_counts=True)
+            assert d.doc(i).tolist() == want.tolist() == u.doc(i).tolist()
+            assert u.counts[u.offsets[i]:u.offsets[i + 1]].tolist() == cnt.tolist()
+    big = rng.integers(0, 2**64 - 1, 3 << 20, dtype=np.uint64)      # one document past a sort block
+    one = Features(np.concatenate([big, big[:10]]), np.array([0, big.shape[0] + 10])).unique()
+    assert one.hashes.tolist() == np.unique(big).tolist() and one.counts.sum() == big.shape[0] + 10
 
 
 def test_rows_csr_reorders_batches_and_leaves_unread_rows_empty():

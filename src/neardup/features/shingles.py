@@ -15,10 +15,11 @@ import numpy as np
 
 from .._arrays import utf8_buffer
 from ..kernels.shingle import (
+    append_block,
     char_shingles_batch,
+    distinct_rows,
+    gather_rows,
     solo_fraction_batch,
-    sort_distinct,
-    sort_unique_counts,
     token_shingles_batch,
 )
 from ..text.normalize import Normalizer, encode_batch, kernel_char_map
@@ -51,27 +52,17 @@ class Features:
 
     def distinct_sets(self) -> Features:
         """Per document: its distinct hashes, sorted (:meth:`distinct`, no counts): what exact
-        Jaccard and containment need, on all threads when called from the main thread."""
+        Jaccard and containment need."""
         if self.counts is not None:
             return self
-        import threading  # noqa: PLC0415
-
-        import numba  # noqa: PLC0415
-
-        main = threading.current_thread() is threading.main_thread()
-        chunks = 4 * numba.get_num_threads() if main else 1
-        h, off = sort_distinct(self.hashes, self.offsets, max(1, min(chunks, len(self))))
+        h, _, off = sorted_distinct(self.hashes, self.offsets, False)
         return Features.distinct(h, off)
 
     def unique(self) -> Features:
         """Per document: distinct hashes (sorted) with their multiplicities in ``counts``."""
         if self.counts is not None:
             return self
-        if self.offsets.shape[0] == 2:     # one document (a query): NumPy's sort is ~10× numba's here
-            h, c = np.unique(self.hashes[self.offsets[0]:self.offsets[1]], return_counts=True)
-            return Features(h.astype(np.uint64, copy=False), np.array([0, h.shape[0]], dtype=np.int64),
-                            c.astype(np.int64, copy=False))
-        h, c, off = sort_unique_counts(self.hashes, self.offsets)
+        h, c, off = sorted_distinct(self.hashes, self.offsets, True)
         return Features(h, off, c)
 
     def subset(self, docs) -> Features:
@@ -97,6 +88,60 @@ class Features:
             for k, d in enumerate(idx):
                 hashes[offsets[d]:offsets[d + 1]] = f.doc(k)
         return Features(hashes, offsets)
+
+
+_PAD = np.uint64(2**64 - 1)
+_BLOCK = 1 << 16          # values per block of documents (512 KiB: the sorting stays in cache)
+
+
+def sorted_distinct(hashes: np.ndarray, offsets: np.ndarray, with_counts: bool):
+    """Per document of the CSR ``(hashes, offsets)``: its distinct values, sorted, and (with
+    ``with_counts``) their multiplicities; returns ``(hashes, counts, offsets)`` (``counts`` empty
+    without ``with_counts``).
+
+    Consecutive documents are taken a block of about ``_BLOCK`` values at a time (a larger document
+    alone); in a block, the documents of one size class (sizes in (2^(c−1), 2^c]) form a matrix of
+    2^c columns, padded with 2^64 − 1, that NumPy sorts row by row with its vectorised sort; one
+    compiled pass keeps each value once, and the block's documents are appended in order. Padding
+    sorts last (a real hash equal to it is read among the row's first ``size`` values all the same),
+    so each row gives its document's sorted multiset. Everything but the output stays in cache.
+    Measured on 100,000 rows of 200 random values: NumPy's row sort 0.09 s, numba's per-document
+    quicksort 0.72 s (0.42 s on two threads)."""
+    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    nd = offsets.shape[0] - 1
+    sizes = np.diff(offsets)
+    total = hashes.shape[0]
+    out_h = np.empty(total, dtype=np.uint64)          # pages past the end used are never touched
+    out_c = np.empty(total if with_counts else 0, dtype=np.int64)
+    new_off = np.zeros(nd + 1, dtype=np.int64)
+    cls = np.zeros(nd, dtype=np.int64)
+    many = sizes > 1
+    cls[many] = np.floor(np.log2(sizes[many] - 1)).astype(np.int64) + 1     # 2^cls ≥ size
+    cap = max(_BLOCK, int(sizes.max()) if nd else 0)
+    loc_u = np.empty(cap, dtype=np.uint64)
+    loc_c = np.empty(cap, dtype=np.int64)
+    scratch = np.empty(2 * cap, dtype=np.uint64)      # a class's padded matrix (≤ 2× its values)
+    o = 0
+    d0 = 0
+    while d0 < nd:
+        d1 = max(d0 + 1, int(np.searchsorted(offsets, offsets[d0] + _BLOCK, "right")) - 1)
+        d1 = min(d1, nd)
+        starts = offsets[d0:d1] - offsets[d0]
+        bsizes = sizes[d0:d1]
+        bcls = cls[d0:d1]
+        new_sizes = np.zeros(d1 - d0, dtype=np.int64)
+        for c in np.unique(bcls[bsizes > 0]).tolist():
+            part = np.flatnonzero((bcls == c) & (bsizes > 0))
+            width = 1 << c
+            m = scratch[:part.shape[0] * width].reshape(part.shape[0], width)
+            m.fill(_PAD)
+            gather_rows(hashes, offsets, part + d0, m)
+            m.sort(axis=1)
+            distinct_rows(m, bsizes[part], part, loc_u, loc_c, starts[part], new_sizes)
+        o = append_block(loc_u, loc_c, starts, new_sizes, out_h, out_c, o, new_off, d0, with_counts)
+        d0 = d1
+    return out_h[:o], out_c[:o] if with_counts else out_c, new_off
 
 
 class Shingler:

@@ -18,7 +18,7 @@ single shingle: fmix64(H ⊕ seed ⊕ m)). Character n-grams: XXH64 of the windo
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .hashing import P1, P2, P5, fmix64, rotl, xxh64
 from .swar import CASE, GATHER, HIGH, LITTLE_ENDIAN, alnum_bits, any_non_ascii, bswap64, cttz64, load_u64
@@ -549,73 +549,52 @@ def solo_fraction_batch(buf, offsets, table):
 
 
 @njit(cache=True)
-def _distinct_range(work, offsets, sizes, d0, d1):
-    """Documents d0..d1−1 of ``work`` (a copy of the hashes): each document's stretch sorted in
-    place, its distinct values moved to the stretch's front, their number in ``sizes``."""
-    for d in range(d0, d1):
-        s = offsets[d]
-        e = offsets[d + 1]
-        if e <= s:
-            sizes[d] = 0
-            continue
-        work[s:e].sort()
-        o = s + 1
-        for i in range(s + 1, e):
-            if work[i] != work[o - 1]:
-                work[o] = work[i]
-                o += 1
-        sizes[d] = o - s
-
-
-@njit(cache=True, parallel=True)
-def sort_distinct(hashes, offsets, chunks):
-    """Per document: its distinct hashes, sorted, as a new CSR ``(hashes, offsets)`` (the sets
-    that exact Jaccard merges; no counts). The documents are cut into ``chunks`` stretches run on
-    all threads (numba's default thread pool must not be entered from two Python threads at once:
-    callers off the main thread pass 1)."""
-    nd = offsets.shape[0] - 1
-    work = hashes.copy()
-    sizes = np.empty(nd, dtype=np.int64)
-    step = (nd + chunks - 1) // chunks if chunks > 0 else nd
-    for c in prange(chunks):
-        _distinct_range(work, offsets, sizes, c * step, min(nd, (c + 1) * step))
-    new_off = np.empty(nd + 1, dtype=np.int64)
-    new_off[0] = 0
-    for d in range(nd):
-        new_off[d + 1] = new_off[d] + sizes[d]
-    out = np.empty(new_off[nd], dtype=np.uint64)
-    for c in prange(chunks):
-        for d in range(c * step, min(nd, (c + 1) * step)):
-            s = offsets[d]
-            t = new_off[d]
-            for i in range(sizes[d]):
-                out[t + i] = work[s + i]
-    return out, new_off
+def gather_rows(hashes, offsets, docs, out):
+    """Row i of ``out`` (filled beforehand with the padding value) gets document ``docs[i]``'s
+    hashes at its front: the ragged documents of one size class as a matrix NumPy sorts by row."""
+    for i in range(docs.shape[0]):
+        s = offsets[docs[i]]
+        for j in range(offsets[docs[i] + 1] - s):
+            out[i, j] = hashes[s + j]
 
 
 @njit(cache=True)
-def sort_unique_counts(hashes, offsets):
-    """Per document: its distinct shingle hashes (sorted) and their counts, as a new CSR."""
-    nd = offsets.shape[0] - 1
-    uniq = np.empty(hashes.shape[0], dtype=np.uint64)
-    counts = np.empty(hashes.shape[0], dtype=np.int64)
-    new_off = np.empty(nd + 1, dtype=np.int64)
-    new_off[0] = 0
-    o = 0
-    for d in range(nd):
-        s = offsets[d]
-        e = offsets[d + 1]
-        if e > s:
-            part = np.sort(hashes[s:e])
-            uniq[o] = part[0]
-            counts[o] = 1
-            o += 1
-            for i in range(1, part.shape[0]):
-                if part[i] == uniq[o - 1]:
-                    counts[o - 1] += 1
-                else:
-                    uniq[o] = part[i]
-                    counts[o] = 1
-                    o += 1
-        new_off[d + 1] = o
-    return uniq[:o].copy(), counts[:o].copy(), new_off
+def distinct_rows(rows, sizes, docs, uniq, counts, starts, new_sizes):
+    """The inverse of :func:`gather_rows` for sorted rows, keeping distinct values: document
+    ``docs[i]``'s first ``sizes[i]`` values of row i (sorted; the padding sorts after them, or
+    equals the largest hash and is not read) go to ``uniq`` from ``starts[i]`` on, each once, with
+    its multiplicity in ``counts``; the number kept to ``new_sizes[docs[i]]``."""
+    for i in range(docs.shape[0]):
+        o = starts[i]
+        n = sizes[i]
+        if n == 0:
+            new_sizes[docs[i]] = 0
+            continue
+        uniq[o] = rows[i, 0]
+        counts[o] = 1
+        k = o + 1
+        for j in range(1, n):
+            v = rows[i, j]
+            if v == uniq[k - 1]:
+                counts[k - 1] += 1
+            else:
+                uniq[k] = v
+                counts[k] = 1
+                k += 1
+        new_sizes[docs[i]] = k - o
+
+
+@njit(cache=True)
+def append_block(uniq, counts, starts, new_sizes, out_h, out_c, o, new_off, d0, with_counts):
+    """Documents d0, d0+1, … of a block (their distinct values at ``starts`` in ``uniq``/``counts``,
+    ``new_sizes`` of them) appended in order to ``out_h``/``out_c`` from ``o`` on, their offsets
+    written to ``new_off``; returns the new end."""
+    for i in range(new_sizes.shape[0]):
+        k = new_sizes[i]
+        s = starts[i]
+        out_h[o:o + k] = uniq[s:s + k]
+        if with_counts:
+            out_c[o:o + k] = counts[s:s + k]
+        o += k
+        new_off[d0 + i + 1] = o
+    return o

@@ -302,14 +302,14 @@ class MinHasher:
             return Signatures(values, self.scheme, self.seed, self.config()), sizes
         if self.scheme.startswith("datasketch") and self.shingler.tokenizer == "word":
             # the shingle strings are built and SHA-1-hashed in a kernel, over the normalised text
+            from ..features.shingles import sorted_distinct  # noqa: PLC0415
             from ..kernels.sha1 import datasketch_shingle_hashes  # noqa: PLC0415
-            from ..kernels.shingle import sort_unique_counts  # noqa: PLC0415
             from .compat.datasketch import hashvalues_from_hash32  # noqa: PLC0415
 
             buf, offsets = encode_batch(texts, self.shingler.normalizer, whitespace=False)
             h, off = datasketch_shingle_hashes(buf, offsets, class_table(), *char_map(False, False),
                                                self.shingler.ngram)
-            h, _, off = sort_unique_counts(h.astype(np.uint64), off)  # a MinHash is a function of the set
+            h, _, off = sorted_distinct(h.astype(np.uint64), off, False)  # a MinHash is a function of the set
             vals = hashvalues_from_hash32(h, off, self.num_perm, self.seed, self.scheme.split("-", 1)[1])
             return Signatures(vals.astype(np.uint32), self.scheme, self.seed, self.config()), None
         if self.scheme.startswith("datasketch"):
