@@ -215,6 +215,76 @@ def test_index_records_the_files_and_refuses_changed_ones(files, tmp_path):
         SimHashDiskIndex.open(tmp_path / "idx")
 
 
+# -- MinHash with the jieba tokenizer: the user dictionary too ------------------------------------
+_UD_TEXTS = ["区块链技术发展很快，小明硕士毕业于中国科学院，后来去了日本京都大学深造。",
+             "区块链技术发展很快，小明硕士毕业于中国科学院，后来去了日本京都大学读书。",
+             "今天天气很好，我们一起去公园散步，然后去图书馆看书。"]
+
+
+def test_minhash_jieba_with_a_user_dictionary(tmp_path):
+    from neardup.sketches.minhash import MinHasher
+
+    (tmp_path / "u.txt").write_text("区块链技术 5 n\n小明硕士\n", encoding="utf-8")
+    ud = str(tmp_path / "u.txt")
+    with_ud = MinHasher(tokenizer="jieba", ngram=2, user_dict=ud)
+    plain = MinHasher(tokenizer="jieba", ngram=2)
+    assert "区块链技术" in with_ud.shingler.tokens(_UD_TEXTS[0])
+    assert not np.array_equal(with_ud.sign_batch(_UD_TEXTS).values, plain.sign_batch(_UD_TEXTS).values)
+    assert with_ud.config()["user_dict_sha256"] == dictionaries.load_user_dict(ud).sha256
+    with pytest.raises(ValueError, match="user dictionary is for the jieba tokenizer"):
+        MinHasher(tokenizer="word", user_dict=ud)
+    with pytest.raises(ConfigError, match="[(]--user-dict[)]"):
+        DedupConfig(method="minhash", tokenizer="word", user_dict=ud).resolved()
+    # sign and dedup give the signatures of the Python API, and the report names the file
+    src = _jsonl(tmp_path / "t.jsonl", _UD_TEXTS)
+    runner = CliRunner()
+    res = runner.invoke(main, ["sign", str(src), "--tokenizer", "jieba", "--ngram", "2", "--user-dict", ud])
+    assert res.exit_code == 0, res.output
+    assert [json.loads(x)["minhash"] for x in res.output.splitlines()] == with_ud.sign_batch(_UD_TEXTS).values.tolist()
+    res = runner.invoke(main, ["sign", str(src), "--tokenizer", "word", "--user-dict", ud])
+    assert res.exit_code == 2 and "--user-dict" in res.output
+    res = runner.invoke(main, ["dedup", str(src), "-o", str(tmp_path / "o"), "--tokenizer", "jieba", "--ngram", "2",
+                               "--user-dict", ud, "--threshold", "0.5", "--no-html", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    params = json.loads((tmp_path / "o" / "report.json").read_text())["parameters"]
+    assert params["user_dict"] == str(Path(ud).resolve())
+
+
+def test_minhash_index_records_the_user_dictionary_and_refuses_a_changed_one(tmp_path):
+    from neardup.index.disk import DiskIndex
+
+    user = tmp_path / "u.txt"
+    user.write_text("区块链技术 5 n\n", encoding="utf-8")
+    src = _jsonl(tmp_path / "t.jsonl", _UD_TEXTS)
+    runner = CliRunner()
+    res = runner.invoke(main, ["dedup", str(src), "-o", str(tmp_path / "o"), "--index", str(tmp_path / "idx"),
+                               "--tokenizer", "jieba", "--ngram", "2", "--user-dict", str(user), "--threshold",
+                               "0.5", "--no-html", "--workers", "1", "--id-field", "id"])
+    assert res.exit_code == 0, res.output
+    idx = DiskIndex.open(tmp_path / "idx", readonly=True)
+    assert idx.config["user_dict"] == str(user.resolve())
+    assert idx.hasher.config()["user_dict_sha256"] == dictionaries.load_user_dict(str(user)).sha256
+    assert [k for k, _ in idx.query(_UD_TEXTS[0])]          # the kept first text is found again
+    idx.close()
+    # a run without the dictionary is refused naming it
+    res = runner.invoke(main, ["dedup", str(src), "-o", str(tmp_path / "o2"), "--index", str(tmp_path / "idx"),
+                               "--tokenizer", "jieba", "--ngram", "2", "--threshold", "0.5", "--no-html",
+                               "--id-field", "id"])
+    assert res.exit_code != 0 and "user_dict" in res.output
+    with open(user, "a", encoding="utf-8") as fh:
+        fh.write("小明硕士\n")
+    with pytest.raises(IndexConfigError, match="user_dict file .*u.txt has changed"):
+        DiskIndex.open(tmp_path / "idx")
+    user.unlink()
+    with pytest.raises(IndexConfigError, match="user dictionary cannot be used"):
+        DiskIndex.open(tmp_path / "idx")
+    # SimHash: reusing an index made with a dictionary, without one, is refused too
+    user.write_text("区块链技术 5 n\n", encoding="utf-8")
+    SimHashDiskIndex.create(tmp_path / "sidx", tokenizer="jieba", ngram=1, user_dict=str(user)).close()
+    with pytest.raises(IndexConfigError, match="user_dict="):
+        SimHashDiskIndex.create(tmp_path / "sidx", tokenizer="jieba", ngram=1, exist_ok=True)
+
+
 # -- bad files: a clear error naming the file and line ---------------------------------------------
 BAD = [
     ("idf", "好 1.0\n坏 一\n", r"bad.txt:2: the idf of '坏' must be a finite number"),

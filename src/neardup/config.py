@@ -137,9 +137,9 @@ def _params() -> tuple[Param, ...]:
               help="SimHash IDF table for --weighting tfidf: 'jieba' (jieba's Chinese table) or a file of 'word idf' "
                    "lines (jieba's format; `neardup idf fit` writes one); --ngram 1 by default. With --compat "
                    "yanyiwu: a file in place of cppjieba's table."),
-        Param("user_dict", A, str, None, nullable=True, methods=("simhash",),
-              help="SimHash: a user dictionary for Chinese segmentation, jieba's 'word [freq] [tag]' lines (with "
-                   "--tokenizer jieba or auto, or --compat yanyiwu as cppjieba reads it)."),
+        Param("user_dict", A, str, None, nullable=True, methods=("simhash", "minhash"),
+              help="A user dictionary for Chinese segmentation, jieba's 'word [freq] [tag]' lines (with --tokenizer "
+                   "jieba or auto; SimHash also with --compat yanyiwu, as cppjieba reads it)."),
         Param("stop_words", A, str, None, nullable=True, methods=("simhash",),
               help="SimHash: a file of stop words, one per line, dropped before weighting (--ngram 1 by default; "
                    "with --compat yanyiwu: in place of cppjieba's list)."),
@@ -355,7 +355,9 @@ class DedupConfig:
             if c.user_dict is not None and c.tokenizer not in ("jieba", "auto"):
                 raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba or auto (or "
                                                                "--compat yanyiwu)")
-        if c.method == "simhash":                  # the user's files, read now: a bad line stops the run here
+        if c.method == "minhash" and c.user_dict is not None and c.tokenizer not in ("jieba", "auto"):
+            raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba or auto")
+        if c.method in ("simhash", "minhash"):     # the user's files, read now: a bad line stops the run here
             from .text.dictionaries import file_keys  # noqa: PLC0415
 
             file_keys(c.idf, c.user_dict, c.stop_words)

@@ -251,7 +251,7 @@ def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
     hasher = MinHasher(num_perm=params.get("num_perm") or 128, scheme=params.get("scheme") or "oph",
                        seed=params.get("seed") if params.get("seed") is not None else 1,
                        tokenizer=params.get("tokenizer") or "word", ngram=params.get("ngram") or 5,
-                       normalizer=Normalizer(convert=params.get("convert")))
+                       normalizer=Normalizer(convert=params.get("convert")), user_dict=params.get("user_dict"))
     bands = (params["b"], params["r"]) if params.get("b") and params.get("r") else None
     return explain_minhash(a, b, hasher, bands, show)
 

@@ -113,6 +113,12 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         ngram = cfg.ngram
+    elif method == "minhash" and user_dict is not None:     # the same rule (jieba or auto) and file check
+        try:
+            user_dict = DedupConfig(method="minhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
+                                    user_dict=user_dict).resolved().user_dict
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
     ngram = ngram or DEFAULT_NGRAM.get(method, 5)
     if fmt != "jsonl":
         return _sign_binary(inputs, output, fmt, summary, DedupConfig(
@@ -120,12 +126,13 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             ngram=None if method == "sentences" else cfg.ngram if method == "simhash" else ngram,
             convert=convert, sentences=n_sentences,
             text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
-            workers=workers, batch_size=batch_size, **(simhash_opts if method == "simhash" else {})))
+            workers=workers, batch_size=batch_size, **(simhash_opts if method == "simhash" else
+                                                       {"user_dict": user_dict} if method == "minhash" else {})))
     key = method
     try:
         if method == "minhash":
             hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
-                               normalizer=Normalizer(convert=convert))
+                               normalizer=Normalizer(convert=convert), user_dict=user_dict)
             sign_batch = lambda texts: [row.tolist() for row in hasher.sign_batch(texts).values]  # noqa: E731
         elif method == "simhash":
             features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,

@@ -182,11 +182,11 @@ class _BaseDiskIndex:
 
     def _compare(self, wanted: dict, what: str, strict: bool = False) -> None:
         """:class:`IndexConfigError` naming every parameter of ``wanted`` that differs from the index's
-        (``strict``: None is a value too — "no top-N", "no compat" — as when a run creates or reuses an
-        index; otherwise None means "any")."""
-        diffs = [f"{name}={self.config.get(name)!r} (you {what} {wanted[name]!r})"
-                 for name in self._EXPECTABLE if name in wanted and (strict or wanted[name] is not None)
-                 and _jsonable(wanted[name]) != self.config.get(name)]
+        (``strict``: None, or absent, is a value too — "no top-N", "no compat", "no user dictionary" —
+        as when a run creates or reuses an index; otherwise None means "any")."""
+        diffs = [f"{name}={self.config.get(name)!r} (you {what} {wanted.get(name)!r})"
+                 for name in self._EXPECTABLE if (name in wanted or strict)
+                 and (strict or wanted[name] is not None) and _jsonable(wanted.get(name)) != self.config.get(name)]
         if diffs:
             raise IndexConfigError(f"{self.path} was built with " + ", ".join(diffs))
 
@@ -465,29 +465,45 @@ class DiskIndex(_BaseDiskIndex):
     """
 
     kind = "minhash"
-    _EXPECTABLE = ("threshold", "num_perm", "scheme", "seed", "tokenizer", "ngram", "b", "r")
+    _EXPECTABLE = ("threshold", "num_perm", "scheme", "seed", "tokenizer", "ngram", "b", "r", "user_dict")
 
     @classmethod
     def create(cls, path, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1,
                tokenizer: str = "word", ngram: int = 5, lsh_mode: str = "recall", b: int | None = None,
-               r: int | None = None, *, recall: float = 0.99, exist_ok: bool = False,
+               r: int | None = None, *, recall: float = 0.99, user_dict=None, exist_ok: bool = False,
                store: type[IndexStore] | None = None, synchronous: str = "NORMAL") -> DiskIndex:
         """A new index at ``path`` (``FileExistsError`` if there is one, unless ``exist_ok``:
-        then the existing one is opened and must match these parameters)."""
+        then the existing one is opened and must match these parameters). ``user_dict``: a jieba
+        user dictionary for the ``jieba``/``auto`` tokenizer; the index stores its absolute path and
+        SHA-256, and refuses to open once the file's content differs."""
         if not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
-        hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
+        user_dict = None if user_dict is None else os.path.abspath(user_dict)
+        hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
+                           user_dict=user_dict)
         params = choose_params(float(threshold), int(num_perm), mode=lsh_mode, recall=recall, b=b, r=r)
         config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
                   "threshold": float(threshold), "num_perm": int(num_perm), "scheme": scheme,
                   "seed": int(seed), "tokenizer": hasher.shingler.tokenizer, "ngram": int(ngram),
                   "b": params.b, "r": params.r, "lsh_mode": params.mode,
                   "dtype": np.dtype(_DTYPES[scheme]).str, "hasher": _jsonable(hasher.config())}
+        if user_dict is not None:            # absent when unused: older indexes read the same
+            config["user_dict"] = user_dict
         return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
 
     def _setup(self, config: dict) -> None:
-        self.hasher = MinHasher(num_perm=config["num_perm"], scheme=config["scheme"], seed=config["seed"],
-                                tokenizer=config["tokenizer"], ngram=config["ngram"])
+        try:
+            self.hasher = MinHasher(num_perm=config["num_perm"], scheme=config["scheme"], seed=config["seed"],
+                                    tokenizer=config["tokenizer"], ngram=config["ngram"],
+                                    user_dict=config.get("user_dict"))
+        except InputFormatError as exc:
+            raise IndexConfigError(f"{getattr(self, 'path', '')}: the index's user dictionary cannot be used: "
+                                   f"{exc}") from None
+        mine = _jsonable(self.hasher.config())
+        if mine != config["hasher"] and mine.get("user_dict_sha256") != config["hasher"].get("user_dict_sha256"):
+            raise IndexConfigError(f"{getattr(self, 'path', '')}: the user_dict file {config.get('user_dict')} has "
+                                   f"changed since the index was built (SHA-256 "
+                                   f"{config['hasher'].get('user_dict_sha256')}); restore it, or build a new index")
         if _jsonable(self.hasher.config()) != config["hasher"]:
             raise IndexConfigError(
                 f"{self.path}: the stored text pipeline {config['hasher']} differs from what this neardup "

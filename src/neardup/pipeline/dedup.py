@@ -82,7 +82,7 @@ def _minhasher(cfg: DedupConfig):
     from ..text.normalize import Normalizer  # noqa: PLC0415
 
     return MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
-                     ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert))
+                     ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert), user_dict=cfg.user_dict)
 
 
 def _make_signer(cfg: DedupConfig):

@@ -57,7 +57,8 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         return DiskIndex.create(path, threshold=cfg.threshold, num_perm=cfg.num_perm, scheme=cfg.scheme,
                                 seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram, b=lsh.b, r=lsh.r,
-                                lsh_mode=cfg.lsh_mode, recall=cfg.recall, exist_ok=exist_ok)
+                                lsh_mode=cfg.lsh_mode, recall=cfg.recall, user_dict=cfg.user_dict,
+                                exist_ok=exist_ok)
     return SimHashDiskIndex.create(path, max_distance=cfg.bits, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
                                    weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf, compat=cfg.compat,
                                    user_dict=cfg.user_dict, stop_words=cfg.stop_words, exist_ok=exist_ok)

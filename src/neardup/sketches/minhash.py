@@ -266,16 +266,18 @@ class MinHasher:
 
     Parameters: ``num_perm`` k (128), ``scheme`` (``"oph"``), ``seed`` (1), ``tokenizer``
     (``"word"``), ``ngram`` (5), ``normalizer`` (NFKC + casefold + whitespace), ``hash_seed`` (0,
-    the seed of the shingle hash).
+    the seed of the shingle hash), ``user_dict`` (a jieba user dictionary for the ``jieba`` and
+    ``auto`` tokenizers; its SHA-256 is part of :meth:`config`).
     """
 
     def __init__(self, num_perm: int = 128, scheme: str = DEFAULT_SCHEME, seed: int = 1, tokenizer: str = "word",
-                 ngram: int = 5, normalizer="default", hash_seed: int = 0):
+                 ngram: int = 5, normalizer="default", hash_seed: int = 0, user_dict=None):
         _check(num_perm, scheme, seed)
         self.num_perm = int(num_perm)
         self.scheme = scheme
         self.seed = int(seed)
-        self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=hash_seed)
+        self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=hash_seed,
+                                 user_dict=user_dict)
 
     def config(self) -> dict:
         return {"method": "minhash", "num_perm": self.num_perm, "scheme": self.scheme, "seed": self.seed,
