@@ -115,10 +115,16 @@ def test_borderline_with_an_index_keeps_the_estimate_for_indexed_documents(tmp_p
     assert rep["index"]["removed_by_index"] > 0 and rep["counts"]["accounted"]
 
 
-def test_distinct_sets_equal_unique_on_random_batches():
+@pytest.mark.parametrize("block", [None, 16])
+def test_distinct_sets_equal_unique_on_random_batches(monkeypatch, block):
     """The per-document sort behind the exact check and ``unique`` gives NumPy's sorted distinct values
-    and counts, whatever the sizes (the size classes, a document larger than a sort block)."""
+    and counts, whatever the sizes (the size classes, a document larger than a sort block; with a
+    block of 16 values, blocks of many documents end at every place)."""
+    from neardup.features import shingles
     from neardup.features.shingles import Features
+
+    if block is not None:
+        monkeypatch.setattr(shingles, "_BLOCK", block)
 
     rng = np.random.default_rng(7)
     for n_docs in (0, 1, 3, 50, 301):
@@ -151,3 +157,6 @@ def test_rows_csr_reorders_batches_and_leaves_unread_rows_empty():
     assert [f.doc(i).tolist() for i in range(5)] == [[10], [], [50, 51, 52], [70, 71], [90]]
     g = _rows_csr(rows, [], [], [])
     assert g.offsets.tolist() == [0] * 6
+    for docs in ([np.array([1, 1])], [np.array([2])], [np.array([11])]):     # a caller's bug, never silent
+        with pytest.raises(ValueError, match="repeated, or not among the rows"):
+            _rows_csr(rows, docs, [np.zeros(len(docs[0]), np.uint64)], [np.ones(len(docs[0]), np.int64)])

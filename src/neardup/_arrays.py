@@ -36,7 +36,8 @@ def utf8_buffer(data) -> np.ndarray:
     Every byte buffer handed to a kernel is writable, C-contiguous uint8: numba compiles one
     specialisation per array type, and a read-only view of ``bytes`` (``np.frombuffer``) would
     compile the whole word scanner a second time (8 s on the reference machine, measured with
-    numba's compile events). Joining into a bytearray costs no extra copy."""
+    numba's compile events). A list is joined straight into a bytearray (no extra copy); ``bytes``
+    are copied once."""
     if isinstance(data, list):
         data = bytearray().join(data)
     elif isinstance(data, bytes):

@@ -583,8 +583,12 @@ def _rows_csr(rows: np.ndarray, docs: list, hashes: list, sizes: list):
         d, old_start, z = d[order], old_start[order], z[order]
         new_start = np.cumsum(z) - z
         h = h[np.repeat(old_start - new_start, z) + np.arange(int(z.sum()), dtype=np.int64)]
+    at = np.searchsorted(rows, d)
+    if d.shape[0] and (np.any(d[1:] == d[:-1]) or at[-1] >= rows.shape[0] or np.any(rows[np.minimum(
+            at, rows.shape[0] - 1)] != d)):
+        raise ValueError("_rows_csr: a document repeated, or not among the rows")   # a bug, never input
     per_row = np.zeros(rows.shape[0], dtype=np.int64)
-    per_row[np.searchsorted(rows, d)] = z
+    per_row[at] = z
     off = np.zeros(rows.shape[0] + 1, dtype=np.int64)
     np.cumsum(per_row, out=off[1:])
     return Features.distinct(h, off)

@@ -34,8 +34,8 @@ DOCS = ["The quick brown fox jumps over the lazy dog near the river bank today.\
         "The quick brown fox jumps over the lazy dog near the river bank today!\nA second line here.\n",
         "Completely different words make up this third and final English document.\n",
         "中文文本也要测试一下，看看分词和签名是否正常工作。\nA second line here.\n",
-        # 49 words, then the same with one word changed: word 5-gram Jaccard (49 − 9)/(49 + 1) = 0.8, a
-        # borderline pair at the default threshold, so the exact check's kernels compile here too
+        # 53 words, then the same with one word changed: word 5-gram Jaccard (53 − 9)/(53 + 1) ≈ 0.81,
+        # a borderline pair at the default threshold, so the exact check's kernels compile here too
         _LONG.format("licence"), _LONG.format("license")]
 
 
