@@ -201,6 +201,15 @@ def test_simhash_word_files_match_local(spark, planted, tmp_path):
     assert rep["counts"]["removed"] > 20 and rep["parameters"]["stop_words"] == str(tmp_path / "stop.txt")
 
 
+def test_minhash_user_dictionary_matches_local(spark, planted, tmp_path):
+    """MinHash with the jieba tokenizer and a user dictionary (signing and the borderline re-shingling
+    on the executors): the local engine's outputs byte for byte."""
+    (tmp_path / "user.txt").write_text("文本去重 5 n\ncopy 3 n\n", encoding="utf-8")
+    rep, _ = _both(spark, [planted], tmp_path, tokenizer="jieba", user_dict=str(tmp_path / "user.txt"),
+                   on_error="skip")
+    assert rep["counts"]["removed"] > 20 and rep["parameters"]["user_dict"] == str(tmp_path / "user.txt")
+
+
 @pytest.mark.parametrize("metric,linkage,drift", [("jaccard", "bounded", 0.05), ("containment", "components", None),
                                                   ("jaccard", "components", 0.05)])
 def test_verify_exact_matches_local(spark, planted, tmp_path, metric, linkage, drift):
