@@ -106,3 +106,23 @@ def test_parquet_to_standard_output(tmp_path):
     assert res.exit_code == 0, res.output
     t = pq.read_table(io.BytesIO(res.stdout_bytes))
     assert t.num_rows == 2
+
+
+def test_arrow_helpers_equal_pa_array():
+    """The parquet writer's arrays, built from buffers (pa.array would import pandas), equal pa.array's."""
+    import numpy as np
+    import pyarrow as pa
+
+    from neardup._arrays import arrow_bool, arrow_numeric, arrow_strings
+
+    rng = np.random.default_rng(5)
+    for dtype in (np.uint32, np.uint64, np.int64, np.float64):
+        v = rng.integers(0, 1000, 37).astype(dtype)
+        assert arrow_numeric(v).equals(pa.array(v)) and arrow_numeric(v[::2]).equals(pa.array(v[::2]))
+    for n in (0, 1, 7, 8, 9, 100):
+        b = rng.integers(0, 2, n).astype(bool)
+        assert arrow_bool(b).equals(pa.array(b, pa.bool_()))
+    texts = ["", "a", "ünï", "x" * 300, "中文"]
+    assert arrow_strings(texts).equals(pa.array(texts, pa.string()))
+    with pytest.raises(TypeError):
+        arrow_numeric(np.zeros((2, 2)))

@@ -397,3 +397,47 @@ def test_register_decode_equals_decode_at_and_nfkc_check():
         assert got.tolist() == reference(tight, offsets, unsafe).tolist()
 
     check()
+
+
+def test_both_packers_give_the_same_bytes_and_offsets(monkeypatch):
+    """The batch packer's two paths (Arrow's StringBuilder while pandas is not loaded, pa.array
+    after) pack the same bytes; bytes that are not UTF-8 pass unchanged, empty parts included."""
+    from neardup.text import normalize
+
+    rng = np.random.default_rng(3)
+    parts = ["", "abc", b"\xe4\xb8\xad\xe6\x96\x87", b"", b"\xff\xfe raw", "x" * 1000]
+    parts += [bytes(rng.integers(0, 256, int(rng.integers(0, 50)), dtype=np.uint8)) for _ in range(200)]
+    monkeypatch.setattr(normalize, "_built", 0)
+    monkeypatch.setattr(normalize, "_pandas_installed", lambda: True)
+    monkeypatch.delitem(__import__("sys").modules, "pandas", raising=False)
+    built = normalize._pack(parts)
+    assert normalize._built == built[1][-1] > 0
+    import pyarrow as pa
+
+    arrowed = normalize._pack_array(pa, parts)
+    assert built[1].dtype == arrowed[1].dtype == np.int64 and built[1].tolist() == arrowed[1].tolist()
+    assert built[0].tobytes() == arrowed[0].tobytes() == b"".join(p.encode() if isinstance(p, str) else p
+                                                               for p in parts)
+    assert built[0].flags.writeable                      # folded in place by encode_batch
+    monkeypatch.setattr(normalize, "_built", normalize._BUILDER_BYTES)     # past the limit: pa.array
+    assert normalize._pack(parts)[1].tolist() == arrowed[1].tolist()
+    empty = normalize._pack(["", b""])
+    assert empty[0].shape == (1,) and empty[1].tolist() == [0, 0, 0]
+
+
+def test_a_signing_process_does_not_import_pandas(tmp_path):
+    """pyarrow's pa.array imports pandas on first use (0.2–0.5 s per signing worker); a small run in
+    a fresh process packs its batches without it."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("pandas")          # without pandas installed there is nothing to avoid
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(f'{{"text": "document {i} with some words in it, ünïcode too"}}\n' for i in range(50)),
+                   encoding="utf-8")
+    code = ("import sys; from neardup import DedupConfig, run_dedup; "
+            f"run_dedup([{str(src)!r}], {str(tmp_path / 'o')!r}, DedupConfig(workers=1)); "
+            "print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"

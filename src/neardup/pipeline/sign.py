@@ -94,17 +94,17 @@ def write_parquet(path_or_file, cfg: DedupConfig, values, empty, ids, rows) -> N
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
+    from .._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415  (no pandas import)
     from .records import parquet_id_text  # noqa: PLC0415
 
     name = _column_name(cfg)
     if values.ndim == 2 and cfg.method == "minhash":
         k = values.shape[1]
-        flat = pa.array(np.ascontiguousarray(values).reshape(-1))
-        sig = pa.FixedSizeListArray.from_arrays(flat, k)
+        sig = pa.FixedSizeListArray.from_arrays(arrow_numeric(np.ascontiguousarray(values).reshape(-1)), k)
     else:
-        sig = pa.array(np.ascontiguousarray(values).reshape(-1).astype(np.uint64))
-    table = pa.table({"id": pa.array([parquet_id_text(v) for v in ids], pa.string()),
-                      "row": pa.array(rows, pa.int64()), "empty": pa.array(empty, pa.bool_()), name: sig})
+        sig = arrow_numeric(np.ascontiguousarray(values).reshape(-1).astype(np.uint64))
+    table = pa.table({"id": arrow_strings([parquet_id_text(v) for v in ids]),
+                      "row": arrow_numeric(np.asarray(rows, dtype=np.int64)), "empty": arrow_bool(empty), name: sig})
     meta = {b"neardup": json.dumps({"method": cfg.method, **_sig_params(cfg)}).encode()}
     pq.write_table(table.replace_schema_metadata(meta), path_or_file)
 
