@@ -158,7 +158,7 @@ def combine(hashes, start, end, seed):
     return _avalanche(h)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def xxh64_batch(buf, offsets, seed):
     """xxh64 of each CSR item ``buf[offsets[k]:offsets[k+1]]``."""
     n = offsets.shape[0] - 1

@@ -43,7 +43,7 @@ def _upper_bound(col, key, lo):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def probe_segment(qvals, qrows, qkeys, bands, band_row, sigs, dead, empty, kind, limit, max_bucket,
                   out_q, out_r, out_s):
     """Matches of the query rows ``qrows`` of ``qvals`` (band keys ``qkeys``, one row per entry of

@@ -12,7 +12,7 @@ from numba import njit
 from .hashing import P1, P2, P4, P5, _avalanche, _round, rotl
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def band_keys(values, b, r):
     n = values.shape[0]
     out = np.empty((n, b), dtype=np.uint64)

@@ -100,7 +100,7 @@ def oph_densify(bins, salt, out_row):
             attempt += np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def oph_batch(hashes, offsets, k, salt):
     nd = offsets.shape[0] - 1
     out = np.empty((nd, k), dtype=np.uint32)
@@ -233,7 +233,7 @@ def bottomk_pairs(sig, ii, jj):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def oph_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed, k, salt):
     """Fused text → OPH signatures for the ``word`` tokenizer: per document, the token scan, the
     shingle hashes (into a document-sized scratch buffer that stays in cache) and the OPH bins —

@@ -17,7 +17,7 @@ def ascii_lower_inplace(buf):
             buf[i] = b + 32
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def nfkc_unsafe_batch(buf, offsets, docs, unsafe, lead_clean):
     """For each document index in ``docs``: whether ``buf[offsets[d]:offsets[d+1]]`` holds a code
     point flagged in ``unsafe`` (:func:`neardup.text.unicode.nfkc_unsafe`: NFKC is then not exact

@@ -471,7 +471,7 @@ def doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scrat
     return emit_shingles(tokh, m, n, seed, shingles, 0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def token_shingles_batch(buf, offsets, table, map_slot, map_utf8, n, seed, mode):
     """Shingle hashes of a batch. ``mode`` 0: word tokens (``table`` = code-point classes,
     ``map_*`` = per-character map, see :func:`word_scan`); 1: pre-split tokens (0x1F
@@ -494,7 +494,7 @@ def token_shingles_batch(buf, offsets, table, map_slot, map_utf8, n, seed, mode)
     return out[:o].copy(), doc_off
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def char_shingles_batch(buf, offsets, n, seed):
     """Character n-gram hashes: XXH64 of the UTF-8 bytes of every window of n code points."""
     nd = offsets.shape[0] - 1

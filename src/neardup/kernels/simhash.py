@@ -30,7 +30,7 @@ def fold_one(hashes, weights, start, end):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fold_batch(hashes, weights, offsets):
     """Fingerprints of a CSR batch: document d owns ``hashes[offsets[d]:offsets[d+1]]``."""
     n = offsets.shape[0] - 1
