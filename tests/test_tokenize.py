@@ -423,6 +423,9 @@ def test_both_packers_give_the_same_bytes_and_offsets(monkeypatch):
     assert normalize._pack(parts)[1].tolist() == arrowed[1].tolist()
     empty = normalize._pack(["", b""])
     assert empty[0].shape == (1,) and empty[1].tolist() == [0, 0, 0]
+    few = normalize._pack(parts[:normalize._FEW])                  # the join path for a few parts
+    assert few[1].tolist() == arrowed[1][:normalize._FEW + 1].tolist()
+    assert few[0].tobytes() == arrowed[0].tobytes()[:int(arrowed[1][normalize._FEW])] and few[0].flags.writeable
 
 
 def test_a_signing_process_does_not_import_pandas(tmp_path):

@@ -185,6 +185,7 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
 # (no pandas; 45 ms against pa.array's 28 ms for 91 MB, measured) is.
 _BUILDER_BYTES = 1 << 30
 _built = 0
+_FEW = 16                     # up to this many parts: joined in Python (6 µs for one document, 19 µs by Arrow)
 
 
 @lru_cache(maxsize=1)
@@ -203,6 +204,13 @@ def _pack(parts: list) -> tuple[np.ndarray, np.ndarray]:
     has packed ``_BUILDER_BYTES``. Both give the same bytes and offsets (the builder does not
     validate UTF-8: bytes pass as they are)."""
     global _built
+    if len(parts) <= _FEW:        # a query or a few documents: a join is 3× faster than either builder
+        enc = [p.encode("utf-8") if type(p) is str else p for p in parts]
+        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in enc], out=offsets[1:])
+        if offsets[-1] == 0:
+            return np.zeros(1, dtype=np.uint8), offsets
+        return np.frombuffer(bytearray().join(enc), dtype=np.uint8), offsets
     import pyarrow as pa  # noqa: PLC0415  (on first use: keeps `import neardup` light)
 
     if _built < _BUILDER_BYTES and "pandas" not in sys.modules and _pandas_installed():
