@@ -232,7 +232,7 @@ class MinHashLSH:
         ``candidates`` by longest shared prefix. Without ``features`` they are ranked by the estimate
         on the full signature (default 4k candidates); with the query's ``features`` (its shingles,
         a one-document :class:`~neardup.features.Features`) by exact Jaccard against the shingle sets
-        kept by :meth:`insert_batch` (default max(20k, 200) candidates; the scores are then exact):
+        kept by :meth:`insert_batch` (default max(15k, 150) candidates; the scores are then exact):
         the estimate's ±sqrt(J(1 − J)/num_perm) noise reorders documents of nearly equal J, which
         exact ranking does not. Fewer than ``k`` when fewer indexed sketches share even the first slot
         of a tree with it (they are then dissimilar: a slot agrees with probability J)."""
@@ -256,7 +256,9 @@ class MinHashLSH:
         u = features.unique()
         if len(u) != 1:
             raise ValueError(f"features must be of the one query document; got {len(u)} documents")
-        want = int(candidates or max(20 * k, 200))
+        # 150 for k = 10: recall@10 0.937 at ~1,190 queries/s on the 92 MB corpus (200: 0.941 at
+        # ~1,040; 100: 0.927 at ~1,300; benchmarks/INDEX.md)
+        want = int(candidates or max(15 * k, 150))
         rows, _ = forest_top_k(self._sig[:n], self._perms, self._pkeys, self._live[:n], m, q, want, want,
                                self._empty)
         missing = rows[self._fstart[rows] < 0]
