@@ -223,3 +223,32 @@ def test_sigkill_under_load_keeps_every_acknowledged_add(index):
         assert 200 + len(acked) <= n <= 200 + len(sent)
     finally:
         s2.stop()
+
+
+def test_simhash_index_check_and_add_batches(tmp_path):
+    """A SimHash index's check-and-add with several documents per round (a batch request, or
+    concurrent single requests grouped into one round): a near copy within the batch is a duplicate
+    of the batch's earlier document, a copy of an indexed one names it; through the Python API and
+    the service alike (the in-batch pairs crashed with AttributeError before)."""
+    from neardup.index.disk import SimHashDiskIndex
+
+    texts = [d["text"] for d in DOCS[:6]]
+    near = texts[1] + " one more line at the end"
+    path = tmp_path / "sidx"
+    with SimHashDiskIndex.create(path) as idx:
+        idx.add_batch(["d0"], texts[:1])
+        got = idx.check_and_add(["a", "b", "b2", "c"], [texts[0], texts[1], near, texts[2]])
+        assert [(r["id"], r["duplicate"], r["added"]) for r in got] == [
+            ("a", True, False), ("b", False, True), ("b2", True, False), ("c", False, True)]
+        assert got[0]["matches"][0][0] == "d0" and got[2]["matches"][0][0] == "b"
+    s = Server(path)
+    try:
+        status, body = s.call("POST", "/v1/check-and-add",
+                              _docs([("e", texts[3]), ("e2", texts[3] + " and a trailing word"), ("f", texts[4])]))
+        assert status == 200, body
+        res = body["results"]
+        assert [(r["id"], r["duplicate"], r["added"]) for r in res] == [
+            ("e", False, True), ("e2", True, False), ("f", False, True)]
+        assert res[1]["matches"][0]["id"] == "e"
+    finally:
+        s.stop()

@@ -33,7 +33,8 @@ def _warm(method: str, force: bool) -> float | None:
 def warmup(methods, all_methods, force, jobs):
     """Compile the kernels of each method's default run now and cache them on disk, so that later
     runs start at full speed (numba caches per machine; a run with other options may still compile a
-    kernel or two, and says so).
+    kernel or two, and says so). For minhash and simhash also the persistent index's (`dedup
+    --index`, `neardup serve`).
 
     \b
     Examples:

@@ -721,8 +721,8 @@ class SimHashDiskIndex(_BaseDiskIndex):
         """Every pair of ``rows`` within the distance (exact: permuted tables)."""
         from .simhash_index import all_pairs  # noqa: PLC0415
 
-        res = all_pairs(np.ascontiguousarray(values[rows, 0], dtype=np.uint64), k=self.max_distance)
-        a, b = rows[np.asarray(res.i, dtype=np.int64)], rows[np.asarray(res.j, dtype=np.int64)]
+        i, j, _ = all_pairs(np.ascontiguousarray(values[rows, 0], dtype=np.uint64), k=self.max_distance)
+        a, b = rows[np.asarray(i, dtype=np.int64)], rows[np.asarray(j, dtype=np.int64)]
         return np.minimum(a, b), np.maximum(a, b)
 
     _max_bucket = 0     # exact: every fingerprint within the distance is found
