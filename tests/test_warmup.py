@@ -79,3 +79,17 @@ def test_warmup_command_in_parallel_processes_fills_the_cache(tmp_path):
     stamps = sorted(f.name for f in (tmp_path / "cache").iterdir() if f.name.endswith(".stamp"))
     assert len(stamps) == 2 and any("exact" in s for s in stamps) and any("lines" in s for s in stamps)
     assert any(f.suffix == ".nbi" for f in (tmp_path / "cache").rglob("*"))      # numba's index files
+
+
+def test_explicit_warmup_covers_the_index_for_both_methods(tmp_path, monkeypatch):
+    """`neardup warmup` also runs dedup --index twice and the service's check-and-add and query on
+    the index it made (for SimHash this once met a crash in check-and-add): no error, for both."""
+    calls = []
+    real = warmup._warm_index
+    monkeypatch.setattr(warmup, "_warm_index", lambda *a: (calls.append(a[0].method), real(*a))[1])
+    monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / f"stamp-{cfg.method}"))
+    for method in ("minhash", "simhash"):
+        assert warmup.warm_up(DedupConfig(method=method), announce=False, force=True, explicit=True) > 0
+    assert calls == ["minhash", "simhash"]
+    assert warmup.warm_up(DedupConfig(method="exact"), announce=False, force=True, explicit=True) >= 0
+    assert calls == ["minhash", "simhash"]                       # no index for the other methods
