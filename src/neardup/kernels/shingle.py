@@ -172,34 +172,31 @@ def ascii_word_scan(buf, start, end, fold, tok_start, tok_end, tok_hash, seed):
     me = 0
     carry = np.uint64(0)
     for j in range(nblocks):
-        word = bitmap[j]
-        before = (word << np.uint64(1)) | carry
-        carry = word >> np.uint64(63)
-        starts = word & ~before
-        ends = ~word & before
-        base = start + 64 * j
-        while starts != 0:
-            tok_start[m] = base + np.int64(cttz64(starts))
-            m += 1
-            starts &= starts - np.uint64(1)
-        while ends != 0:
-            tok_end[me] = base + np.int64(cttz64(ends))
-            me += 1
-            ends &= ends - np.uint64(1)
+        m, me, carry = _block_bounds(bitmap[j], carry, start + 64 * j, tok_start, tok_end, m, me)
     if me < m:  # the last token runs to the end
         tok_end[me] = end
     for t in range(m):
-        p = tok_start[t]
-        length = tok_end[t] - p
-        rest = length
-        h = seed
-        while rest > 8:
-            h = _absorb(h, bswap64(load_u64(buf, p) | fold))
-            p += 8
-            rest -= 8
-        h = _absorb(h, bswap64(load_u64(buf, p) | fold) >> np.uint64(64 - 8 * rest))
-        tok_hash[t] = fmix64(h ^ (np.uint64(length) * P5))
+        tok_hash[t] = _short_hash(buf, tok_start[t], tok_end[t] - tok_start[t], fold, seed)
     return m
+
+
+@njit(inline="always", cache=True)
+def _block_bounds(word, carry, base, tok_start, tok_end, m, me):
+    """Token starts (a 1 after a 0) and ends (a 0 after a 1) of one 64-byte block's word-byte bitmap
+    ``word`` at ``base``, appended by count-trailing-zeros; ``carry``: the previous block's last bit.
+    Returns (starts so far, ends so far, this block's last bit)."""
+    before = (word << np.uint64(1)) | carry
+    starts = word & ~before
+    ends = ~word & before
+    while starts != 0:
+        tok_start[m] = base + np.int64(cttz64(starts))
+        m += 1
+        starts &= starts - np.uint64(1)
+    while ends != 0:
+        tok_end[me] = base + np.int64(cttz64(ends))
+        me += 1
+        ends &= ends - np.uint64(1)
+    return m, me, word >> np.uint64(63)
 
 
 @njit(cache=True)
@@ -220,18 +217,7 @@ def _ascii_run(buf, a, b, fold, tok_start, tok_end, tok_hash, m, seed):
         tail = b - base
         if tail < 64:
             word &= (np.uint64(1) << np.uint64(tail)) - np.uint64(1)
-        before = (word << np.uint64(1)) | carry
-        carry = word >> np.uint64(63)
-        starts = word & ~before
-        ends = ~word & before
-        while starts != 0:
-            tok_start[m] = base + np.int64(cttz64(starts))
-            m += 1
-            starts &= starts - np.uint64(1)
-        while ends != 0:
-            tok_end[me] = base + np.int64(cttz64(ends))
-            me += 1
-            ends &= ends - np.uint64(1)
+        m, me, carry = _block_bounds(word, carry, base, tok_start, tok_end, m, me)
     if me < m:
         tok_end[me] = b
     for t in range(m0, m):
