@@ -68,7 +68,8 @@ def arrow_bool(values: np.ndarray):
 
 
 def arrow_strings(texts: list):
-    """A pyarrow string array of Python strings (no nulls), by Arrow's builder."""
+    """A pyarrow string array of Python strings or bytes (no nulls; bytes are not checked for
+    UTF-8), by Arrow's builder."""
     import pyarrow as pa  # noqa: PLC0415
 
     b = pa.lib.StringBuilder()

@@ -504,10 +504,10 @@ class DiskIndex(_BaseDiskIndex):
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the user_dict file {config.get('user_dict')} has "
                                    f"changed since the index was built (SHA-256 "
                                    f"{config['hasher'].get('user_dict_sha256')}); restore it, or build a new index")
-        if _jsonable(self.hasher.config()) != config["hasher"]:
+        if mine != config["hasher"]:
             raise IndexConfigError(
                 f"{self.path}: the stored text pipeline {config['hasher']} differs from what this neardup "
-                f"builds for the same parameters {_jsonable(self.hasher.config())}; rebuild the index")
+                f"builds for the same parameters {mine}; rebuild the index")
         self.threshold = float(config["threshold"])
         self.b, self.r = int(config["b"]), int(config["r"])
         self.scheme = config["scheme"]

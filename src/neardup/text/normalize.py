@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._arrays import arrow_strings, utf8_buffer
 from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch
 from .unicode import char_map, nfkc_clean_leads, nfkc_unsafe
 
@@ -208,16 +209,12 @@ def _pack(parts: list) -> tuple[np.ndarray, np.ndarray]:
         enc = [p.encode("utf-8") if type(p) is str else p for p in parts]
         offsets = np.zeros(len(enc) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in enc], out=offsets[1:])
-        if offsets[-1] == 0:
-            return np.zeros(1, dtype=np.uint8), offsets
-        return np.frombuffer(bytearray().join(enc), dtype=np.uint8), offsets
+        return utf8_buffer(enc), offsets
     import pyarrow as pa  # noqa: PLC0415  (on first use: keeps `import neardup` light)
 
     if _built < _BUILDER_BYTES and "pandas" not in sys.modules and _pandas_installed():
         try:
-            b = pa.lib.StringBuilder()
-            b.append_values(parts)
-            _, off_buf, data_buf = b.finish().buffers()
+            _, off_buf, data_buf = arrow_strings(parts).buffers()
             offsets = np.frombuffer(off_buf, dtype=np.int32, count=len(parts) + 1).astype(np.int64)
             _built += int(offsets[-1])
         except (AttributeError, pa.ArrowException):    # no builder (older Arrow), or ≥ 2 GiB in one batch
