@@ -52,9 +52,9 @@ def main() -> None:
                     help="the 100 Chinese man pages of ../shared instead, traditional ones converted (tw2sp)")
     args = ap.parse_args()
     import neardup
+    from neardup.dedup import find_minhash_duplicates, find_simhash_duplicates
     from neardup.evaluate import exact_jaccard_truth, labels_from_pairs
     from neardup.index.lsh import choose_params
-    from neardup.pipeline import find_minhash_duplicates, find_simhash_duplicates
 
     texts = []
     if args.chinese:

@@ -40,7 +40,7 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {0})
     from neardup import Signatures
-    from neardup.pipeline import find_minhash_duplicates
+    from neardup.dedup import find_minhash_duplicates
 
     find_minhash_duplicates(Signatures(make(2000, 128, 1), "oph", 1), args.threshold)  # warm-up (JIT cache load)
     vals = make(args.n, 128)

@@ -85,7 +85,7 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-    from neardup.pipeline.dedup import DedupConfig, run_dedup
+    from neardup import DedupConfig, run_dedup
 
     work = Path(tempfile.mkdtemp(prefix="neardup-bench-spark-"))
     res: dict = {"corpus": args.corpus, "corpus_bytes": os.path.getsize(args.corpus), "master": args.master,

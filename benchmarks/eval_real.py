@@ -58,7 +58,7 @@ from build_corpus import strip_roff
 import neardup
 from neardup import MinHasher, SentenceSigner, Shingler, SimHasher
 from neardup import evaluate as ev
-from neardup.pipeline import containment_from_jaccard
+from neardup.dedup import containment_from_jaccard
 
 FIXED_T = 0.8
 FIXED_K = 3

@@ -1,4 +1,4 @@
-"""``--verify borderline`` (pipeline/find.py): estimates far from t decide, pairs within
+"""``--verify borderline`` (dedup/verify.py): estimates far from t decide, pairs within
 z·sqrt(J_t(1 − J_t)/k) of the threshold are decided exactly on shingles re-read from their texts.
 The band's width comes from the theory (z from the number of candidates, the estimator's variance),
 and the statistical test uses fixed seeds and a bound derived from it."""
@@ -11,10 +11,10 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
+from neardup import run_dedup
 from neardup.config import DedupConfig
+from neardup.dedup.verify import borderline_mask, borderline_z, containment_from_jaccard, decide_borderline
 from neardup.features.shingles import Shingler
-from neardup.pipeline.dedup import run_dedup
-from neardup.pipeline.find import _decide_borderline, borderline_mask, borderline_z, containment_from_jaccard
 from neardup.similarity.jaccard import exact_jaccard_pairs
 from neardup.sketches.minhash import MinHasher, jaccard_rows
 
@@ -69,7 +69,7 @@ def test_outside_the_band_few_are_misdecided_inside_none(scheme, seed):
     hi = lo + 1
     t = 0.8
     est = jaccard_rows(sigs.values, lo, hi, scheme)
-    sim, info, _ = _decide_borderline(est, sigs.values, lo, hi, None, sigs, t, "jaccard", 0, feats, None)
+    sim, info, _ = decide_borderline(est, sigs.values, lo, hi, None, sigs, t, "jaccard", 0, feats, None)
     exact = exact_jaccard_pairs(feats, lo, hi)
     band = borderline_mask(est, None, None, t, 128, "jaccard", borderline_z(lo.shape[0]))
     assert info["pairs"] == int(band.sum()) > 0
@@ -148,15 +148,15 @@ def test_distinct_sets_equal_unique_on_random_batches(monkeypatch, block):
 
 
 def test_rows_csr_reorders_batches_and_leaves_unread_rows_empty():
-    from neardup.pipeline.dedup import _rows_csr
+    from neardup.dedup.verify import rows_csr
 
     rows = np.array([1, 3, 5, 7, 9])
-    f = _rows_csr(rows, [np.array([7, 9]), np.array([1, 5])],
+    f = rows_csr(rows, [np.array([7, 9]), np.array([1, 5])],
                   [np.array([70, 71, 90], np.uint64), np.array([10, 50, 51, 52], np.uint64)],
                   [np.array([2, 1]), np.array([1, 3])])
     assert [f.doc(i).tolist() for i in range(5)] == [[10], [], [50, 51, 52], [70, 71], [90]]
-    g = _rows_csr(rows, [], [], [])
+    g = rows_csr(rows, [], [], [])
     assert g.offsets.tolist() == [0] * 6
     for docs in ([np.array([1, 1])], [np.array([2])], [np.array([11])]):     # a caller's bug, never silent
         with pytest.raises(ValueError, match="repeated, or not among the rows"):
-            _rows_csr(rows, docs, [np.zeros(len(docs[0]), np.uint64)], [np.ones(len(docs[0]), np.int64)])
+            rows_csr(rows, docs, [np.zeros(len(docs[0]), np.uint64)], [np.ones(len(docs[0]), np.int64)])

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from neardup import DedupConfig, run_dedup
 from neardup.cli import main
-from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 BASE = ("the licence grants permission to use copy modify merge publish distribute sublicense and sell copies "
         "of the software subject to the following conditions stated in this notice")
@@ -191,7 +191,7 @@ def test_bounded_linkage_stops_chains():
     """A chain a0 ~ a1 ~ ... ~ a9 where each step changes two words: components put all ten
     together; bounded linkage keeps every cluster's members within t − δ of each other."""
     import neardup
-    from neardup.pipeline import find_minhash_duplicates
+    from neardup.dedup import find_minhash_duplicates
 
     words = [f"w{i}" for i in range(60)]
     chain = []
@@ -221,12 +221,12 @@ def test_interrupted_rerun_leaves_the_previous_result_whole(tmp_path, monkeypatc
     out = tmp_path / "out"
     run_dedup([str(src)], str(out), config())
     before = {p: (out / p).read_bytes() for p in ("report.json", "report.html", "clusters.jsonl", "kept/in.jsonl")}
-    import neardup.pipeline.dedup as dd
+    import neardup.dedup.records as records
 
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dd, "write_kept", boom)
+    monkeypatch.setattr(records, "write_kept", boom)
     with pytest.raises(KeyboardInterrupt):
         run_dedup([str(src)], str(out), config(keep="longest"))
     assert {p: (out / p).read_bytes() for p in before} == before

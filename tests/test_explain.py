@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from neardup import run_dedup
 from neardup.cli import main
 from neardup.config import DedupConfig
 from neardup.explain import explain_minhash, explain_sentences, explain_simhash
 from neardup.index.lsh import candidate_pairs
-from neardup.pipeline.dedup import run_dedup
 from neardup.sketches.minhash import MinHasher
 from neardup.sketches.simhash import feature_signer, hamming
 

@@ -15,8 +15,8 @@ import time
 import pytest
 from hostile import accounted, cli, cli_proc, jsonl_bytes, one_line_error, snapshot, write_jsonl
 
+from neardup import DedupConfig, run_dedup
 from neardup.config import cpu_count
-from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

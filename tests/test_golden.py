@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup.pipeline.dedup import DedupConfig, run_dedup
+from neardup import DedupConfig, run_dedup
 
 GOLDEN = Path(__file__).parent / "data" / "golden_outputs.json"
 UPDATE = os.environ.get("NEARDUP_UPDATE_GOLDEN") == "1"

@@ -1,4 +1,4 @@
-"""``neardup dedup NEW --index IDX`` (pipeline/incremental.py): the defining equality (day 1 then day 2
+"""``neardup dedup NEW --index IDX`` (dedup/incremental.py): the defining equality (day 1 then day 2
 keeps what one run over both keeps), reruns, crashes at every stage, and hostile use."""
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from neardup import run_dedup
 from neardup.cli import main
 from neardup.config import DedupConfig
 from neardup.errors import ConfigError, InputFormatError
 from neardup.index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
-from neardup.pipeline.dedup import run_dedup
 
 
 def _cfg(**kw) -> DedupConfig:
@@ -98,10 +98,10 @@ def test_parquet_clusters_have_an_indexed_column(days, tmp_path):
 CRASH = textwrap.dedent("""
     import os, signal, sys
     from neardup.config import DedupConfig
-    from neardup.pipeline.dedup import run_dedup
+    from neardup import run_dedup
     import neardup.index.segments as seg
     import neardup.io.outdir as outdir
-    import neardup.pipeline.incremental as inc
+    import neardup.dedup.incremental as inc
 
     point = sys.argv[1]
 

@@ -27,9 +27,9 @@ from hostile import (
     write_jsonl,
 )
 
+from neardup import DedupConfig, run_dedup
 from neardup.errors import InputFormatError
 from neardup.io import iter_documents
-from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 
 def cfg(**kw):
@@ -380,16 +380,16 @@ def test_the_same_input_named_twice_is_refused(tmp_path):
 
 def test_an_input_changed_between_the_passes_is_an_error(tmp_path, monkeypatch):
     p = write_jsonl(tmp_path / "in.jsonl")
-    import neardup.pipeline.dedup as dd
+    import neardup.engines.local.run as local_run
 
-    real = dd._find
+    real = local_run.find_run
 
     def grow_input(*a, **k):
         with open(p, "ab") as fh:
             fh.write(jsonl_bytes(["a row appended while the run was reading"]))
         return real(*a, **k)
 
-    monkeypatch.setattr(dd, "_find", grow_input)
+    monkeypatch.setattr(local_run, "find_run", grow_input)
     with pytest.raises(InputFormatError, match="changed while the run was reading it"):
         run_dedup([str(p)], str(tmp_path / "o"), cfg())
     assert not (tmp_path / "o" / "report.json").exists()

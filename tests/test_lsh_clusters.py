@@ -5,8 +5,8 @@ import pytest
 
 from neardup import MinHasher, Signatures
 from neardup.clusters import build_clusters
+from neardup.dedup import containment_from_jaccard, find_equal_duplicates, find_minhash_duplicates
 from neardup.index.lsh import candidate_pairs, choose_params, datasketch_params, recall_params, s_curve
-from neardup.pipeline import containment_from_jaccard, find_equal_duplicates, find_minhash_duplicates
 
 
 def test_datasketch_parameters_reproduced(shared):
@@ -114,7 +114,7 @@ def test_containment_from_jaccard_and_equal_grouping():
 
 
 def test_simhash_duplicates_identical_fingerprints_are_linear():
-    from neardup.pipeline import find_simhash_duplicates
+    from neardup.dedup import find_simhash_duplicates
 
     fps = np.full(200_000, 0xDEADBEEF, dtype=np.uint64)
     fps[-1] ^= np.uint64(0b111)                      # within k = 3 of all the others

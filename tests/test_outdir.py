@@ -12,9 +12,9 @@ import threading
 import pytest
 from hostile import accounted, cli, docs, one_line_error, report, snapshot, without_root, write_jsonl
 
+from neardup import DedupConfig, run_dedup
 from neardup.errors import OutputError
 from neardup.io.outdir import MANIFEST, StagedOutput
-from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 
 def cfg(**kw):
@@ -123,12 +123,12 @@ def test_a_failed_rerun_leaves_the_previous_result_whole(tmp_path, monkeypatch):
     code, _, err = cli("dedup", bad, "-o", o)
     assert code == 1 and "malformed JSON" in err
     assert snapshot(o) == before
-    import neardup.pipeline.dedup as dd
+    import neardup.engines.local.run as local_run
 
     def disk_full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(dd, "_write_clusters", disk_full)
+    monkeypatch.setattr(local_run, "write_clusters", disk_full)
     with pytest.raises(OutputError, match="No space left on device"):
         run_dedup([str(src)], str(o), cfg(clusters_format="parquet"))
     assert snapshot(o) == before
@@ -230,15 +230,15 @@ def test_outputs_appear_only_after_success(tmp_path, monkeypatch):
     src = write_jsonl(tmp_path / "in.jsonl")
     o = tmp_path / "o"
     seen = {}
-    import neardup.pipeline.dedup as dd
+    import neardup.engines.local.run as local_run
 
-    real = dd.write_report
+    real = local_run.write_report
 
     def spy(rep, folder, html):
         seen["listing"] = sorted(os.listdir(o))
         return real(rep, folder, html)
 
-    monkeypatch.setattr(dd, "write_report", spy)
+    monkeypatch.setattr(local_run, "write_report", spy)
     run_dedup([str(src)], str(o), cfg())
     assert [n for n in seen["listing"] if not n.startswith(".neardup-tmp")] == []
     assert (o / "report.json").exists()

@@ -12,9 +12,9 @@ import pytest
 from hostile import cli, one_line_error, write_jsonl
 
 from neardup import MinHasher, find_minhash_duplicates
+from neardup.dedup.find import HOW, join_pairs
 from neardup.features import Shingler
 from neardup.kernels.clusters import components
-from neardup.pipeline.find import HOW, join_pairs
 from neardup.similarity import exact_jaccard_pairs
 
 ROOT = Path(__file__).resolve().parents[1]

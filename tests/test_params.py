@@ -9,9 +9,9 @@ import sys
 import pytest
 from hostile import accounted, cli, docs, write_jsonl
 
+from neardup import DedupConfig, run_dedup
 from neardup.errors import ConfigError
 from neardup.index.lsh import choose_params, datasketch_params, recall_params
-from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 
 @pytest.fixture

@@ -259,7 +259,7 @@ def test_headless_chromium_renders_page(tmp_path):
 
 # -- SimHash runs: distances in bits and the table layout --------------------------------------------
 def simhash_report() -> dict:
-    from neardup.pipeline.report import simhash_report as section
+    from neardup.dedup.report import simhash_report as section
 
     r = make_report()
     r["parameters"] = {"method": "simhash", "bits": 3, "tokenizer": "word", "ngram": 3, "keep": "first"}
@@ -273,7 +273,7 @@ def simhash_report() -> dict:
 
 
 def test_simhash_report_speaks_bits():
-    from neardup.pipeline.report import simhash_report as section
+    from neardup.dedup.report import simhash_report as section
 
     s = section(3, [5, 2, 7, 4, 0, 1], 950)
     assert s["distance_histogram"] == {"distances": [0, 1, 2, 3, 4, 5], "counts": [5, 2, 7, 4, 0, 1]}
@@ -289,8 +289,8 @@ def test_simhash_report_speaks_bits():
 
 
 def test_simhash_runs_report_their_distances(tmp_path):
+    from neardup import run_dedup
     from neardup.config import DedupConfig
-    from neardup.pipeline.dedup import run_dedup
 
     base = " ".join(f"word{i}" for i in range(60))
     texts = [base, base.replace("word7", "other7"), base.replace("word7 word8", "x y"), "unrelated text " * 9]

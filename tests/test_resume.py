@@ -15,7 +15,7 @@ import pytest
 from hostile import cli
 
 from neardup import ConfigError, DedupConfig, run_dedup
-from neardup.pipeline.resume import checkpoint_dir
+from neardup.dedup.resume import checkpoint_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
@@ -35,7 +35,8 @@ def _outputs(out: Path) -> dict:
 KILL = textwrap.dedent("""
     import os, signal, sys
     from neardup.config import DedupConfig
-    from neardup.pipeline import dedup, resume
+    from neardup.dedup import resume
+    from neardup.engines.local import run as dedup
 
     point = sys.argv[1]
     def die(*a, **k):
@@ -47,7 +48,7 @@ KILL = textwrap.dedent("""
         orig = resume.save
         resume.save = lambda *a, **k: (orig(*a, **k), die())
     elif point == "write":                    # the outputs being written
-        dedup._write_clusters = die
+        dedup.write_clusters = die
     cfg = DedupConfig(workers=1, quiet=True, html=False, id_field="id", resume=True,
                       verify=sys.argv[4])
     dedup.run_dedup([sys.argv[2]], sys.argv[3], cfg)
@@ -78,7 +79,7 @@ def test_killed_run_resumes_to_the_uninterrupted_outputs(tmp_path, point, verify
 
 def _checkpointed(tmp_path, src: Path, cfg: DedupConfig | None = None) -> Path:
     """A run with --resume stopped right after its checkpoint (in-process: save, then an exception)."""
-    import neardup.pipeline.resume as resume
+    import neardup.dedup.resume as resume
 
     out = tmp_path / "out"
     orig = resume.save

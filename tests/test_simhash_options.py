@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from neardup import run_dedup
 from neardup.cli import main
 from neardup.config import DedupConfig
 from neardup.errors import ConfigError
 from neardup.index.disk import IndexConfigError, SimHashDiskIndex
-from neardup.pipeline.dedup import run_dedup
 from neardup.sketches.compat import yanyiwu
 from neardup.sketches.simhash import SimHasher, feature_signer
 

@@ -349,7 +349,7 @@ def test_refusals(tmp_path):
 
 def test_spark_refuses_span_methods():
     pytest.importorskip("pyspark")
-    from neardup.engines.spark import _check_supported
+    from neardup.engines.spark.session import _check_supported
     with pytest.raises(ConfigError, match="local engine"):
         _check_supported(DedupConfig(method="lines").resolved())
 

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from click.testing import CliRunner
 
+from neardup import DedupConfig, run_dedup
 from neardup.cli import main
-from neardup.pipeline.dedup import DedupConfig, run_dedup
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
@@ -234,9 +234,9 @@ def test_planted_corpus_matches_local(spark, planted, tmp_path, keep, linkage):
 def test_components_by_star_rounds_match_local(spark, planted, tmp_path, monkeypatch, linkage, drift):
     """Connected components on the executors (star rounds, used past DRIVER_EDGES edges) give what
     the driver's union–find gives: the local engine's outputs."""
-    import neardup.engines.spark as engine
+    import neardup.engines.spark.graph as graph
 
-    monkeypatch.setattr(engine, "DRIVER_EDGES", 0)
+    monkeypatch.setattr(graph, "DRIVER_EDGES", 0)
     rep, report = _both(spark, [planted], tmp_path, linkage=linkage, max_drift=drift, on_error="skip")
     assert rep["counts"]["removed"] > 100
 
@@ -303,8 +303,8 @@ def test_every_input_format_through_the_cli(spark, planted, tmp_path):
 def test_dataframe_api(spark, planted):
     """dedup_dataframe on a DataFrame: the local engine's kept flags, representatives and similarities
     (the default --verify borderline: pairs near t decided on the shingle sets of their texts)."""
+    from neardup.dedup.find import find_minhash_duplicates
     from neardup.engines.spark import dedup_dataframe, sign_dataframe
-    from neardup.pipeline.find import find_minhash_duplicates
     from neardup.sketches.minhash import MinHasher
 
     texts = [json.loads(x)["text"] for x in planted.read_text(encoding="utf-8").splitlines()

@@ -4,7 +4,7 @@ import json
 import time
 
 from neardup import DedupConfig, run_dedup
-from neardup.pipeline import warmup
+from neardup.engines.local import warmup
 
 
 def test_first_run_compiles_apart_and_says_so(tmp_path, monkeypatch, capsys):

@@ -409,7 +409,8 @@ def test_workers_after_a_parallel_kernel_in_this_process(shared, tmp_path):
     """Python code that ran a parallel kernel (numba's OpenMP pool started) and then deduplicates with
     signing workers gets the one-process result: workers start from a fork server then, since a
     child forked after the pool started computes wrong fingerprints or aborts."""
-    from neardup.pipeline.dedup import _worker_context, run_dedup
+    from neardup.engines.local.run import run_dedup
+    from neardup.engines.local.workers import _worker_context
 
     texts = _pages(shared)
     yanyiwu.simhash_batch(texts[:20], 5)                       # 20 documents: the prange kernel

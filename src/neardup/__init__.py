@@ -7,6 +7,16 @@ from . import _cache  # noqa: F401  (first: where numba caches kernels, before a
 
 # isort: split
 from ._version import __version__
+from .config import DedupConfig
+from .dedup.find import (
+    DuplicateResult,
+    find_equal_duplicates,
+    find_minhash_duplicates,
+    find_simhash_duplicates,
+    join_pairs,
+)
+from .engines.local import run_dedup
+from .engines.local.pairs import run_pairs
 from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError, WorkerError
 from .features import Features, IdfTable, Shingler
 from .index.containment import ContainmentIndex, containment_candidates, containment_params
@@ -16,15 +26,6 @@ from .index.memory import MinHashLSH
 from .index.simhash_index import SimHashIndex, all_pairs
 from .index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
 from .io import InputSpec, expand_inputs, iter_documents
-from .pipeline.dedup import DedupConfig, run_dedup
-from .pipeline.find import (
-    DuplicateResult,
-    find_equal_duplicates,
-    find_minhash_duplicates,
-    find_simhash_duplicates,
-    join_pairs,
-)
-from .pipeline.pairs import run_pairs
 from .similarity import containment_pairs, exact_jaccard, exact_jaccard_pairs, set_jaccard
 from .sketches import (
     SCHEMES,

@@ -42,7 +42,7 @@ def dedup(inputs, outdir, engine, **params):
     OUTDIR/edits.jsonl (per row: the byte ranges removed, each with its XXH64) instead of clusters.jsonl;
     --spans lines|substrings adds them to a whole-document method in the same run.
     """
-    from ..pipeline.dedup import run_dedup  # noqa: PLC0415
+    from ..engines.local import run_dedup  # noqa: PLC0415
 
     ctx = click.get_current_context()
     given = [p.name for p in PARAMS

@@ -30,8 +30,8 @@ _BATCH = 20000
 
 
 def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
+    from ..dedup.incremental import _stored_kind  # noqa: PLC0415
     from ..index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
-    from ..pipeline.incremental import _stored_kind  # noqa: PLC0415
 
     cls = SimHashDiskIndex if _stored_kind(path) == "simhash" else DiskIndex
     return cls.open(path, readonly=readonly, synchronous=synchronous)
@@ -75,7 +75,7 @@ def create(path, method, **algo):
     """Create an empty index at PATH (a folder) with these parameters."""
     from pathlib import Path  # noqa: PLC0415
 
-    from ..pipeline.incremental import create_index  # noqa: PLC0415
+    from ..dedup.incremental import create_index  # noqa: PLC0415
 
     cfg = DedupConfig(method=method, **algo).resolved()
     p = Path(path)

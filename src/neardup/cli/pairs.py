@@ -9,8 +9,8 @@ import sys
 import click
 
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
+from ..engines.local.pairs import DEFAULT_MAX_PAIRS, NOT_USED
 from ..errors import NeardupError
-from ..pipeline.pairs import DEFAULT_MAX_PAIRS, NOT_USED
 from . import main
 
 
@@ -31,7 +31,7 @@ def pairs(inputs, outdir, max_pairs, **params):
     nothing is removed or clustered, so every listed pair passed on its own. Documents with identical
     signatures give every pair among them. OUTDIR/report.json counts rows, skipped rows and pairs.
     """
-    from ..pipeline.pairs import run_pairs  # noqa: PLC0415
+    from ..engines.local.pairs import run_pairs  # noqa: PLC0415
 
     ctx = click.get_current_context()
     given = [p.name for p in PARAMS

@@ -1,5 +1,5 @@
 """``neardup sign``: documents → one JSON line each with its signature, or a Parquet / ``.npy`` file
-of all of them signed on every core (:mod:`neardup.pipeline.sign`)."""
+of all of them signed on every core (:mod:`neardup.engines.local.sign`)."""
 from __future__ import annotations
 
 import contextlib
@@ -176,7 +176,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
 
 
 def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig) -> None:
-    from ..pipeline.sign import write_signatures  # noqa: PLC0415
+    from ..engines.local.sign import write_signatures  # noqa: PLC0415
 
     if output == "-" and sys.stdout is not None and sys.stdout.isatty():
         raise click.UsageError(f"--format {fmt} is binary; give -o FILE rather than writing it to a terminal")

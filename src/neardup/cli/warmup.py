@@ -18,7 +18,7 @@ from . import main
 
 def _warm(method: str, force: bool) -> float | None:
     from ..config import DedupConfig  # noqa: PLC0415
-    from ..pipeline.warmup import warm_up  # noqa: PLC0415
+    from ..engines.local.warmup import warm_up  # noqa: PLC0415
 
     return warm_up(DedupConfig(method=method), announce=False, force=force, explicit=True)
 

@@ -84,7 +84,8 @@ class Clusters:
         return [g for g in np.split(order, cuts) if g.shape[0] > 1]
 
 
-def _score(policy: str, n: int, lengths, keys) -> np.ndarray:
+def keep_score(policy: str, n: int, lengths, keys) -> np.ndarray:
+    """Per document its keep-policy score (the largest is kept; ties: the first row), both engines."""
     if policy == "first":
         return np.zeros(n, dtype=np.float64)
     if policy == "longest":
@@ -98,11 +99,15 @@ def _score(policy: str, n: int, lengths, keys) -> np.ndarray:
     raise ValueError(f"keep must be one of {', '.join(KEEP_POLICIES)}, got {policy!r}")
 
 
+#: Members sampled per side when bounded linkage checks a merge (both engines).
+LINKAGE_SAMPLE = 16
+
+
 def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray,
                    similarity_to: Callable[[np.ndarray, np.ndarray], np.ndarray], keep: str = "first", lengths=None,
                    keys=None, threshold: float | None = None,
                    max_drift: float | None = None, linkage: str = "components", edge_sim=None,
-                   oracle: SimilarityOracle | None = None, sample: int = 16) -> Clusters:
+                   oracle: SimilarityOracle | None = None, sample: int = LINKAGE_SAMPLE) -> Clusters:
     """Clusters from verified pairs (lo[e], hi[e]) with similarities ``edge_sim``.
 
     ``similarity_to(members, reps)`` returns the similarity of each member to its representative.
@@ -110,7 +115,7 @@ def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray,
     """
     if linkage not in LINKAGES:
         raise ValueError(f"linkage must be one of {', '.join(LINKAGES)}, got {linkage!r}")
-    score = _score(keep, n, lengths, keys)
+    score = keep_score(keep, n, lengths, keys)
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     if linkage == "bounded":

@@ -1,6 +1,8 @@
-"""Execution engines beyond the local one (:mod:`neardup.pipeline.dedup`).
+"""Executors: they schedule the stages of :mod:`neardup.dedup` and never define a rule of their own.
 
-* :mod:`neardup.engines.spark` — ``neardup dedup --engine spark``: the same clusters as the local
-  engine, computed as Apache Spark DataFrame operations (needs ``pip install 'neardup[spark]'``).
-  Imported on demand only, so ``neardup`` itself never needs PySpark.
+* :mod:`neardup.engines.local` — one machine: a process pool for signing, the stages in memory;
+* :mod:`neardup.engines.spark` — ``neardup dedup --engine spark``: the same stages as Apache Spark
+  DataFrame operations (needs ``pip install 'neardup[spark]'``), imported on demand only, so
+  ``neardup`` itself never needs PySpark;
+* :mod:`neardup.engines.spark_submit` — the file given to ``spark-submit`` (imports only the CLI).
 """

@@ -448,7 +448,7 @@ class ContainmentIndex:
             score = np.maximum(cross_intersections(feats.hashes, feats.offsets, qi, self._sh, self._sh_off, ri, need),
                                0) / q
         else:
-            from ..pipeline.find import containment_from_jaccard  # noqa: PLC0415  (pipeline imports index)
+            from ..dedup.verify import containment_from_jaccard  # noqa: PLC0415  (dedup imports index)
 
             uniq, at = np.unique(ri, return_inverse=True)
             both = np.concatenate([values.astype(self._dtype, copy=False), self._sig[uniq]])

@@ -40,6 +40,7 @@ from .._version import __version__
 from ..errors import OutputError
 
 MANIFEST = ".neardup-manifest.json"
+STDOUT = "-"                 # OUTDIR "-": the kept rows to standard output, nothing else written
 TMP_PREFIX = ".neardup-tmp-"
 OLD_PREFIX = ".neardup-old-"
 MARK = ".neardup-work"       # inside each work folder: what makes a folder with our prefix ours
@@ -315,5 +316,5 @@ def is_write_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO)
 
 
-__all__ = ["MANIFEST", "StagedOutput", "check_outdir_path", "foreign_entries", "is_write_error", "manifest_of",
-           "read_manifest"]
+__all__ = ["MANIFEST", "STDOUT", "StagedOutput", "check_outdir_path", "foreign_entries", "is_write_error",
+           "manifest_of", "read_manifest"]

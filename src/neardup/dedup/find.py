@@ -1,12 +1,15 @@
-"""Finding near-duplicates in a batch of signatures, end to end in memory.
+"""The stages of a run in memory, end to end: signatures → candidates (:mod:`.candidates`) → verified
+pairs (:mod:`.verify`) → clusters and the kept document of each (:mod:`neardup.clusters`).
 
 MinHash: identical signature rows are linked first (similarity 1.0), so n copies of a document
 cost O(n), not O(n²); LSH banding proposes candidate pairs among the distinct rows; each
-candidate is verified — estimated Jaccard from the full signatures ≥ t (default), or exact
-Jaccard / containment on the shingles when ``features`` are given — and the verified graph is
-cut into clusters (:mod:`neardup.clusters`). Empty documents are never duplicates.
+candidate is verified — estimated Jaccard from the full signatures ≥ t, exact Jaccard / containment
+on the shingles when ``features`` are given, or exactly only near t (``verify="borderline"``) — and
+the verified graph is cut into clusters. Empty documents are never duplicates. SimHash: pairs within
+Hamming distance k from permuted tables. Sentence signatures and exact hashes: equal values.
 
-Containment from Jaccard: with |A ∩ B| = J (|A| + |B|) / (1 + J),  C(A ⊆ B) = |A ∩ B| / |A|.
+:func:`find_run` is the local engine's call: a run's signatures (and an index's matched documents as
+fixed rows) → its :class:`DuplicateResult`.
 """
 from __future__ import annotations
 
@@ -16,147 +19,44 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..clusters import Clusters, SimilarityOracle, build_clusters
+from ..clusters.cluster import LINKAGE_SAMPLE
+from ..config import DedupConfig
 from ..features.shingles import Features
-from ..index.lsh import MAX_BUCKET, LSHParams, candidate_pairs, choose_params, identical_rows
-from ..similarity.jaccard import exact_jaccard_pairs, max_containment_pairs
 from ..sketches.minhash import Signatures, empty_value, jaccard_rows
+from .candidates import (
+    MAX_BUCKET,
+    LSHParams,
+    candidate_pairs,
+    choose_params,
+    containment_candidate_pairs,
+    containment_lsh,
+    identical_rows,
+)
+from .tables import Corpus
+from .verify import (
+    CANDIDATE,
+    ESTIMATE,
+    EXACT,
+    HOW,
+    IDENTICAL,
+    METRICS,
+    VERIFY,
+    borderline_mask,
+    borderline_z,
+    containment_from_jaccard,
+    decide_borderline,
+    exact_pairs_from_texts,
+    exact_similarity,
+    fixed_aliases,
+    known_similarity,
+    minhash_similarity,
+    simhash_drift_bits,
+)
 
-METRICS = ("jaccard", "containment")
-VERIFY = ("minhash", "exact", "none", "borderline")
-#: How a verified pair was decided (``DuplicateResult.pairs_how`` holds the index into this tuple):
-#: equal signatures (or keys, or fingerprints), the sketch's estimate (MinHash Jaccard / containment,
-#: SimHash Hamming distance), exact similarity on the shingle sets, or an unverified LSH candidate
-#: (``verify="none"``).
-HOW = ("identical", "estimate", "exact", "candidate")
-IDENTICAL, ESTIMATE, EXACT, CANDIDATE = range(4)
-
-
-def borderline_z(n_candidates: int) -> float:
-    """The band's width in standard errors: z with n · P(|Z| > z) = 1 (normal approximation), so that
-    among the n candidate pairs decided by their estimate alone, at most about one is expected to lie
-    on the other side of t. A pair outside the band is misdecided only when its estimate errs by more
-    than z standard errors (more still when its true J is farther from t). At least 3."""
-    from statistics import NormalDist  # noqa: PLC0415
-
-    n = max(int(n_candidates), 1)
-    return max(3.0, NormalDist().inv_cdf(1.0 - 0.5 / n))
-
-
-def borderline_band(n_candidates: int, threshold: float, num_perm: int) -> dict:
-    """What a report says of the band: z (:func:`borderline_z`) and its half-width at J = t."""
-    z = borderline_z(n_candidates)
-    t = float(threshold)
-    return {"z": round(z, 3), "delta_at_t": round(z * (t * (1 - t) / num_perm) ** 0.5, 4)}
-
-
-def borderline_mask(j, size_a, size_b, threshold: float, num_perm: int, metric: str, z: float) -> np.ndarray:
-    """Which pairs a MinHash estimate cannot decide: |ĵ − J_t| ≤ z · sqrt(J_t(1 − J_t)/k), where J_t is
-    the Jaccard at which the pair reaches the threshold — t itself, or for containment of A in B
-    (or B in A, whichever needs less) J_t = t|A| / (|A| + |B| − t|A|). The variance is the estimator's,
-    J(1 − J)/k, taken at J_t: the pairs in question are those near it. The one rule both engines use."""
-    j = np.asarray(j, dtype=np.float64)
-    if metric == "jaccard":
-        jt = np.full(j.shape[0], float(threshold))
-    else:
-        a = np.asarray(size_a, dtype=np.float64)
-        b = np.asarray(size_b, dtype=np.float64)
-        t = float(threshold)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ja = t * a / (a + b - t * a)
-            jb = t * b / (a + b - t * b)
-        jt = np.clip(np.nan_to_num(np.minimum(ja, jb), nan=1.0), 0.0, 1.0)
-    return np.abs(j - jt) <= z * np.sqrt(jt * (1.0 - jt) / num_perm)
-
-
-def containment_candidate_pairs(values, sizes, threshold: float, lsh_mode: str, recall: float, rows=None):
-    """Candidate pairs (lo < hi) for ``metric="containment"``: either document may hold the other to
-    ≥ t, each pair banded for its own size ratio (:func:`neardup.index.containment.containment_candidates`,
-    after LSH Ensemble) — not as a Jaccard threshold, which a passage in a long document never reaches.
-    ``lsh_mode`` ``recall…`` targets ``recall`` at C = t per pair; ``datasketch`` uses Zhu et al.'s
-    equal-weight error criterion. The one rule both engines use."""
-    from .._arrays import sorted_unique  # noqa: PLC0415
-    from ..index.containment import containment_candidates  # noqa: PLC0415
-
-    ci, cj = containment_candidates(values, np.asarray(sizes, dtype=np.int64), threshold,
-                                    mode=_containment_mode(lsh_mode), recall=recall, rows=rows, sort=False)
-    if ci.shape[0] == 0:
-        return ci, cj
-    n = np.int64(values.shape[0])
-    code = np.minimum(ci, cj) * n + np.maximum(ci, cj)
-    del ci, cj
-    code = sorted_unique(code)
-    return code // n, code % n
-
-
-def _containment_mode(lsh_mode: str) -> str:
-    """The containment banding rule for an ``--lsh`` mode: datasketch's criterion, else recall."""
-    return "ensemble" if lsh_mode == "datasketch" else "recall"
-
-
-def containment_lsh(threshold: float, num_perm: int, lsh_mode: str, recall: float) -> LSHParams:
-    """What a report shows of containment banding: the (b, r) of two documents of one size (every
-    other size ratio has its own), and the rule."""
-    from ..index.containment import containment_params  # noqa: PLC0415
-
-    mode = _containment_mode(lsh_mode)
-    b, r = containment_params(threshold, num_perm, 1000, 1000, mode=mode, recall=recall)
-    label = f"recall≥{recall}" if mode == "recall" else "datasketch"
-    return LSHParams(b, r, threshold, f"containment per size ratio ({label})")
-
-
-def known_similarity(similarity, lo, hi, sim, n: int, how=None):
-    """``similarity_to`` for :func:`~neardup.clusters.build_clusters`: the exact similarity of a pair
-    that was checked exactly (``how`` = EXACT; ``--verify borderline``: the estimate of a passage in a
-    long document can be far off), ``similarity(a, b)`` for any other pair. Rows are 0 … n − 1."""
-    if how is not None:
-        exact = np.asarray(how) == EXACT
-        lo, hi, sim = np.asarray(lo)[exact], np.asarray(hi)[exact], np.asarray(sim)[exact]
-    lo = np.asarray(lo, dtype=np.int64)
-    if lo.shape[0] == 0:
-        return similarity
-    hi = np.asarray(hi, dtype=np.int64)
-    n = np.int64(max(int(n), 1))
-    code = np.minimum(lo, hi) * n + np.maximum(lo, hi)
-    order = np.argsort(code, kind="stable")
-    code, known = code[order], np.asarray(sim, dtype=np.float64)[order]
-
-    def similarity_to(a, b):
-        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        out = np.array(similarity(a, b), dtype=np.float64)
-        c = np.minimum(a, b) * n + np.maximum(a, b)
-        pos = np.minimum(np.searchsorted(code, c), code.shape[0] - 1)
-        hit = code[pos] == c
-        out[hit] = known[pos[hit]]
-        return out
-
-    return similarity_to
-
-
-def containment_from_jaccard(j, size_a, size_b):
-    """C(A ⊆ B) estimated from J and the set sizes (0 where |A| = 0)."""
-    j = np.asarray(j, dtype=np.float64)
-    a = np.asarray(size_a, dtype=np.float64)
-    b = np.asarray(size_b, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = j * (a + b) / ((1.0 + j) * a)
-    return np.clip(np.nan_to_num(c), 0.0, 1.0)
-
-
-def minhash_similarity(j, size_a, size_b, metric: str):
-    """A pair's similarity from its MinHash Jaccard estimate ``j``: ``j`` itself, or for containment
-    the larger of the two containments (a copied passage may sit in either document). The one rule
-    both engines use."""
-    if metric == "jaccard":
-        return j
-    return np.maximum(containment_from_jaccard(j, size_a, size_b), containment_from_jaccard(j, size_b, size_a))
-
-
-def exact_similarity(features: Features, a, b, metric: str) -> np.ndarray:
-    """A pair's exact similarity on its shingle sets (``verify="exact"``): Jaccard, or for containment
-    the larger of the two containments. The one rule both engines use."""
-    if metric == "jaccard":
-        return exact_jaccard_pairs(features, a, b)
-    return max_containment_pairs(features, a, b)
+__all__ = ["CANDIDATE", "ESTIMATE", "EXACT", "HOW", "IDENTICAL", "METRICS", "VERIFY", "DuplicateResult",
+           "TooManyPairsError", "borderline_mask", "borderline_z", "containment_from_jaccard", "decide_borderline",
+           "find_equal_duplicates", "find_minhash_duplicates", "find_run", "find_simhash_duplicates",
+           "fixed_aliases", "join_pairs", "known_similarity", "pairs_table"]
 
 
 @dataclass
@@ -195,7 +95,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
                             lsh_mode: str = "recall", recall: float = 0.99, metric: str = "jaccard",
                             verify: str = "minhash", features: Features | None = None,
                             sizes: np.ndarray | None = None, keep: str = "first", lengths=None, keys=None,
-                            linkage: str = "bounded", max_drift: float | None = 0.05, sample: int = 16,
+                            linkage: str = "bounded", max_drift: float | None = 0.05, sample: int = LINKAGE_SAMPLE,
                             max_bucket: int = MAX_BUCKET, fixed: int = 0, exact_pairs=None) -> DuplicateResult:
     """Clusters of near-duplicates among the rows of ``sigs``.
 
@@ -263,7 +163,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         ok = np.ones(lo.shape[0], dtype=bool)
     else:
         if verify == "borderline":
-            sim, border, checked = _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed,
+            sim, border, checked = decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed,
                                                       features, exact_pairs, same,
                                                       j=sim if metric == "jaccard" else None)
             how[checked] = EXACT
@@ -301,56 +201,6 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     if border:
         info["borderline"] = border
     return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings, how)
-
-
-def fixed_aliases(same: np.ndarray, fixed: int) -> np.ndarray:
-    """Per row the row whose text stands for it in an exact check: itself, or for a fixed row (an
-    index's document, whose text is not at hand) the first new row with an identical signature
-    (−1: none). Identical k-slot signatures are identical shingle sets but for a 2⁻³²ᵏ-scale
-    accident, so the new row's set is the fixed row's."""
-    n = same.shape[0]
-    out = np.arange(n, dtype=np.int64)
-    if fixed:
-        out[:fixed] = -1
-        r = np.arange(fixed, n, dtype=np.int64)
-        f = same[fixed:]
-        m = f < fixed
-        firsts, at = np.unique(f[m], return_index=True)
-        out[firsts] = r[m][at]
-    return out
-
-
-def _decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features, exact_pairs,
-                       same=None, j=None):
-    """``verify="borderline"``: the pairs within the band get their exact similarity. Returns the
-    similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed).
-    A fixed row is checked through the new row identical to it (:func:`fixed_aliases`); without one
-    its pairs keep the estimate. Third value: the indices of the pairs checked exactly. ``j``: the
-    pairs' Jaccard estimates when the caller has them (``sim`` itself for the Jaccard metric)."""
-    t0 = time.perf_counter()
-    if j is None:
-        j = jaccard_rows(values, lo, hi, sigs.scheme)
-    z = borderline_z(lo.shape[0])
-    za = sizes[lo] if metric != "jaccard" else None       # (set sizes matter to containment only)
-    zb = sizes[hi] if metric != "jaccard" else None
-    mask = borderline_mask(j, za, zb, threshold, sigs.num_perm, metric, z)
-    ea, eb = lo, hi
-    if fixed:                                        # an index's documents have no text here
-        alias = fixed_aliases(same if same is not None else np.arange(values.shape[0]), fixed)
-        ea, eb = alias[lo], alias[hi]
-        mask &= (ea >= 0) & (eb >= 0) & (hi >= fixed)
-    idx = np.flatnonzero(mask)
-    sim = sim.copy()
-    if idx.shape[0]:
-        ex = (exact_similarity(features, ea[idx], eb[idx], metric) if exact_pairs is None
-              else np.asarray(exact_pairs(ea[idx], eb[idx]), dtype=np.float64))
-        flipped = int(((ex >= threshold) != (sim[idx] >= threshold)).sum())
-        sim[idx] = ex
-    else:
-        flipped = 0
-    docs = int(np.unique(np.concatenate([ea[idx], eb[idx]])).shape[0]) if idx.shape[0] else 0
-    return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": int(idx.shape[0]),
-                 "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}, idx
 
 
 def _unfix(lo, hi, sim, fixed: int, how=None):
@@ -397,7 +247,7 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
 
 def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | None = None, keep: str = "first",
                             lengths=None, keys=None, linkage: str = "bounded", max_drift_bits: int | None = 2,
-                            sample: int = 16, fixed: int = 0) -> DuplicateResult:
+                            sample: int = LINKAGE_SAMPLE, fixed: int = 0) -> DuplicateResult:
     """Clusters of fingerprints within Hamming distance ``k`` (all pairs by permuted tables, exact).
     Similarity reported is 1 − d/64. ``linkage="bounded"`` joins groups only while all sampled
     members stay within k + ``max_drift_bits`` bits of each other."""
@@ -507,3 +357,53 @@ def join_pairs(result: DuplicateResult, n: int, max_pairs: int | None = None):
     expand_groups(members, start, count, ga, gb, gs, gh.astype(np.uint8), np.uint8(IDENTICAL), a, b, s, h)
     order = np.lexsort((b, a))
     return a[order], b[order], s[order], h[order]
+
+
+def find_run(values, empty, sizes, features, cfg: DedupConfig, corpus: Corpus, part=None,
+          texts_of=None) -> DuplicateResult:
+    """Clusters of the documents; with ``part`` (indexed documents the new rows matched) those come
+    first as fixed rows, and the result is given back over the new documents only, an indexed
+    representative p appearing as document n + p. ``texts_of(docs)``: (document, text) of documents,
+    for ``--verify borderline``."""
+    lengths = np.asarray(corpus.lengths, dtype=np.int64)
+    keys = None
+    if cfg.keep == "key":   # numbers already (the readers refuse a row whose key is not one)
+        keys = np.asarray(corpus.keys, dtype=np.float64)
+    m = 0 if part is None else len(part.keys)
+    if m:
+        values = np.concatenate([part.values.astype(values.dtype), values])
+        empty = np.concatenate([np.zeros(m, dtype=bool), empty])
+        lengths = np.concatenate([np.zeros(m, dtype=np.int64), lengths])
+        keys = None if keys is None else np.concatenate([np.zeros(m), keys])
+    exact = (exact_pairs_from_texts(cfg, texts_of, m) if cfg.method == "minhash" and cfg.verify == "borderline"
+             and texts_of is not None else None)
+    result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact)
+    return _without_fixed(result, m) if m else result
+
+
+def _without_fixed(result: DuplicateResult, m: int) -> DuplicateResult:
+    n = result.clusters.cluster.shape[0] - m
+
+    def move(x):
+        x = np.asarray(x, dtype=np.int64)
+        return np.where(x >= m, x - m, n + x)
+
+    c = Clusters(move(result.clusters.cluster[m:]), result.clusters.similarity[m:])
+    return DuplicateResult(c, move(result.pairs_lo), move(result.pairs_hi), result.pairs_sim, result.candidates,
+                           result.params, result.timings, result.pairs_how)
+
+
+def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int,
+              exact_pairs=None) -> DuplicateResult:
+    if cfg.method == "minhash":
+        sigs = Signatures(values, cfg.scheme, cfg.seed)
+        lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
+        return find_minhash_duplicates(sigs, cfg.threshold, lsh=lsh, metric=cfg.metric, sizes=sizes,
+                                       verify=cfg.verify, features=features, keep=cfg.keep, lengths=lengths, keys=keys,
+                                       linkage=cfg.linkage, max_drift=cfg.max_drift, fixed=fixed,
+                                       exact_pairs=exact_pairs)
+    if cfg.method == "simhash":
+        drift_bits = simhash_drift_bits(cfg.max_drift)
+        return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys,
+                                       linkage=cfg.linkage, max_drift_bits=drift_bits, fixed=fixed)
+    return find_equal_duplicates(values, valid=~empty, keep=cfg.keep, lengths=lengths, user_keys=keys)

@@ -1,7 +1,7 @@
 """``neardup dedup --method lines|substrings``: repeated spans removed from inside documents, the
 documents kept (CCNet's paragraph dedup; Lee et al. 2022's exact substrings).
 
-Pass 1 (shared with the whole-document methods, :mod:`.dedup`) reads every row; the workers turn
+Pass 1 (shared with the whole-document methods, :mod:`neardup.engines.local`) reads every row; the workers turn
 each batch into line/paragraph units (:class:`~neardup.features.units.UnitHasher`, compiled) or
 into its UTF-8 bytes (substrings). The main process decides what goes: every unit after the first
 with the same normalised tokens (:func:`~neardup.features.units.repeated_units`), or every window
@@ -29,7 +29,7 @@ from ..errors import InputChangedError
 from ..features.units import UnitHasher, Units, pack_raw, repeated_units, utf8
 from ..io.formats import check_stamp
 from .records import id_json, skipped_line
-from .report import SKIPPED_LISTED, build_report, similarity_edges
+from .report import SKIPPED_LISTED, RunSummary, build_report, similarity_edges, write_report
 
 SPAN_METHODS = ("lines", "substrings")
 TOP_SPANS = 50
@@ -192,14 +192,14 @@ class SpanStage:
     def write(self, specs, run_cfg: DedupConfig, corpus, out: str, keep_doc: np.ndarray) -> list[dict]:
         """Pass 2 (inputs already checked unchanged): the rows of documents ``keep_doc``, with their
         ranges removed."""
-        from .dedup import _row_documents, write_rows  # noqa: PLC0415
+        from .records import row_documents, write_rows  # noqa: PLC0415
 
         doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
         keep_row = np.zeros(corpus.n_rows, dtype=bool)
         keep_row[doc_row[keep_doc]] = True
         touched_row = np.zeros(corpus.n_rows, dtype=bool)
         touched_row[doc_row[np.unique(self.ranges.docs)]] = True
-        doc_of_row, _ = _row_documents(corpus)
+        doc_of_row, _ = row_documents(corpus)
         self.top = self.ranges.top(TOP_SPANS)
         wanted = {i: b"" for i, _, _ in self.top}
         self.editor = editor = _Editor(self.cfg, self.ranges, self.nbytes, self.where, wanted)
@@ -213,11 +213,11 @@ class SpanStage:
         ``removed`` lists ``[start, end, hash]`` — a byte range of the original text's UTF-8 form and
         the XXH64 (seed 0, hex) of its bytes — with, for ``lines``, the row of the unit's first
         occurrence as a fourth item. A skipped row's record is clusters.jsonl's."""
-        from .dedup import _row_documents  # noqa: PLC0415
+        from .records import row_documents  # noqa: PLC0415
 
         ranges, editor = self.ranges, self.editor
         doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
-        doc_of_row, skipped = _row_documents(corpus)
+        doc_of_row, skipped = row_documents(corpus)
         lines_method = ranges.source is not None
         starts, ends, digests = ranges.starts, ranges.ends, ranges.digests
         source_row = doc_row[ranges.source] if lines_method else None
@@ -285,8 +285,6 @@ class SpanStage:
 def run_spans(specs, cfg: DedupConfig, out: str, corpus, command: str, t_start: float, timings: dict,
               where) -> dict:
     """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``where(d)``: a row's place)."""
-    from .dedup import write_report  # noqa: PLC0415
-    from .report import RunSummary  # noqa: PLC0415
 
     n_docs = len(corpus.ids)
     stage = SpanStage(cfg, corpus, corpus.payload_of_doc, np.ones(n_docs, dtype=bool), where)
@@ -322,4 +320,9 @@ def _top_span(corpus, ranges: _Ranges, b: bytes, i: int, n: int, total: int) -> 
     return out
 
 
-__all__ = ["SPAN_METHODS", "SpanStage", "cut", "make_signer", "run_spans", "stage_config"]
+
+def edited(text: str, ranges) -> str:
+    """``text`` without the byte ranges (starts, ends) of its UTF-8 form (``--spans-order before``)."""
+    return cut(text.encode("utf-8", "surrogatepass"), *ranges).decode("utf-8", "surrogatepass")
+
+__all__ = ["SPAN_METHODS", "SpanStage", "cut", "edited", "make_signer", "run_spans", "stage_config"]

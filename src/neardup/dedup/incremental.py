@@ -21,9 +21,11 @@ leaves the old state or the new one, and rerunning completes it without adding a
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,3 +182,38 @@ def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str,
     vals = values.reshape(-1, 1) if cfg.method == "simhash" else values
     index._put(keys, vals, empty, replace=True, bulk=True, meta=meta)
     return {"added": len(keys), "segment": runs[key]["segment"], "generation": st.generation}
+
+
+def check_index_path(index: str, outdir: str, specs) -> None:
+    """``--index`` must not be the output folder, inside it or around it, nor an input."""
+    from ..io.outdir import STDOUT, _is_within  # noqa: PLC0415
+
+    ipath = os.path.realpath(index)
+    if outdir != STDOUT:
+        opath = os.path.realpath(outdir)
+        if _is_within(ipath, opath) or _is_within(opath, ipath):
+            raise ConfigError(f"index (--index) must be a folder apart from the output folder {outdir}; "
+                              f"got {index!r}")
+    for s in specs:
+        if not getattr(s, "pipe", False) and _is_within(os.path.realpath(s.path), ipath):
+            raise ConfigError(f"index (--index) must not hold an input ({s.label}); got {index!r}")
+
+
+@contextlib.contextmanager
+def opened_index(cfg: DedupConfig):
+    """The run's index (``--index``), held for writing for the whole run; None without one."""
+    if cfg.index is None:
+        yield None
+        return
+    made = not os.path.lexists(cfg.index)
+    index = open_index(cfg)
+    try:
+        yield index
+    except BaseException:
+        empty = made and len(index) == 0 and not index.store.segments()
+        index.close()
+        if empty:     # a failed first run leaves no index behind (it would fix the parameters)
+            shutil.rmtree(cfg.index, ignore_errors=True)
+        raise
+    else:
+        index.close()

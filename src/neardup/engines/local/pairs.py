@@ -2,12 +2,12 @@
 
 The rows are read and signed as ``neardup dedup`` reads them (same parameters, same signatures,
 same verification: ``--verify borderline`` checks the pairs near t exactly from their re-read
-texts), and :func:`~neardup.pipeline.find.join_pairs` turns the verified pairs into the join:
+texts), and :func:`~neardup.dedup.find.join_pairs` turns the verified pairs into the join:
 documents with identical signatures give every pair among them, and a verified pair of two such
 groups gives the product of the groups. Nothing is removed and nothing is clustered, so a pair is
 in the output exactly when its own similarity passed (no transitive links).
 
-Writes ``OUTDIR/pairs.parquet`` (:func:`~neardup.pipeline.records.pairs_schema` without
+Writes ``OUTDIR/pairs.parquet`` (:func:`~neardup.dedup.records.pairs_schema` without
 ``same_cluster``) and ``OUTDIR/report.json`` in a staged folder (:mod:`neardup.io.outdir`), so a
 wrong or foreign OUTDIR is refused and a failed run leaves the previous outputs whole. Accounting:
 input_rows = documents + skipped.
@@ -21,14 +21,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._version import __version__
-from ..config import _DOCUMENTS, DEFAULTS, DedupConfig
-from ..errors import ConfigError
-from ..io.formats import check_fields_apply
-from ..io.outdir import StagedOutput, is_write_error
-from ..io.sources import expand_inputs, spool
-from .find import HOW, TooManyPairsError, join_pairs
-from .records import pairs_schema
+from ..._version import __version__
+from ...config import _DOCUMENTS, DEFAULTS, DedupConfig
+from ...dedup.find import HOW, TooManyPairsError, join_pairs
+from ...dedup.records import pairs_schema
+from ...errors import ConfigError
+from ...io.formats import check_fields_apply
+from ...io.outdir import StagedOutput, is_write_error
+from ...io.sources import expand_inputs, spool
 
 #: Parameters of ``neardup dedup`` that the join does not use: which row is kept, how clusters are
 #: cut, and what dedup writes besides the pairs.
@@ -42,7 +42,7 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     """The similarity join of ``inputs`` into ``outdir`` (pairs.parquet, report.json); returns the
     report. Checks as ``run_dedup``: parameters, inputs, then the output folder, before any row is
     read. ``max_pairs``: refuse (before writing) a join with more pairs (None: no limit)."""
-    from ..errors import OutputError  # noqa: PLC0415
+    from ...errors import OutputError  # noqa: PLC0415
 
     cfg = (config or DedupConfig()).resolved()
     if cfg.method not in _DOCUMENTS:
@@ -75,14 +75,18 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
 
 
 def _run(specs, cfg: DedupConfig, work: str, out: str, command: str, t_start: float, max_pairs) -> dict:
-    from .dedup import _Corpus, _find, _iter_texts, _read, _shows_progress, write_report  # noqa: PLC0415
+    from ...dedup.find import find_run  # noqa: PLC0415
+    from ...dedup.progress import shows_progress  # noqa: PLC0415
+    from ...dedup.report import write_report  # noqa: PLC0415
+    from ...dedup.tables import Corpus  # noqa: PLC0415
+    from .run import _iter_texts, _read  # noqa: PLC0415
     from .warmup import warm_up  # noqa: PLC0415
 
-    compiled = warm_up(cfg, announce=_shows_progress(cfg))
+    compiled = warm_up(cfg, announce=shows_progress(cfg))
     t_start += compiled or 0.0
     timings = {} if compiled is None else {"compile": compiled}
     specs = spool(specs, work)
-    corpus = _Corpus()
+    corpus = Corpus()
     t0 = time.perf_counter()
     values, empty, sizes, features = _read(specs, cfg, corpus)
     timings["read_sign"] = time.perf_counter() - t0
@@ -92,7 +96,7 @@ def _run(specs, cfg: DedupConfig, work: str, out: str, command: str, t_start: fl
         return _iter_texts(specs, cfg, corpus, docs)
 
     # components linkage: the cheapest clustering; the join ignores the clusters
-    result = _find(values, empty, sizes, features, replace(cfg, linkage="components"), corpus, None, texts_of)
+    result = find_run(values, empty, sizes, features, replace(cfg, linkage="components"), corpus, None, texts_of)
     timings.update(result.timings)
     t0 = time.perf_counter()
     a, b, sim, how = join_pairs(result, n, max_pairs)
@@ -133,7 +137,7 @@ def write_join(path: str, corpus, a, b, sim, how) -> None:
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
-    from .records import parquet_id_text  # noqa: PLC0415
+    from ...dedup.records import parquet_id_text  # noqa: PLC0415
 
     schema = pairs_schema(same_cluster=False)
     ids = [parquet_id_text(v) for v in corpus.ids]

@@ -1,7 +1,7 @@
 """``neardup sign --format parquet|npy``: a corpus's signatures in a binary table, signed on all cores.
 
 The rows are read and signed exactly as ``neardup dedup``'s pass 1 does (the batch kernels in worker
-processes, :func:`neardup.pipeline.dedup._read_and_sign`), so a document's signature here is the
+processes, :func:`neardup.engines.local.workers.read_and_sign`), so a document's signature here is the
 one dedup compares. Outputs, one row per document in input order (skipped rows leave none; they are
 counted and listed):
 
@@ -24,9 +24,9 @@ import tempfile
 
 import numpy as np
 
-from ..config import DedupConfig
-from ..errors import ConfigError, OutputError
-from ..io.sources import expand_inputs, spool
+from ...config import DedupConfig
+from ...errors import ConfigError, OutputError
+from ...io.sources import expand_inputs, spool
 
 FORMATS = ("jsonl", "parquet", "npy")
 
@@ -65,19 +65,22 @@ def sign_corpus(inputs: list[str], cfg: DedupConfig):
     """Read and sign ``inputs`` on all cores (``cfg.workers``): returns (values, empty, ids, rows,
     skipped, specs); ``ids`` are the documents' ids (``file:line`` without ``cfg.id_field``),
     ``skipped`` the (row, file, line, reason) of rows left out (``cfg.on_error="skip"``)."""
-    from .dedup import _Corpus, _read_and_sign, _shows_progress, _spec_of_row  # noqa: PLC0415
+    from ...dedup.progress import shows_progress  # noqa: PLC0415
+    from ...dedup.tables import Corpus  # noqa: PLC0415
+    from .run import _spec_of_row  # noqa: PLC0415
     from .warmup import warm_up  # noqa: PLC0415
+    from .workers import read_and_sign  # noqa: PLC0415
 
     cfg = cfg.resolved()
     specs = expand_inputs(list(inputs), cfg.input_format)
-    from ..io.formats import check_fields_apply  # noqa: PLC0415
+    from ...io.formats import check_fields_apply  # noqa: PLC0415
 
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
-    warm_up(cfg, announce=_shows_progress(cfg))
+    warm_up(cfg, announce=shows_progress(cfg))
     with tempfile.TemporaryDirectory(prefix="neardup-sign-") as work:
         specs = spool(specs, work)
-        corpus = _Corpus()
-        values, empty, _, _ = _read_and_sign(specs, cfg, corpus)
+        corpus = Corpus()
+        values, empty, _, _ = read_and_sign(specs, cfg, corpus)
     rows = np.asarray(corpus.doc_row, dtype=np.int64)
     if cfg.id_field is None:
         ids = [f"{_spec_of_row(specs, corpus, int(g)).label}:{line}" for g, line in zip(rows.tolist(), corpus.doc_line)]
@@ -94,8 +97,8 @@ def write_parquet(path_or_file, cfg: DedupConfig, values, empty, ids, rows) -> N
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
-    from .._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415  (no pandas import)
-    from .records import parquet_id_text  # noqa: PLC0415
+    from ..._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415  (no pandas import)
+    from ...dedup.records import parquet_id_text  # noqa: PLC0415
 
     name = _column_name(cfg)
     if values.ndim == 2 and cfg.method == "minhash":
@@ -115,7 +118,7 @@ def _sig_params(cfg: DedupConfig) -> dict:
         return {"num_perm": cfg.num_perm, "scheme": cfg.scheme, "seed": cfg.seed, "tokenizer": cfg.tokenizer,
                 "ngram": cfg.ngram, "convert": cfg.convert}
     if cfg.method == "simhash":
-        from ..text.dictionaries import file_keys  # noqa: PLC0415
+        from ...text.dictionaries import file_keys  # noqa: PLC0415
 
         return {"tokenizer": cfg.tokenizer, "ngram": cfg.ngram, "weighting": cfg.weighting, "idf": cfg.idf,
                 "user_dict": cfg.user_dict, "stop_words": cfg.stop_words, "top_n": cfg.top_n, "compat": cfg.compat,
@@ -149,7 +152,7 @@ def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str)
             with replacing(output) as tmp:
                 write_parquet(tmp, cfg, values, empty, ids, rows)
     else:
-        from .records import id_json  # noqa: PLC0415
+        from ...dedup.records import id_json  # noqa: PLC0415
 
         with replacing(ids_path(output)) as tmp_ids, replacing(output) as tmp:
             with open(tmp, "wb") as fh:

@@ -21,9 +21,9 @@ import tempfile
 import time
 from dataclasses import replace
 
-from .._cache import KERNELS
-from .._version import __version__
-from ..config import DedupConfig
+from ..._cache import KERNELS
+from ..._version import __version__
+from ...config import DedupConfig
 
 _WARMING = False
 _LONG = ("Permission is hereby granted free of charge to any person obtaining a copy of this software and "
@@ -53,7 +53,7 @@ def _warm_index(small: DedupConfig, tmp: str, run_dedup) -> None:
     service's first requests then start at full speed — the segment probe alone is 4 s to compile):
     the documents are indexed by one run and probed by a second, which finds them all, then checked
     and added as the service does (the log's probe, then a segment's)."""
-    from ..index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
+    from ...index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
 
     src = os.path.join(tmp, "warm-ids.jsonl")
     with open(src, "w", encoding="utf-8") as fh:
@@ -81,7 +81,7 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
     path = stamp_path(cfg)
     if os.path.exists(path) and not force:
         return None
-    from .dedup import run_dedup  # noqa: PLC0415
+    from .run import run_dedup  # noqa: PLC0415
 
     if announce:
         print(f"neardup: first --method {cfg.method} run here: compiling its kernels once (cached for later runs)…",

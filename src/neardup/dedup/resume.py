@@ -45,7 +45,8 @@ def check_resumable(cfg, specs, outdir: str) -> None:
     """``--resume`` refusals, before anything is read."""
     if not cfg.resume:
         return
-    from .dedup import SPAN_METHODS, STDOUT  # noqa: PLC0415
+    from ..io.outdir import STDOUT  # noqa: PLC0415
+    from .spans import SPAN_METHODS  # noqa: PLC0415
 
     if outdir == STDOUT:
         raise ConfigError("resume (--resume) keeps its checkpoint beside the output folder; -o - has none")

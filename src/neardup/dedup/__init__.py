@@ -1,0 +1,32 @@
+"""The stages of a dedup run, defined once and called by both engines (:mod:`neardup.engines`).
+
+::
+
+    texts ─► signing ─► candidates ─► verify ─► clusters ─► keep ─► records ─► report
+             (batch →   (LSH bands,   (estimate, (neardup.   (policy) (clusters.  (report.json)
+              sketches)  tables)       exact,     clusters)            jsonl /
+                                       borderline)                     parquet)
+
+* :mod:`.signing` — a batch of texts → signatures, empties, set sizes (``make_signer``);
+* :mod:`.candidates` — signatures → candidate pairs (banding, bucket limit, containment per size ratio);
+* :mod:`.verify` — pairs → similarities and how each was decided (estimate / exact / borderline);
+* :mod:`.find` — the stages in memory, end to end (``find_*_duplicates``, ``find_run``);
+* :mod:`.records` — each row's record and the local writers (kept rows, clusters, pairs.parquet);
+* :mod:`.report` — report.json from a :class:`~.report.RunSummary`;
+* :mod:`.tables` — the tables passed between stages (``Corpus``, ``Signed``);
+* :mod:`.incremental` (``--index``), :mod:`.spans` (``--method lines|substrings``, ``--spans``),
+  :mod:`.resume` (``--resume``) — what a run adds around them.
+
+A stage never knows which engine runs it, nor reads an input format by name: rows come in through
+:mod:`neardup.io.formats`, outputs go out through :class:`neardup.io.outdir.StagedOutput`.
+"""
+from .find import (
+    DuplicateResult,
+    containment_from_jaccard,
+    find_equal_duplicates,
+    find_minhash_duplicates,
+    find_simhash_duplicates,
+)
+
+__all__ = ["DuplicateResult", "containment_from_jaccard", "find_equal_duplicates", "find_minhash_duplicates",
+           "find_simhash_duplicates"]

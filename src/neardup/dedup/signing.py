@@ -1,0 +1,94 @@
+"""Stage 1, signing: a batch of texts → one result per document, the same function on every executor
+(the local engine's worker processes, Spark's ``mapInArrow`` tasks, ``neardup sign``).
+
+``make_signer(cfg)(texts)`` returns ``(values, empty, sizes)`` — plus the distinct shingle hashes
+concatenated when ``verify="exact"`` — where ``values`` is the n×k MinHash matrix (uint32 slots) or
+the n SimHash fingerprints / sentence signatures / exact hashes (uint64), ``empty[i]`` says the
+document has no features (it is never anyone's duplicate) and ``sizes`` the distinct-shingle set sizes
+(containment; None where unused). With ``--spans`` it returns :class:`Both`.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import NamedTuple
+
+import numpy as np
+
+from ..config import DedupConfig
+from .spans import SPAN_METHODS
+
+
+class Both(NamedTuple):
+    """A batch's result with ``--spans``: the documents' signing result and the span step's payload."""
+
+    doc: tuple
+    span: tuple
+
+
+def minhasher(cfg: DedupConfig):
+    """The run's MinHasher (its shingler also gives the shingle sets of exact checks)."""
+    from ..sketches.minhash import MinHasher  # noqa: PLC0415
+    from ..text.normalize import Normalizer  # noqa: PLC0415
+
+    return MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
+                     ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert), user_dict=cfg.user_dict)
+
+
+def make_signer(cfg: DedupConfig):
+    from ..sketches.sentences import SentenceSigner, exact_hash  # noqa: PLC0415
+    from ..sketches.simhash import feature_signer  # noqa: PLC0415
+    from ..text.normalize import Normalizer  # noqa: PLC0415
+
+    if cfg.method in SPAN_METHODS:
+        from .spans import make_signer as span_signer  # noqa: PLC0415
+
+        return span_signer(cfg)
+    if cfg.spans is not None:    # --spans after: one read gives both the signatures and the units
+        from .spans import make_signer as span_signer  # noqa: PLC0415
+        from .spans import stage_config  # noqa: PLC0415
+
+        doc_sign, span_sign = make_signer(replace(cfg, spans=None)), span_signer(stage_config(cfg))
+        return lambda texts: Both(doc_sign(texts), span_sign(texts)[0])
+    if cfg.method == "minhash":
+        hasher = minhasher(cfg)
+        need_sizes = cfg.metric == "containment"
+        exact = cfg.verify == "exact"
+
+        def sign(texts):
+            if hasher.scheme.startswith("datasketch"):
+                if exact:
+                    raise ValueError("verify='exact' works with the native schemes (oph, permutation)")
+                sig = hasher.sign_batch(texts).values
+                sizes = np.array([len(set(hasher.shingler.shingles(t))) for t in texts], dtype=np.int64)
+                return sig, sizes == 0, sizes
+            if not (exact or need_sizes):
+                sigs, sizes = hasher.sign_batch_sizes(texts)
+                return sigs.values, sizes == 0, sizes
+            feats = hasher.shingler.features(texts)
+            sig = hasher.sign_features(feats).values
+            if exact:  # distinct shingle hashes travel along: 8 bytes per distinct shingle
+                u = feats.unique()
+                return sig, feats.sizes() == 0, u.sizes(), u.hashes
+            return sig, feats.sizes() == 0, feats.unique().sizes()
+        return sign
+    if cfg.method == "simhash":
+        features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
+                                  cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
+
+        def sign(texts):
+            fps, sizes = features(texts)
+            return np.asarray(fps, dtype=np.uint64), np.asarray(sizes) == 0, None
+        return sign
+    if cfg.method == "sentences":
+        ss = SentenceSigner(n=cfg.sentences, convert=cfg.convert)
+
+        def sign(texts):
+            sig = ss.sign_batch(texts)
+            return sig, sig == 0, None
+        return sign
+
+    def sign(texts):
+        norm = Normalizer(convert=cfg.convert)
+        empty = np.array([not norm(t) for t in texts], dtype=bool)
+        return np.array([exact_hash(t, norm) for t in texts], dtype=np.uint64), empty, None
+    return sign

@@ -1,0 +1,251 @@
+"""Stage 3, verification: candidate pairs → their similarities, and how each was decided (:data:`HOW`).
+
+* **estimate** — the MinHash Jaccard estimate ĵ (variance J(1 − J)/k), or for containment the larger
+  of the two containments derived from it: with |A ∩ B| = J (|A| + |B|) / (1 + J),
+  C(A ⊆ B) = |A ∩ B| / |A|;
+* **exact** — Jaccard / containment on the shingle sets (``verify="exact"``: every candidate);
+* **borderline** (the default) — the estimate, except for the pairs whose estimate lies within
+  z standard errors of the threshold (:func:`borderline_z`, :func:`borderline_mask`): those are
+  decided exactly on the shingle sets of just their documents, re-read from the inputs.
+
+One rule for both engines: the Spark engine calls these functions on its partitions.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..config import DedupConfig
+from ..features.shingles import Features
+from ..similarity.jaccard import exact_jaccard_pairs, max_containment_pairs
+from ..sketches.minhash import jaccard_rows
+
+METRICS = ("jaccard", "containment")
+
+
+VERIFY = ("minhash", "exact", "none", "borderline")
+
+
+#: How a verified pair was decided (``DuplicateResult.pairs_how`` holds the index into this tuple):
+#: equal signatures (or keys, or fingerprints), the sketch's estimate (MinHash Jaccard / containment,
+#: SimHash Hamming distance), exact similarity on the shingle sets, or an unverified LSH candidate
+#: (``verify="none"``).
+HOW = ("identical", "estimate", "exact", "candidate")
+IDENTICAL, ESTIMATE, EXACT, CANDIDATE = range(4)
+
+
+def simhash_drift_bits(max_drift: float | None) -> int | None:
+    """``--max-drift`` for SimHash, in whole bits of 64 (rounded)."""
+    return None if max_drift is None else int(round(max_drift * 64))
+
+
+def clustering_rule(cfg) -> tuple[float, float | None]:
+    """(threshold, drift) of the clustering on the similarity scale: MinHash's as given; SimHash's in
+    whole bits of 64 (1 − k/64, the drift rounded to bits). ``cfg``: a DedupConfig or its dict."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k)
+    if get("method") == "simhash":
+        bits = simhash_drift_bits(get("max_drift"))
+        return 1.0 - get("bits") / 64.0, (None if bits is None else bits / 64.0)
+    return get("threshold"), get("max_drift")
+
+
+def borderline_z(n_candidates: int) -> float:
+    """The band's width in standard errors: z with n · P(|Z| > z) = 1 (normal approximation), so that
+    among the n candidate pairs decided by their estimate alone, at most about one is expected to lie
+    on the other side of t. A pair outside the band is misdecided only when its estimate errs by more
+    than z standard errors (more still when its true J is farther from t). At least 3."""
+    from statistics import NormalDist  # noqa: PLC0415
+
+    n = max(int(n_candidates), 1)
+    return max(3.0, NormalDist().inv_cdf(1.0 - 0.5 / n))
+
+
+def borderline_band(n_candidates: int, threshold: float, num_perm: int) -> dict:
+    """What a report says of the band: z (:func:`borderline_z`) and its half-width at J = t."""
+    z = borderline_z(n_candidates)
+    t = float(threshold)
+    return {"z": round(z, 3), "delta_at_t": round(z * (t * (1 - t) / num_perm) ** 0.5, 4)}
+
+
+def borderline_mask(j, size_a, size_b, threshold: float, num_perm: int, metric: str, z: float) -> np.ndarray:
+    """Which pairs a MinHash estimate cannot decide: |ĵ − J_t| ≤ z · sqrt(J_t(1 − J_t)/k), where J_t is
+    the Jaccard at which the pair reaches the threshold — t itself, or for containment of A in B
+    (or B in A, whichever needs less) J_t = t|A| / (|A| + |B| − t|A|). The variance is the estimator's,
+    J(1 − J)/k, taken at J_t: the pairs in question are those near it. The one rule both engines use."""
+    j = np.asarray(j, dtype=np.float64)
+    if metric == "jaccard":
+        jt = np.full(j.shape[0], float(threshold))
+    else:
+        a = np.asarray(size_a, dtype=np.float64)
+        b = np.asarray(size_b, dtype=np.float64)
+        t = float(threshold)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ja = t * a / (a + b - t * a)
+            jb = t * b / (a + b - t * b)
+        jt = np.clip(np.nan_to_num(np.minimum(ja, jb), nan=1.0), 0.0, 1.0)
+    return np.abs(j - jt) <= z * np.sqrt(jt * (1.0 - jt) / num_perm)
+
+
+def known_similarity(similarity, lo, hi, sim, n: int, how=None):
+    """``similarity_to`` for :func:`~neardup.clusters.build_clusters`: the exact similarity of a pair
+    that was checked exactly (``how`` = EXACT; ``--verify borderline``: the estimate of a passage in a
+    long document can be far off), ``similarity(a, b)`` for any other pair. Rows are 0 … n − 1."""
+    if how is not None:
+        exact = np.asarray(how) == EXACT
+        lo, hi, sim = np.asarray(lo)[exact], np.asarray(hi)[exact], np.asarray(sim)[exact]
+    lo = np.asarray(lo, dtype=np.int64)
+    if lo.shape[0] == 0:
+        return similarity
+    hi = np.asarray(hi, dtype=np.int64)
+    n = np.int64(max(int(n), 1))
+    code = np.minimum(lo, hi) * n + np.maximum(lo, hi)
+    order = np.argsort(code, kind="stable")
+    code, known = code[order], np.asarray(sim, dtype=np.float64)[order]
+
+    def similarity_to(a, b):
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        out = np.array(similarity(a, b), dtype=np.float64)
+        c = np.minimum(a, b) * n + np.maximum(a, b)
+        pos = np.minimum(np.searchsorted(code, c), code.shape[0] - 1)
+        hit = code[pos] == c
+        out[hit] = known[pos[hit]]
+        return out
+
+    return similarity_to
+
+
+def containment_from_jaccard(j, size_a, size_b):
+    """C(A ⊆ B) estimated from J and the set sizes (0 where |A| = 0)."""
+    j = np.asarray(j, dtype=np.float64)
+    a = np.asarray(size_a, dtype=np.float64)
+    b = np.asarray(size_b, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = j * (a + b) / ((1.0 + j) * a)
+    return np.clip(np.nan_to_num(c), 0.0, 1.0)
+
+
+def minhash_similarity(j, size_a, size_b, metric: str):
+    """A pair's similarity from its MinHash Jaccard estimate ``j``: ``j`` itself, or for containment
+    the larger of the two containments (a copied passage may sit in either document). The one rule
+    both engines use."""
+    if metric == "jaccard":
+        return j
+    return np.maximum(containment_from_jaccard(j, size_a, size_b), containment_from_jaccard(j, size_b, size_a))
+
+
+def exact_similarity(features: Features, a, b, metric: str) -> np.ndarray:
+    """A pair's exact similarity on its shingle sets (``verify="exact"``): Jaccard, or for containment
+    the larger of the two containments. The one rule both engines use."""
+    if metric == "jaccard":
+        return exact_jaccard_pairs(features, a, b)
+    return max_containment_pairs(features, a, b)
+
+
+def fixed_aliases(same: np.ndarray, fixed: int) -> np.ndarray:
+    """Per row the row whose text stands for it in an exact check: itself, or for a fixed row (an
+    index's document, whose text is not at hand) the first new row with an identical signature
+    (−1: none). Identical k-slot signatures are identical shingle sets but for a 2⁻³²ᵏ-scale
+    accident, so the new row's set is the fixed row's."""
+    n = same.shape[0]
+    out = np.arange(n, dtype=np.int64)
+    if fixed:
+        out[:fixed] = -1
+        r = np.arange(fixed, n, dtype=np.int64)
+        f = same[fixed:]
+        m = f < fixed
+        firsts, at = np.unique(f[m], return_index=True)
+        out[firsts] = r[m][at]
+    return out
+
+
+def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features, exact_pairs,
+                       same=None, j=None):
+    """``verify="borderline"``: the pairs within the band get their exact similarity. Returns the
+    similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed).
+    A fixed row is checked through the new row identical to it (:func:`fixed_aliases`); without one
+    its pairs keep the estimate. Third value: the indices of the pairs checked exactly. ``j``: the
+    pairs' Jaccard estimates when the caller has them (``sim`` itself for the Jaccard metric)."""
+    t0 = time.perf_counter()
+    if j is None:
+        j = jaccard_rows(values, lo, hi, sigs.scheme)
+    z = borderline_z(lo.shape[0])
+    za = sizes[lo] if metric != "jaccard" else None       # (set sizes matter to containment only)
+    zb = sizes[hi] if metric != "jaccard" else None
+    mask = borderline_mask(j, za, zb, threshold, sigs.num_perm, metric, z)
+    ea, eb = lo, hi
+    if fixed:                                        # an index's documents have no text here
+        alias = fixed_aliases(same if same is not None else np.arange(values.shape[0]), fixed)
+        ea, eb = alias[lo], alias[hi]
+        mask &= (ea >= 0) & (eb >= 0) & (hi >= fixed)
+    idx = np.flatnonzero(mask)
+    sim = sim.copy()
+    if idx.shape[0]:
+        ex = (exact_similarity(features, ea[idx], eb[idx], metric) if exact_pairs is None
+              else np.asarray(exact_pairs(ea[idx], eb[idx]), dtype=np.float64))
+        flipped = int(((ex >= threshold) != (sim[idx] >= threshold)).sum())
+        sim[idx] = ex
+    else:
+        flipped = 0
+    docs = int(np.unique(np.concatenate([ea[idx], eb[idx]])).shape[0]) if idx.shape[0] else 0
+    return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": int(idx.shape[0]),
+                 "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}, idx
+
+
+def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int):
+    """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
+    run's documents), from their texts re-read from the inputs and shingled as when they were signed."""
+    from .signing import minhasher  # noqa: PLC0415
+
+    shingler = minhasher(cfg).shingler
+
+    def exact(lo, hi):
+        # texts arrive one by one and are shingled a batch at a time: what stays is each batch's
+        # distinct shingle hashes (8 bytes each) in one array, never all the texts at once
+        rows = np.unique(np.concatenate([lo, hi]))
+        docs: list = []
+        texts: list = []
+        got_docs, got_hashes, got_sizes = [], [], []
+
+        def flush():
+            u = shingler.features(texts).distinct_sets()
+            got_docs.append(np.asarray(docs, dtype=np.int64))
+            got_hashes.append(u.hashes)
+            got_sizes.append(np.diff(u.offsets))
+            docs.clear()
+            texts.clear()
+
+        for d, text in texts_of({d - offset for d in rows.tolist()}):
+            docs.append(d + offset)
+            texts.append(text)
+            if len(docs) >= 8192:
+                flush()
+        if docs:
+            flush()
+        feats = rows_csr(rows, got_docs, got_hashes, got_sizes)
+        return exact_similarity(feats, np.searchsorted(rows, lo), np.searchsorted(rows, hi), cfg.metric)
+    return exact
+
+
+def rows_csr(rows: np.ndarray, docs: list, hashes: list, sizes: list):
+    """The sets of ``rows`` (sorted) as one CSR, from batches of (documents, their sets' hashes
+    concatenated, their sizes); a row no batch holds (its text could not be read) gets no hashes."""
+    empty = np.zeros(0, np.uint64)
+    d = np.concatenate(docs) if docs else np.zeros(0, np.int64)
+    h = np.concatenate(hashes) if hashes else empty
+    z = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    if d.shape[0] > 1 and np.any(d[1:] < d[:-1]):       # batches out of row order: reorder the CSR
+        old_start = np.cumsum(z) - z
+        order = np.argsort(d, kind="stable")
+        d, old_start, z = d[order], old_start[order], z[order]
+        new_start = np.cumsum(z) - z
+        h = h[np.repeat(old_start - new_start, z) + np.arange(int(z.sum()), dtype=np.int64)]
+    at = np.searchsorted(rows, d)
+    if d.shape[0] and (np.any(d[1:] == d[:-1]) or at[-1] >= rows.shape[0] or np.any(rows[np.minimum(
+            at, rows.shape[0] - 1)] != d)):
+        raise ValueError("rows_csr: a document repeated, or not among the rows")   # a bug, never input
+    per_row = np.zeros(rows.shape[0], dtype=np.int64)
+    per_row[at] = z
+    off = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(per_row, out=off[1:])
+    return Features.distinct(h, off)

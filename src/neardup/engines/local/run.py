@@ -1,0 +1,341 @@
+"""The local engine of ``neardup dedup``: a corpus in, the corpus without near-duplicates out — every row accounted for.
+
+Pass 1 streams the inputs in batches, signs them on all cores (the batch kernels in worker
+processes, at most 2 batches per worker in flight, so memory is bounded by the signatures, not the
+text), and records id, length and the row's place for every document. The duplicates are found in
+memory from the signatures (:func:`neardup.dedup.find.find_run`). Pass 2 re-reads each input and copies its
+kept rows in its own format. Everything goes to a temporary folder inside OUTDIR and is renamed
+into place at the end, ``report.json`` last: a run that stops early leaves no finished-looking output.
+
+Accounting: input_rows = kept + removed (duplicates) + skipped (unreadable rows, blank lines).
+With ``verify="borderline"`` (the default) the candidate pairs whose estimate lies near t are decided
+on the shingle sets of their documents, whose texts are re-read from the inputs between the passes.
+With ``verify="exact"`` the distinct shingle hashes of every document are kept too (8 bytes per
+distinct shingle, about the size of the text for word 5-grams) to check candidates exactly.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from array import array
+from dataclasses import replace
+
+import numpy as np
+
+from ...config import DedupConfig
+from ...dedup.find import find_run
+from ...dedup.incremental import check_index_path, opened_index
+from ...dedup.progress import shows_progress
+from ...dedup.records import check_parquet_ids, duplicate_ids, write_clusters, write_pairs, write_rows
+from ...dedup.report import run_report, sample_pairs, write_report
+from ...dedup.spans import SPAN_METHODS, edited
+from ...dedup.tables import Corpus
+from ...errors import ConfigError, InputChangedError, InputFormatError, OutputError
+from ...io.formats import (
+    check_fields_apply,
+    check_stamp,
+    line_text,
+    parse_jsonl_line,
+    raw_lines,
+    read_rows,
+    row_place,
+)
+from ...io.outdir import STDOUT, StagedOutput, is_write_error
+from ...io.sources import expand_inputs, spool
+from .workers import read_and_sign
+
+
+def _spec_of_row(specs, corpus: Corpus, g: int):
+    """The input holding global row ``g``."""
+    start = 0
+    for spec, n in zip(specs, corpus.row_source):
+        if g < start + n:
+            return spec
+        start += n
+    return specs[-1]
+
+
+def _where(specs, corpus: Corpus, d: int) -> str:
+    return row_place(_spec_of_row(specs, corpus, corpus.doc_row[d]), corpus.doc_line[d])
+
+
+def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: Corpus, arrays: tuple) -> tuple:
+    """Ids must name one row each. A repeated id stops the run naming both rows, or with
+    ``--on-error skip`` the later rows become skipped rows (counted, listed) and leave the arrays."""
+    dups = duplicate_ids(corpus.ids)
+    if not dups:
+        return arrays
+    d, first = dups[0]
+    if cfg.on_error != "skip":
+        raise InputFormatError(f"{_where(specs, corpus, d)}: id {corpus.ids[d]!r} is already the id of "
+                               f"{_where(specs, corpus, first)}; ids must be unique ({len(dups)} repeated; "
+                               "--on-error skip skips the later rows)")
+    drop = np.zeros(len(corpus.ids), dtype=bool)
+    for d, first in dups:
+        drop[d] = True
+        corpus.skipped.append((corpus.doc_row[d], _spec_of_row(specs, corpus, corpus.doc_row[d]).label,
+                               corpus.doc_line[d], f"{_where(specs, corpus, d)}: id {corpus.ids[d]!r} repeats the "
+                               f"id of {_where(specs, corpus, first)}"))
+    corpus.skipped.sort()
+    keep = np.flatnonzero(~drop)
+    corpus.n_chars -= sum(corpus.lengths[d] for d in np.flatnonzero(drop))
+    for name in ("ids", "lengths", "keys", "doc_row"):
+        old = getattr(corpus, name)
+        setattr(corpus, name, [old[k] for k in keep])
+    corpus.doc_line = array("q", (corpus.doc_line[k] for k in keep))
+    corpus.payload_of_doc = keep
+    values, empty, sizes, features = arrays
+    if features is not None:
+        features = features.subset(keep)
+    return values[keep], empty[keep], (None if sizes is None else sizes[keep]), features
+
+
+def _fetch_texts(specs, cfg, corpus: Corpus, docs: set[int]) -> dict[int, str]:
+    """Texts of a few documents (for the report), re-read from the inputs; line formats parse
+    only the wanted lines."""
+    return dict(_iter_texts(specs, cfg, corpus, docs))
+
+
+def _iter_texts(specs, cfg, corpus: Corpus, docs: set[int]):
+    """(document, text) of the documents ``docs``, re-read from the inputs in input order (line
+    formats parse only the wanted lines); a document whose text cannot be read again is absent."""
+    if not docs:
+        return
+    want_rows = {corpus.doc_row[d]: d for d in docs}
+    g = 0
+    for spec, n_rows in zip(specs, corpus.row_source):
+        lo, hi = g, g + n_rows
+        wanted = {r - lo: d for r, d in want_rows.items() if lo <= r < hi}
+        g = hi
+        if not wanted:
+            continue
+        if spec.fmt in ("jsonl", "lines"):
+            left = len(wanted)
+            for i, raw in raw_lines(spec):
+                d = wanted.get(i - 1)
+                if d is None:
+                    continue
+                if spec.fmt == "jsonl":  # parsed exactly as when it was read
+                    yield d, parse_jsonl_line(spec, i, raw, cfg.text_field, None, None).text or ""
+                else:
+                    yield d, line_text(i, raw)[0]
+                left -= 1
+                if left == 0:
+                    break
+            continue
+        for k, row in enumerate(read_rows(spec, cfg.text_field, None)):
+            if k in wanted and row.text is not None:
+                yield wanted[k], row.text
+
+
+def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, command: str = "",
+              stdout=None) -> dict:
+    """Deduplicate ``inputs`` into ``outdir``; returns the report (also written as report.json).
+
+    Parameters are checked first, then the inputs (they exist, can be read, none is named twice),
+    then the output folder (:class:`~neardup.io.outdir.StagedOutput`: never a folder holding
+    anything neardup did not write, nor one related to an input) — all before any row is read.
+    ``outdir="-"``: the kept rows go to ``stdout`` (default: standard output), uncompressed, in
+    input order, and nothing else is written (inputs must be JSONL or text lines, or one CSV).
+
+    Signing workers are forked, except in a process that has already run one of neardup's
+    parallel kernels (numba's OpenMP pool cannot be forked): they then start from a fork server,
+    which imports the calling script again, as ``multiprocessing`` does on macOS and Windows — a
+    script must then keep its top-level work under ``if __name__ == "__main__":``."""
+    cfg = (config or DedupConfig()).resolved()
+    t_start = time.perf_counter()
+    specs = expand_inputs(list(inputs), cfg.input_format)
+    check_fields_apply(specs, cfg.text_field, cfg.id_field)
+    if cfg.index is not None:
+        check_index_path(cfg.index, outdir, specs)
+    from ...dedup import resume  # noqa: PLC0415
+
+    resume.check_resumable(cfg, specs, outdir)
+    if outdir == STDOUT:
+        if cfg.pairs:
+            raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept "
+                              "rows; give an output folder")
+        return _run_to_stdout(specs, cfg, command, t_start, stdout)
+    checkpoint = resume.checkpoint_dir(outdir) if cfg.resume else None
+    with StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
+        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index, checkpoint)
+        stage.commit()
+    resume.remove(resume.checkpoint_dir(outdir))     # done: a checkpoint of this OUTDIR (any run's) is stale
+    return report
+
+
+def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float,
+                index=None, checkpoint: str | None = None):
+    from .warmup import warm_up  # noqa: PLC0415
+
+    # a first run compiles the kernels now (parameters, inputs and OUTDIR already checked), timed apart
+    compiled = warm_up(cfg, announce=shows_progress(cfg))
+    try:
+        specs = spool(specs, work)
+        return _run(specs, cfg, out, command, t_start + (compiled or 0.0), index, compiled, checkpoint), specs
+    except OSError as exc:
+        if is_write_error(exc):
+            raise OutputError(f"{label}: cannot write the outputs ({exc.strerror or exc}); nothing was "
+                              "replaced") from None
+        raise
+
+
+def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout) -> dict:
+    from ...io.compression import open_read  # noqa: PLC0415
+
+    csvs = [s for s in specs if s.fmt == "csv"]
+    other = [s for s in specs if s.fmt not in ("jsonl", "lines", "csv")]
+    if other or (csvs and len(specs) > 1):
+        what = other[0] if other else csvs[0]
+        among = "" if other else " among several inputs"
+        raise ConfigError(f"-o - writes the kept rows to standard output, one stream: JSONL or text-line inputs, "
+                          f"or a single CSV; {what.label} is {what.fmt}{among}")
+    if stdout is None:
+        if sys.stdout is None or getattr(sys.stdout, "closed", False):
+            raise OutputError("-o -: standard output is closed, so the kept rows have nowhere to go")
+        stdout = sys.stdout.buffer
+    with tempfile.TemporaryDirectory(prefix="neardup-") as tmp, opened_index(cfg) as index:
+        work, out = os.path.join(tmp, "work"), os.path.join(tmp, "out")
+        os.mkdir(work)
+        os.mkdir(out)
+        report, specs = _staged_run(specs, cfg, work, out, tmp, command, t_start, index)
+        for spec, o in zip(specs, report["outputs"]):
+            with open_read(os.path.join(out, o["output"]), spec.compression) as fh:
+                shutil.copyfileobj(fh, stdout, 1 << 20)
+        stdout.flush()
+    return report
+
+
+def _read(specs, cfg: DedupConfig, corpus: Corpus, edits=None) -> tuple:
+    arrays = read_and_sign(specs, cfg, corpus, edits)
+    if cfg.id_field is not None:
+        arrays = _drop_duplicate_ids(specs, cfg, corpus, arrays)
+    if corpus.payload_of_doc is None:
+        corpus.payload_of_doc = np.arange(len(corpus.ids), dtype=np.int64)
+    return arrays
+
+
+def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | None, timings: dict):
+    """Pass 1 — or, with ``--resume`` and a checkpoint of this very run, its results read back
+    (:mod:`neardup.dedup.resume`); a run with ``--resume`` checkpoints what it computed."""
+    from ...dedup import resume  # noqa: PLC0415
+
+    if checkpoint is not None:
+        found = resume.load(checkpoint, cfg, specs)
+        if found is not None:
+            t0 = time.perf_counter()
+            (values, empty, sizes, features), corpus = resume.restore(*found, Corpus)
+            for spec in specs:
+                check_stamp(spec)
+            timings["resume_load"] = time.perf_counter() - t0     # (its presence: this run resumed)
+            return values, empty, sizes, features, corpus
+    values, empty, sizes, features = _read(specs, cfg, corpus)
+    if checkpoint is not None:
+        t0 = time.perf_counter()
+        if not resume.save(checkpoint, cfg, specs, values, empty, sizes, features, corpus) and not cfg.quiet:
+            print("neardup: --resume: ids or keep values that are not JSON values cannot be checkpointed; this run "
+                  "keeps no checkpoint", file=sys.stderr)
+        timings["checkpoint"] = time.perf_counter() - t0
+    return values, empty, sizes, features, corpus
+
+
+def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None,
+         compiled: float | None = None, checkpoint: str | None = None) -> dict:
+    from ...dedup.spans import SpanStage, run_spans, stage_config  # noqa: PLC0415
+
+    timings = {} if compiled is None else {"compile": compiled}   # apart from the run's own "total"
+    corpus = Corpus()
+    t0 = time.perf_counter()
+    span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
+    stage, by_row = None, {}
+    if span_cfg is not None and cfg.spans_order == "before":
+        # the spans first (one read), then the documents signed with them removed (a second read)
+        _read(specs, span_cfg, corpus)
+        stage = SpanStage(span_cfg, corpus, corpus.payload_of_doc, np.ones(len(corpus.ids), dtype=bool),
+                          lambda d: _where(specs, corpus, d))
+        timings["spans"] = stage.seconds
+        first, corpus = corpus, Corpus()
+        for spec in specs:
+            check_stamp(spec)
+        by_row = stage.by_row(first.doc_row)
+        values, empty, sizes, features = _read(specs, replace(cfg, spans=None), corpus, (by_row, first.row_source))
+        if corpus.doc_row != first.doc_row:
+            raise InputChangedError("the inputs changed between the two reads of --spans-order before "
+                                    f"({len(first.ids)} documents, then {len(corpus.ids)}); nothing was written")
+    else:
+        values, empty, sizes, features, corpus = _read_or_resume(specs, cfg, corpus, checkpoint, timings)
+    timings["read_sign"] = time.perf_counter() - t0
+    if cfg.method in SPAN_METHODS:
+        return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
+    n_docs = len(corpus.ids)
+
+    part = None
+    if index is not None:   # the indexed documents the new rows match join the clustering, first
+        from ...dedup.incremental import check_ids, matched, run_key  # noqa: PLC0415
+
+        t0 = time.perf_counter()
+        check_ids(corpus.ids, lambda d: _where(specs, corpus, d))
+        key = run_key(specs, cfg)
+        part = matched(index, values, empty, cfg, key)
+        timings["index_query"] = time.perf_counter() - t0
+
+    def texts_of(docs):   # for exact checks: the texts as they were signed
+        for d, t in _iter_texts(specs, cfg, corpus, docs):
+            g = corpus.doc_row[d]
+            yield d, (edited(t, by_row[g]) if g in by_row else t)
+
+    result = find_run(values, empty, sizes, features, cfg, corpus, part, texts_of)
+    timings.update({k: v for k, v in result.timings.items()})
+    clusters = result.clusters
+    kept_doc = clusters.kept
+    extra_ids = part.keys if part is not None else []
+
+    # -- pass 2: kept rows in each input's format --------------------------------------------------
+    t0 = time.perf_counter()
+    for spec in specs:
+        check_stamp(spec)
+    if cfg.clusters_format == "parquet":
+        check_parquet_ids(corpus.ids, lambda d: _where(specs, corpus, d))
+    if span_cfg is not None:
+        if stage is None:   # --spans-order after: spans among the documents kept
+            stage = SpanStage(span_cfg, corpus, corpus.payload_of_doc, kept_doc, lambda d: _where(specs, corpus, d))
+            timings["spans"] = stage.seconds
+        outputs = stage.write(specs, cfg, corpus, out, kept_doc)
+        stage.write_edits(os.path.join(out, "edits.jsonl"), corpus, duplicate=~kept_doc)
+    else:
+        keep_row = np.zeros(corpus.n_rows, dtype=bool)
+        keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
+        outputs = write_rows(specs, cfg, corpus, out, keep_row)
+    write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
+    n_pairs = write_pairs(os.path.join(out, "pairs.parquet"), corpus, result, extra_ids) if cfg.pairs else None
+    timings["write"] = time.perf_counter() - t0
+
+    # -- report ---------------------------------------------------------------------------------------
+    samples = sample_pairs(result, cfg.samples)
+    texts = _fetch_texts(specs, cfg, corpus, {d for pair in samples for d in pair[:2] if d < n_docs})
+    removed = int(n_docs - kept_doc.sum())
+    index_info = None
+    if part is not None:
+        by_index = int((clusters.cluster >= n_docs).sum())
+        index_info = {"path": os.path.abspath(cfg.index), "documents_before": part.documents,
+                      "matched_documents": len(part.keys), "removed_by_index": by_index,
+                      "added": 0 if part.rerun else int(kept_doc.sum()), "rerun": part.rerun}
+    timings["total"] = time.perf_counter() - t_start
+    report = run_report(cfg, specs, corpus, result, removed, empty, timings, samples, texts, outputs, command,
+                     extra_ids, index_info)
+    if stage is not None:
+        stage.add_to_report(report, corpus, duplicate=~kept_doc)
+    if n_pairs is not None:
+        report["pairs"] = {"output": "pairs.parquet", "pairs": n_pairs}
+    write_report(report, out, cfg.html)
+    if part is not None and not part.rerun:   # outputs staged in full: the index changes, then they go in place
+        from ...dedup.incremental import add_kept  # noqa: PLC0415
+
+        kept = np.flatnonzero(kept_doc)
+        add_kept(index, [corpus.ids[d] for d in kept.tolist()], values[kept], empty[kept], key, cfg)
+    return report
+
+

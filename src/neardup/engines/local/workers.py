@@ -1,0 +1,308 @@
+"""The local engine's pass 1: every row read and every document signed, on all cores.
+
+The inputs stream in batches (:mod:`neardup.io.formats`); JSON lines are parsed in the workers. Each
+batch is signed by :func:`neardup.dedup.signing.make_signer` in a worker process, at most 2 batches
+per worker in flight, so memory is bounded by the signatures, not the text. The main process
+records every row in the run's :class:`~neardup.dedup.tables.Corpus` (documents and skipped rows).
+Workers die with the run (``PR_SET_PDEATHSIG`` and a watcher thread), ignore Ctrl-C (the main
+process handles it) and are killed, not waited for, when the run fails.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict
+from multiprocessing import get_context
+
+import numpy as np
+
+from ...config import DedupConfig
+from ...dedup.progress import progress
+from ...dedup.signing import Both, make_signer
+from ...dedup.spans import SPAN_METHODS, edited
+from ...dedup.tables import Corpus, Signed
+from ...errors import InputFormatError, WorkerError
+from ...features.shingles import Features
+from ...io.formats import InputSpec, parse_jsonl_line, raw_lines, read_rows
+from ...io.outdir import release_inherited_locks
+
+_SIGNER = None
+
+
+_CFG = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker must not outlive the run: on Linux the kernel kills it when the parent dies
+    (``PR_SET_PDEATHSIG``); everywhere a daemon thread checks the parent once a second, so a
+    worker blocked on its task pipe still exits when the parent is killed with SIGKILL."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    # forked: the run is the parent; from a fork server (see _worker_context) the parent is that
+    # server, which exits with the run: either way the parent changing means the run has ended
+    direct = os.getppid() == parent
+    watched = os.getppid()
+
+    def run_alive() -> bool:
+        if direct:
+            return True
+        try:
+            os.kill(parent, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+
+    def watch():
+        while True:
+            if os.getppid() != watched or not run_alive():
+                os._exit(1)
+            time.sleep(1.0)
+
+    if os.getppid() != watched or not run_alive():   # the parent died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
+
+
+def _worker_init(cfg_dict: dict, parent: int) -> None:
+    global _SIGNER, _CFG
+    _die_with_parent(parent)
+    release_inherited_locks()
+    # Ctrl-C and SIGTERM are the parent's to handle: it lets running batches finish (a worker
+    # stopped halfway through sending a result would leave the pool's reader waiting forever)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _CFG = DedupConfig(**cfg_dict)
+    _SIGNER = make_signer(_CFG)
+
+
+def _row_meta(row) -> tuple:
+    """What the run keeps of a row: (line, id, characters, key, replaced, error, blank)."""
+    return (row.line, row.id, None if row.text is None else len(row.text), row.key, row.replaced, row.error,
+            row.blank)
+
+
+def _run_job(job, cfg: DedupConfig, sign):
+    """One batch: ``("texts", texts)`` (rows already read by the main process) or
+    ``("jsonl", spec, [(line, raw bytes), …], edits)``, parsed here so that JSON decoding runs in the
+    worker processes too; ``edits`` (``--spans-order before``: line → byte ranges) are removed from
+    the texts before they are signed. Returns (row metadata or None, signing result or None)."""
+    if job[0] == "texts":
+        meta, texts = None, job[1]
+    else:
+        _, spec, lines, edits = job
+        key_field = cfg.keep_field if cfg.keep == "key" else None
+        rows = [parse_jsonl_line(spec, i, raw, cfg.text_field, cfg.id_field, key_field) for i, raw in lines]
+        meta = [_row_meta(r) for r in rows]
+        texts = [r.text if r.line not in edits else edited(r.text, edits[r.line])
+                 for r in rows if r.error is None]
+    return meta, (sign(texts) if texts else None)
+
+
+def _worker_job(job):
+    return _run_job(job, _CFG, _SIGNER)
+
+
+def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edits: tuple | None = None):
+    """Pass 1: every row read, every document signed. ``edits`` = (input row → byte ranges, rows per
+    input of an earlier read): ranges removed from those rows' texts before they are signed
+    (``--spans-order before``)."""
+    sigs, empties, sizes, shingles = [], [], [], []
+    edits, bases = (edits[0], [sum(edits[1][:k]) for k in range(len(specs))]) if edits else ({}, [0] * len(specs))
+    # progress in characters against the file sizes: exact for plain UTF-8 ASCII text, close for
+    # the rest; no total (no ETA) when an input is compressed or binary
+    plain = all(s.fmt in ("jsonl", "lines", "csv") and s.compression is None for s in specs)
+    total = sum(os.path.getsize(s.path) for s in specs) if plain else None
+    bar = progress(cfg, total, "read+sign", unit="char")
+    rows_of = [0] * len(specs)
+    key_field = cfg.keep_field if cfg.keep == "key" else None
+
+    def jobs():
+        """(input index, job, row metadata known here or None, bytes for the progress bar). When
+        reading fails (a truncated file, a missing column), the rows read before still come out
+        first, so that an earlier bad row is reported before the read error."""
+        for si, spec in enumerate(specs):
+            base = bases[si]
+            if spec.fmt == "jsonl":  # raw lines: parsed where the batch is signed
+                lines, nbytes = [], 0
+
+                def job(lines, base=base, spec=spec):
+                    return "jsonl", spec, lines, ({i: edits[base + i - 1] for i, _ in lines if base + i - 1 in edits}
+                                                  if edits else {})
+                try:
+                    for i, raw in raw_lines(spec):
+                        lines.append((i, raw))
+                        nbytes += len(raw)
+                        if len(lines) >= cfg.batch_size:
+                            batch, lines, nbytes0, nbytes = lines, [], nbytes, 0
+                            yield si, job(batch), None, nbytes0
+                except Exception:
+                    if lines:
+                        yield si, job(lines), None, nbytes
+                    raise
+                if lines:
+                    yield si, job(lines), None, nbytes
+                continue
+            meta, texts = [], []
+            try:
+                for k, row in enumerate(read_rows(spec, cfg.text_field, cfg.id_field, key_field)):
+                    meta.append(_row_meta(row))
+                    if row.error is None:
+                        texts.append(row.text if base + k not in edits else edited(row.text, edits[base + k]))
+                        if len(texts) >= cfg.batch_size:
+                            batch_meta, batch, meta, texts = meta, texts, [], []
+                            yield si, ("texts", batch), batch_meta, sum(len(t) for t in batch)
+            except Exception:
+                if meta:
+                    yield si, ("texts", texts), meta, sum(len(t) for t in texts)
+                raise
+            if meta:
+                yield si, ("texts", texts), meta, sum(len(t) for t in texts)
+
+    def collect(si, meta, res, nbytes):
+        spec = specs[si]
+        for line, rid, chars, key, replaced, error, blank in meta:
+            g = corpus.n_rows
+            corpus.n_rows += 1
+            rows_of[si] += 1
+            if error is not None:
+                if blank or cfg.on_error == "skip":
+                    corpus.skipped.append((g, spec.label, line, error))
+                    continue
+                raise InputFormatError(error)
+            corpus.ids.append(rid if rid is not None else g)
+            corpus.doc_line.append(line)
+            corpus.lengths.append(chars)
+            corpus.n_chars += chars
+            corpus.keys.append(key)
+            corpus.doc_row.append(g)
+            corpus.replaced += replaced
+        bar.update(nbytes)
+        if res is None:
+            return
+        if isinstance(res, Both):
+            corpus.spans.append(res.span)
+            res = res.doc
+        s, e, z = res[:3]
+        sigs.append(s)
+        empties.append(e)
+        if z is not None:
+            sizes.append(z)
+        if len(res) > 3:
+            shingles.append(res[3])
+
+    if cfg.workers <= 1:
+        sign = make_signer(cfg)
+        for si, job, meta, nbytes in jobs():
+            parsed, res = _run_job(job, cfg, sign)
+            collect(si, meta if meta is not None else parsed, res, nbytes)
+    else:
+        with worker_pool(cfg) as pool:
+            window: deque = deque()
+
+            def collect_oldest():
+                si, meta, nbytes, fut = window.popleft()
+                parsed, res = fut.result()
+                collect(si, meta if meta is not None else parsed, res, nbytes)
+
+            it = jobs()
+            while True:
+                try:
+                    si, job, meta, nbytes = next(it)
+                except StopIteration:
+                    break
+                except Exception:  # a read error: the batches read before it are accounted first,
+                    while window:  # and an earlier bad row raises instead
+                        collect_oldest()
+                    raise
+                window.append((si, meta, nbytes, pool.submit(_worker_job, job)))
+                if len(window) >= 2 * cfg.workers:
+                    collect_oldest()
+            while window:
+                collect_oldest()
+    corpus.row_source.extend(rows_of)
+    bar.close()
+    if cfg.method in SPAN_METHODS:   # documents numbered here; what the workers found is in corpus.spans
+        corpus.spans = sigs
+        empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
+        return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
+    features = None
+    if sigs:
+        values = np.concatenate(sigs)
+        empty = np.concatenate(empties)
+        size = np.concatenate(sizes) if sizes else None
+        if shingles:
+            offsets = np.zeros(size.shape[0] + 1, dtype=np.int64)
+            np.cumsum(size, out=offsets[1:])
+            features = Features.distinct(np.concatenate(shingles), offsets)
+    else:
+        width = (cfg.num_perm,) if cfg.method == "minhash" else ()
+        values = np.zeros((0, *width), dtype=np.uint32 if cfg.method == "minhash" else np.uint64)
+        empty = np.zeros(0, dtype=bool)
+        size = None
+    return Signed(values, empty, size, features)
+
+
+def _worker_context():
+    """How signing workers start. ``fork`` on Linux (they inherit the compiled kernels at once),
+    unless this process has already started numba's thread pool (a parallel kernel ran here: an
+    earlier call in the same Python session, or a run's own probe). A child forked after that
+    inherits a pool it cannot use — with GNU OpenMP it aborts, or computes wrong values, silently.
+    Then ``forkserver``: workers start from a clean process (each loads the cached kernels once,
+    about a second)."""
+    if not sys.platform.startswith("linux"):
+        return get_context()
+    import numba  # noqa: PLC0415
+    from numba.np.ufunc import parallel  # noqa: PLC0415
+
+    started = getattr(parallel, "_is_initialized", True)
+    if not (started and numba.threading_layer() == "omp"):
+        return get_context("fork")
+    ctx = get_context("forkserver")
+    ctx.set_forkserver_preload(["neardup.engines.local.workers"])   # the server imports neardup once, not each worker
+    return ctx
+
+
+@contextlib.contextmanager
+def worker_pool(cfg: DedupConfig):
+    """The signing processes. On any exception (a bad row, Ctrl-C, SIGTERM turned into SystemExit)
+    queued batches are cancelled and the workers are killed at once, not waited for."""
+    ctx = _worker_context()
+    pool = ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(asdict(cfg), os.getpid()))
+    try:
+        yield pool
+    except BaseException as exc:
+        # queued batches are dropped; running ones finish and are sent whole, then the workers exit.
+        # Only a worker still busy after 10 s is killed (a kill halfway through sending a result
+        # would leave the pool's reader thread waiting forever)
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + 10.0
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(max(0.0, deadline - time.monotonic()))
+        for p in procs:
+            with contextlib.suppress(Exception):
+                if p.is_alive():
+                    p.kill()
+                    p.join(1)
+        if isinstance(exc, BrokenProcessPool):
+            raise WorkerError("a signing worker process died (killed by a signal, or by the system for lack of "
+                              "memory: try fewer --workers or a smaller --batch-size); nothing was written") from None
+        raise
+    pool.shutdown(wait=True)

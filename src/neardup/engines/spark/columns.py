@@ -1,0 +1,144 @@
+"""Executor side of the Spark engine: Arrow columns ↔ NumPy arrays, and the run's signer per worker.
+
+Signatures travel as binary cells (k little-endian uint32, or one uint64), shingle sets as ragged
+binary cells; texts as UTF-8 bytes with lone surrogates kept. These functions are top-level so that
+Spark pickles them by reference.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import numpy as np
+import pyarrow as pa
+
+from ...config import DedupConfig
+from ...dedup.records import id_json
+
+_SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
+           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary")
+
+
+_PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, err string, "
+           "blank boolean, replaced boolean, fatal boolean")
+
+
+_SIGNERS: dict = {}
+
+
+def _signer(cfg_json: str):
+    s = _SIGNERS.get(cfg_json)
+    if s is None:
+        from ...dedup.signing import make_signer  # noqa: PLC0415
+
+        s = _SIGNERS[cfg_json] = make_signer(DedupConfig(**json.loads(cfg_json)))
+    return s
+
+
+def _column(batch, name):
+    return batch.column(batch.schema.get_field_index(name))
+
+
+
+def _lists(batch, *names) -> list[list]:
+    """The named columns of an Arrow batch as Python lists."""
+    return [_column(batch, name).to_pylist() for name in names]
+
+
+def _binary_rows(arr, dtype) -> np.ndarray:
+    """A binary column of equal-width values (no nulls) as an (n, w) matrix of ``dtype``."""
+    n = len(arr)
+    if n == 0:
+        return np.zeros((0, 0), dtype=dtype)
+    if arr.null_count:
+        raise ValueError("signature column has nulls")
+    large = pa.types.is_large_binary(arr.type)
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[arr.offset: arr.offset + n + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]]
+    if data.shape[0] % n:
+        raise ValueError("signatures of different widths")
+    return data.view(dtype).reshape(n, -1).copy()   # copy: aligned for the kernels
+
+
+def _binary_array(mat: np.ndarray, valid: np.ndarray | None = None):
+    """Rows of ``mat`` as a binary Arrow array; with ``valid``, ``mat`` holds only the valid rows."""
+    width = mat.dtype.itemsize * (mat.shape[1] if mat.ndim > 1 else 1)
+    raw = np.ascontiguousarray(mat).view(np.uint8).reshape(mat.shape[0], width)   # (0, w) for no rows too
+    w = raw.shape[1]
+    if valid is None:
+        n = raw.shape[0]
+        offs = np.arange(n + 1, dtype=np.int32) * w
+        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offs), pa.py_buffer(raw.tobytes())])
+    n = valid.shape[0]
+    offs = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(valid, w, 0), out=offs[1:])
+    bitmap = None if valid.all() else pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs), pa.py_buffer(raw.tobytes())],
+                                 null_count=int(n - valid.sum()))
+
+
+def _ragged_array(hashes: np.ndarray, sizes: np.ndarray, valid: np.ndarray):
+    """Per valid row its ``sizes[i]`` consecutive uint64 of ``hashes`` as one binary value (rows
+    not valid are null; ``sizes`` and ``hashes`` hold only the valid rows)."""
+    n = valid.shape[0]
+    width = np.zeros(n, dtype=np.int64)
+    width[valid] = np.asarray(sizes, dtype=np.int64) * 8
+    offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(width, out=offs[1:])
+    if offs[-1] >= 2**31:
+        raise ValueError("a batch's shingle sets exceed 2 GiB; use smaller batches")
+    bitmap = None if valid.all() else pa.array(valid).buffers()[1]
+    data = np.ascontiguousarray(hashes, dtype=np.uint64).tobytes()
+    return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data)],
+                                 null_count=int(n - valid.sum()))
+
+
+def _ragged_features(arr):
+    """A binary column of sorted distinct uint64 shingle hashes (:func:`_ragged_array`) as
+    :class:`~neardup.features.shingles.Features` (null rows are empty sets)."""
+    from ...features.shingles import Features  # noqa: PLC0415
+
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    n = len(arr)
+    if n == 0:
+        return Features(np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    large = pa.types.is_large_binary(arr.type)
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[arr.offset: arr.offset + n + 1]
+    offs = offs.astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]] if bufs[2] is not None else np.zeros(0, np.uint8)
+    if arr.null_count:   # a null's offsets span no bytes (Arrow allows otherwise; be exact)
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        width = np.where(valid, np.diff(offs), 0)
+        keep = np.repeat(valid, np.diff(offs))
+        data = data[keep]
+        offs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(width, out=offs[1:])
+    else:
+        offs = offs - offs[0]
+    hashes = data.view(np.uint64).copy() if data.shape[0] else np.zeros(0, np.uint64)
+    sizes = np.diff(offs) // 8
+    o = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=o[1:])
+    return Features.distinct(hashes, o)
+
+
+def _dump_id(v) -> str | None:
+    """The JSON of an id; a lone surrogate as its JSON escape (Arrow strings are UTF-8), the bytes
+    the local engine writes."""
+    return None if v is None else _arrow_text(id_json(v))
+
+
+def _utf8(texts: list) -> list:
+    """Texts as UTF-8 bytes for Arrow, lone surrogates kept (``surrogatepass``; decoded back alike)."""
+    return [None if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
+
+
+def _arrow_text(text):
+    """Text for an Arrow string (UTF-8): a lone surrogate as its escape, the bytes the local engine writes."""
+    return None if text is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _cfg_json(cfg: DedupConfig) -> str:
+    return json.dumps(asdict(cfg), sort_keys=True)
