@@ -252,3 +252,27 @@ def test_simhash_index_check_and_add_batches(tmp_path):
         assert res[1]["matches"][0]["id"] == "e"
     finally:
         s.stop()
+
+
+def test_containment_index_served(tmp_path):
+    """A containment index behind the service: a passage of an indexed document is a duplicate of it,
+    and a document holding an indexed one is too (either direction, as ``dedup --metric containment``)."""
+    from neardup.index.disk import ContainmentDiskIndex
+
+    long = [d["text"] for d in DOCS if len(d["text"].split()) > 400][:3]
+    words = long[0].split()
+    path = tmp_path / "cidx"
+    with ContainmentDiskIndex.create(path) as idx:
+        idx.add_batch(["host"], long[:1])
+        idx.add_batch(["small"], [" ".join(long[1].split()[:120])])
+    s = Server(path)
+    try:
+        status, body = s.call("POST", "/v1/check", {"documents": [{"text": " ".join(words[100:260])}]})
+        assert status == 200 and body["results"][0]["matches"][0]["id"] == "host", body
+        status, body = s.call("POST", "/v1/check-and-add", _docs([("big", long[1]), ("other", long[2])]))
+        assert status == 200, body
+        res = body["results"]
+        assert res[0]["duplicate"] and res[0]["matches"][0]["id"] == "small" and not res[0]["added"]
+        assert res[1]["added"]
+    finally:
+        s.stop()

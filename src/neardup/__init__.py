@@ -20,7 +20,7 @@ from .engines.local.pairs import run_pairs
 from .errors import ConfigError, InputChangedError, InputFormatError, NeardupError, OutputError, WorkerError
 from .features import Features, IdfTable, Shingler
 from .index.containment import ContainmentIndex, containment_candidates, containment_params
-from .index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
+from .index.disk import ContainmentDiskIndex, DiskIndex, IndexConfigError, SimHashDiskIndex, open_index
 from .index.lsh import LSHParams, choose_params
 from .index.memory import MinHashLSH
 from .index.simhash_index import SimHashIndex, all_pairs
@@ -51,7 +51,7 @@ __all__ = [
     "find_equal_duplicates", "join_pairs", "run_pairs", "LSHParams", "choose_params", "InputSpec",
     "expand_inputs", "iter_documents",
     # indexes
-    "DiskIndex", "SimHashDiskIndex", "SimHashIndex", "MinHashLSH", "all_pairs",
+    "DiskIndex", "SimHashDiskIndex", "ContainmentDiskIndex", "open_index", "SimHashIndex", "MinHashLSH", "all_pairs",
     "ContainmentIndex", "containment_candidates", "containment_params",
     # errors: every error about the user's input, output or parameters is a NeardupError
     "NeardupError", "ConfigError", "InputFormatError", "InputChangedError", "OutputError", "WorkerError",

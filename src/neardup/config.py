@@ -389,8 +389,6 @@ class DedupConfig:
             elif c.method == "minhash" and c.verify == "exact":
                 why = ("used with --verify borderline or minhash (the index keeps signatures, not shingle "
                        "sets)")
-            elif c.method == "minhash" and c.metric != "jaccard":
-                why = "used with --metric jaccard (the index keeps no set sizes)"
             elif c.spans is not None:
                 why = "used without --spans (the index keeps whole documents)"
             elif c.convert is not None:

@@ -5,6 +5,7 @@ Examples::
 
     neardup index create IDX                            # MinHash, the dedup defaults
     neardup index create IDX --method simhash --bits 3
+    neardup index create IDX --metric containment       # passages inside documents, either way
     neardup index add IDX day1.jsonl --id-field id      # signs on all cores' kernels, one segment per batch
     neardup index query IDX new.jsonl --id-field id     # JSONL: {"id", "matches": [{"id", "similarity"}]}
     neardup index query IDX --text "some text" --format table
@@ -24,17 +25,15 @@ from ..config import DedupConfig, click_options
 from ..io.readers import batched
 from . import main
 
-_ALGO = ("threshold", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf", "user_dict",
-         "stop_words", "top_n", "compat", "lsh_mode", "recall", "bands", "rows")
+_ALGO = ("threshold", "metric", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf",
+         "user_dict", "stop_words", "top_n", "compat", "lsh_mode", "recall", "bands", "rows")
 _BATCH = 20000
 
 
 def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
-    from ..dedup.incremental import _stored_kind  # noqa: PLC0415
-    from ..index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
+    from ..index.disk import open_index  # noqa: PLC0415
 
-    cls = SimHashDiskIndex if _stored_kind(path) == "simhash" else DiskIndex
-    return cls.open(path, readonly=readonly, synchronous=synchronous)
+    return open_index(path, readonly=readonly, synchronous=synchronous)
 
 
 def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None):
@@ -200,6 +199,7 @@ def export(path, output):
     (MinHash: k unsigned integers) or fingerprint (SimHash: uint64)."""
     import os  # noqa: PLC0415
 
+    import numpy as np  # noqa: PLC0415
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
@@ -220,6 +220,10 @@ def export(path, output):
                             "id_type": pa.array([type(k).__name__ for k in keys])}
                     if idx.kind == "simhash":
                         cols["fingerprint"] = pa.array(vals.reshape(-1))
+                    elif idx.kind == "containment":        # (signature slots, set size)
+                        sig = np.ascontiguousarray(vals[:, :-1])
+                        cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), sig.shape[1])
+                        cols["size"] = pa.array(vals[:, -1].astype(np.int64))
                     else:
                         cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)),
                                                                              vals.shape[1])

@@ -18,7 +18,9 @@
   :mod:`.resume` (``--resume``) — what a run adds around them.
 
 A stage never knows which engine runs it, nor reads an input format by name: rows come in through
-:mod:`neardup.io.formats`, outputs go out through :class:`neardup.io.outdir.StagedOutput`.
+:mod:`neardup.io.formats`, outputs go out through :class:`neardup.io.outdir.StagedOutput`. The writers
+in :mod:`.records` work over the in-memory :class:`~.tables.Corpus` (the local engine's, also used by
+:mod:`.spans`); the Spark engine formats the same records with the same functions on its executors.
 """
 from .find import (
     DuplicateResult,

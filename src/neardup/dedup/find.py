@@ -375,6 +375,9 @@ def find_run(values, empty, sizes, features, cfg: DedupConfig, corpus: Corpus, p
         empty = np.concatenate([np.zeros(m, dtype=bool), empty])
         lengths = np.concatenate([np.zeros(m, dtype=np.int64), lengths])
         keys = None if keys is None else np.concatenate([np.zeros(m), keys])
+        if sizes is not None:     # containment: the index keeps each document's set size (else unused)
+            fixed_sizes = np.zeros(m, np.int64) if part.sizes is None else np.asarray(part.sizes, dtype=np.int64)
+            sizes = np.concatenate([fixed_sizes, sizes])
     exact = (exact_pairs_from_texts(cfg, texts_of, m) if cfg.method == "minhash" and cfg.verify == "borderline"
              and texts_of is not None else None)
     result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputFormatError
-from ..index.disk import AtLeast, AtMost, DiskIndex, IndexConfigError, SimHashDiskIndex
+from ..index.disk import AtLeast, AtMost, ContainmentDiskIndex, DiskIndex, IndexConfigError, SimHashDiskIndex
 from ..index.segments import MANIFEST
 
 RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
@@ -49,10 +49,17 @@ def open_index(cfg: DedupConfig):
 def create_index(path, cfg: DedupConfig, exist_ok: bool):
     """A folder index with the parameters of ``cfg`` (resolved); ``exist_ok``: open an existing one,
     which must match them."""
-    kind = _stored_kind(path)
-    if kind is not None and kind != cfg.method:
-        raise IndexConfigError(f"{path} is a {kind} index; this run uses --method {cfg.method} (use another "
-                               f"--index, or --method {kind})")
+    kind, want = _stored_kind(path), index_kind(cfg)
+    if kind is not None and kind != want:
+        flag = {"simhash": "--method simhash", "minhash": "--method minhash --metric jaccard",
+                "containment": "--method minhash --metric containment"}
+        raise IndexConfigError(f"{path} is a {kind} index; this run would need a {want} one (use another "
+                               f"--index, or {flag.get(kind, kind)})")
+    if want == "containment":
+        return ContainmentDiskIndex.create(path, threshold=cfg.threshold, num_perm=cfg.num_perm, scheme=cfg.scheme,
+                                           seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
+                                           mode="ensemble" if cfg.lsh_mode == "datasketch" else "recall",
+                                           recall=cfg.recall, user_dict=cfg.user_dict, exist_ok=exist_ok)
     if cfg.method == "minhash":
         from ..index.lsh import choose_params  # noqa: PLC0415
 
@@ -64,6 +71,14 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
     return SimHashDiskIndex.create(path, max_distance=cfg.bits, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
                                    weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf, compat=cfg.compat,
                                    user_dict=cfg.user_dict, stop_words=cfg.stop_words, exist_ok=exist_ok)
+
+
+def index_kind(cfg: DedupConfig) -> str:
+    """The kind of index a run uses: ``simhash``, ``containment`` (MinHash with ``--metric containment``:
+    set sizes kept, bands per size ratio) or ``minhash``."""
+    if cfg.method == "minhash" and cfg.metric == "containment":
+        return "containment"
+    return cfg.method
 
 
 def _stored_kind(path) -> str | None:
@@ -114,6 +129,7 @@ class IndexPart:
     values: np.ndarray
     rerun: bool
     documents: int
+    sizes: np.ndarray | None = None     # their set sizes (a containment index)
 
 
 def rerun_view(index, cfg: DedupConfig, key: str) -> tuple[bool, set]:
@@ -152,20 +168,25 @@ def matched_rows(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig)
     return ids[used], [keys[c] for c in used.tolist()], vals
 
 
-def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key: str) -> IndexPart:
-    """Indexed documents within the run's threshold of any new row (a rerun hides its own segment)."""
+def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key: str, sizes=None) -> IndexPart:
+    """Indexed documents within the run's threshold of any new row (a rerun hides its own segment);
+    ``sizes``: the new rows' set sizes (a containment index, whose matches come with theirs)."""
     st = index.store
     rerun, hidden = rerun_view(index, cfg, key)
     st.hide(hidden)
     try:
-        _, keys, vals = matched_rows(index, values, empty, cfg)
+        contained = index.kind == "containment"
+        _, keys, vals = matched_rows(index, index._with_sizes(values, sizes)[0] if contained else values, empty, cfg)
         documents = len(index)
     finally:
         st.hide(())
+    if contained:         # (signature slots, set size) rows
+        return IndexPart(keys, vals[:, :-1], rerun, documents, vals[:, -1].astype(np.int64))
     return IndexPart(keys, vals, rerun, documents)
 
 
-def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str, cfg: DedupConfig) -> dict:
+def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str, cfg: DedupConfig,
+             sizes=None) -> dict:
     """The kept new rows as one segment, published with this run's record in the same manifest (all
     or nothing); a kept row whose id is already indexed replaces that entry (the index keeps each
     id's latest text)."""
@@ -180,6 +201,8 @@ def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str,
         return {"runs": runs}
 
     vals = values.reshape(-1, 1) if cfg.method == "simhash" else values
+    if index.kind == "containment":
+        vals = index._with_sizes(values, sizes)[0]
     index._put(keys, vals, empty, replace=True, bulk=True, meta=meta)
     return {"added": len(keys), "segment": runs[key]["segment"], "generation": st.generation}
 

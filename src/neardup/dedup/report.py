@@ -16,7 +16,7 @@ from ..config import DedupConfig
 from .records import json_default
 
 if TYPE_CHECKING:
-    from .find import DuplicateResult
+    pass
 
 RUN_ONLY = ("quiet", "progress", "html", "samples", "resume",   # how a run was done, not what it computed
             "index")                                  # (--index has its own section)
@@ -207,7 +207,6 @@ def build_report(s: RunSummary) -> dict:
     return report
 
 
-
 def write_report(report: dict, folder: str, html: bool) -> None:
     """report.json (and report.html) in ``folder``; a lone surrogate in a text, an id or a file name is
     written as its JSON escape ``\\udXXX`` (valid JSON that reads back to the same string)."""
@@ -222,33 +221,3 @@ def write_report(report: dict, folder: str, html: bool) -> None:
         write_html(report, os.path.join(folder, "report.html"))
 
 
-def sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float]]:
-    """(representative, removed document, similarity) of the report's samples (:func:`sample_ranks`)."""
-    c = result.clusters
-    removed = np.flatnonzero(~c.kept)
-    order = removed[np.argsort(c.similarity[removed], kind="stable")]   # by (similarity, row)
-    return [(int(c.cluster[d]), int(d), float(c.similarity[d]))
-            for d in order[sample_ranks(order.shape[0], n)].tolist()]
-
-
-def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command,
-            extra_ids=(), index_info=None):
-    c = result.clusters
-    sizes = c.sizes()
-    ids = list(corpus.ids) + list(extra_ids)
-    multi = sizes[sizes > 1]
-    lsh = (result.params["b"], result.params["r"], result.params["lsh_mode"]) if cfg.method == "minhash" else None
-    return build_report(RunSummary(
-        cfg=cfg, command=command, engine="local", inputs=[s.label for s in specs], outputs=outputs,
-        n_rows=corpus.n_rows, n_docs=len(corpus.ids), removed=removed, n_skipped=len(corpus.skipped),
-        skipped=[(f, line, reason) for _, f, line, reason in corpus.skipped[:SKIPPED_LISTED]],
-        empty=int(empty.sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=int(result.candidates),
-        verified=int(result.pairs_lo.shape[0]),
-        cluster_sizes=dict(zip(*np.unique(multi, return_counts=True))) if multi.size else {},
-        similarity_counts=similarity_counts(c.similarity[~c.kept]),
-        samples=[(ids[k], ids[d], s, texts.get(k, INDEXED_TEXT if k >= len(corpus.ids) else ""), texts.get(d, ""))
-                 for k, d, s in samples],
-        timings=timings, lsh=lsh, index=index_info,
-        simhash=((distance_counts(c.similarity[~c.kept]), result.params["fingerprints"]) if cfg.method == "simhash"
-                 else None),
-        extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}))

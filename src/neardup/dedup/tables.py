@@ -27,7 +27,6 @@ from ..features.shingles import Features
 class Corpus:
     """Pass 1's bookkeeping of every input row (see the module's docstring)."""
 
-
     ids: list = field(default_factory=list)
     lengths: list = field(default_factory=list)
     keys: list = field(default_factory=list)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._arrays import sorted_unique
+from .._arrays import sorted_unique, unique_pairs
 from .._checks import as_int
 from .._version import __version__
 from ..errors import InputFormatError, NeardupError
@@ -51,8 +51,8 @@ from .store import (
     check_key,
 )
 
-__all__ = ["DiskIndex", "SimHashDiskIndex", "IndexConfigError", "NotAnIndexError",
-           "DuplicateKeyError", "ReadOnlyError"]
+__all__ = ["ContainmentDiskIndex", "DiskIndex", "SimHashDiskIndex", "IndexConfigError", "NotAnIndexError",
+           "DuplicateKeyError", "ReadOnlyError", "open_index"]
 
 INDEX_FORMAT = 1
 BULK_DOCS = 4096     # a batch at least this large becomes a segment directly (folder store)
@@ -98,6 +98,7 @@ def _jsonable(obj):
 class _BaseDiskIndex:
     kind = ""
     _EXPECTABLE: tuple[str, ...] = ()
+    _STORE_META: dict = {}        # store metadata fixed at creation (a containment index's band order)
 
     def __init__(self, store: IndexStore, config: dict):
         self._store = store
@@ -129,7 +130,7 @@ class _BaseDiskIndex:
             proto = cls.__new__(cls)
             proto.config, proto.path = config, p
             proto._setup(config)
-            meta = {"config": json.dumps(config, sort_keys=True), "probe": proto._probe()}
+            meta = {"config": json.dumps(config, sort_keys=True), "probe": proto._probe(), **cls._STORE_META}
             try:
                 return cls(store.create(p, meta, **options), config)
             except FileExistsError:
@@ -170,7 +171,8 @@ class _BaseDiskIndex:
                 raise NotAnIndexError(f"{path}: index format {config.get('format')!r}; this neardup "
                                       f"reads format {INDEX_FORMAT}")
             if config.get("kind") != cls.kind:
-                other = {"minhash": "DiskIndex", "simhash": "SimHashDiskIndex"}.get(config.get("kind"), "?")
+                other = {"minhash": "DiskIndex", "simhash": "SimHashDiskIndex",
+                         "containment": "ContainmentDiskIndex"}.get(config.get("kind"), "?")
                 raise IndexConfigError(f"{path} is a {config.get('kind')!r} index: open it with {other}.open()")
             idx = cls(st, config)
             idx._verify_probe(st.get_meta("probe"))
@@ -492,6 +494,11 @@ class DiskIndex(_BaseDiskIndex):
         return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
 
     def _setup(self, config: dict) -> None:
+        self._setup_hasher(config)
+        self.b, self.r = int(config["b"]), int(config["r"])
+
+    def _setup_hasher(self, config: dict) -> None:
+        """The MinHasher the index was built with, checked against what this neardup builds."""
         try:
             self.hasher = MinHasher(num_perm=config["num_perm"], scheme=config["scheme"], seed=config["seed"],
                                     tokenizer=config["tokenizer"], ngram=config["ngram"],
@@ -509,7 +516,6 @@ class DiskIndex(_BaseDiskIndex):
                 f"{self.path}: the stored text pipeline {config['hasher']} differs from what this neardup "
                 f"builds for the same parameters {mine}; rebuild the index")
         self.threshold = float(config["threshold"])
-        self.b, self.r = int(config["b"]), int(config["r"])
         self.scheme = config["scheme"]
         self._dtype = np.dtype(_DTYPES[self.scheme])
         self._width = int(config["num_perm"])
@@ -601,6 +607,206 @@ class DiskIndex(_BaseDiskIndex):
             values = values.values
         values = self._as_values(values)
         return self._query(values, np.all(values == self._empty, axis=1), AtLeast(t))
+
+
+class ContainmentDiskIndex(DiskIndex):
+    """MinHash index on disk for containment: which stored documents X hold a text Q, or are held by it,
+    to C ≥ t (C(Q ⊆ X) = |Q ∩ X| / |Q| over distinct shingle sets).
+
+    Each document keeps its signature and its distinct-shingle count; the band keys are those of
+    every layout that the ratio classes at the index threshold use (:mod:`neardup.index.containment`,
+    after LSH Ensemble), sorted by (key, size) in each segment, so one probe per segment bands every
+    pair for its own size ratio and skips the documents too small or too large for it. ``query``
+    answers with the rule of ``neardup dedup --metric containment`` — the larger of the two
+    containments, estimated from Ĵ and the sizes: Ĉ(Q ⊆ X) = Ĵ (q + x) / ((1 + Ĵ) q) —
+    or, with ``direction="in"``, only C(Q ⊆ X) (the documents that contain the text, as
+    :class:`~neardup.index.containment.ContainmentIndex` answers). Candidates are exactly those that
+    the batch engine's :func:`~neardup.index.containment.containment_candidates` gives over the
+    stored and the new documents together.
+    """
+
+    kind = "containment"
+    _EXPECTABLE = ("threshold", "num_perm", "scheme", "seed", "tokenizer", "ngram", "mode", "recall", "user_dict")
+    _STORE_META = {"band_order": "size"}
+    DIRECTIONS = ("either", "in")
+
+    @classmethod
+    def create(cls, path, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1,
+               tokenizer: str = "word", ngram: int = 5, mode: str = "recall", *, recall: float = 0.99,
+               user_dict=None, exist_ok: bool = False, store: type[IndexStore] | None = None,
+               synchronous: str = "NORMAL") -> ContainmentDiskIndex:
+        """A new containment index at ``path`` (as :meth:`DiskIndex.create`); ``mode``/``recall``: how
+        each size ratio is banded (``"recall"``: P(candidate | C = t) ≥ ``recall``; ``"ensemble"``:
+        Zhu et al.'s criterion)."""
+        from .containment import GRID, MODES, _layouts  # noqa: PLC0415
+
+        if not 0.0 < float(threshold) <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+        if scheme == "bottomk":
+            raise IndexConfigError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
+        if mode not in MODES:
+            raise IndexConfigError(f"mode must be one of {MODES}, got {mode!r}")
+        if not 0.0 < float(recall) < 1.0:
+            raise IndexConfigError(f"recall must be in (0, 1), got {recall!r}")
+        if store not in (None, SegmentStore):
+            raise IndexConfigError("a containment index needs the folder store (its bands are sorted by set size)")
+        user_dict = None if user_dict is None else os.path.abspath(user_dict)
+        hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
+                           user_dict=user_dict)
+        layouts = _layouts(float(threshold), int(num_perm), mode, float(recall), GRID)
+        config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
+                  "threshold": float(threshold), "num_perm": int(num_perm), "scheme": scheme,
+                  "seed": int(seed), "tokenizer": hasher.shingler.tokenizer, "ngram": int(ngram),
+                  "mode": mode, "recall": float(recall), "grid": GRID, "layouts": list(layouts),
+                  "dtype": np.dtype(_DTYPES[scheme]).str, "hasher": _jsonable(hasher.config())}
+        if user_dict is not None:
+            config["user_dict"] = user_dict
+        return cls._create(path, config, exist_ok, store, {"synchronous": synchronous})
+
+    def _setup(self, config: dict) -> None:
+        self._setup_hasher(config)
+        self.mode, self.recall, self.grid = config["mode"], float(config["recall"]), int(config["grid"])
+        self.layouts = tuple(int(r) for r in config["layouts"])
+        self.num_perm = int(config["num_perm"])
+        self._width = self.num_perm + 1            # the signature's slots, then the set size
+
+    def _sign(self, texts):
+        feats = self.hasher.shingler.features(list(texts)).unique()
+        if self.scheme.startswith("datasketch"):
+            sig = self.hasher.sign_batch(list(texts)).values
+        else:
+            sig = self.hasher.sign_features(feats).values
+        return self._with_sizes(sig, feats.sizes())
+
+    def _with_sizes(self, sig: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray]:
+        sizes = np.asarray(sizes, dtype=np.int64)
+        out = np.empty((sig.shape[0], self._width), dtype=self._dtype)
+        out[:, :-1] = sig
+        out[:, -1] = sizes
+        return out, sizes == 0
+
+    def _bands(self, values):
+        from .containment import _layout_keys  # noqa: PLC0415
+
+        return _layout_keys(np.ascontiguousarray(values[:, :-1]), self.layouts, self.num_perm)
+
+    def _scores(self, qvals, cvals, qi, ci, direction: str = "either"):
+        from ..dedup.verify import containment_from_jaccard, minhash_similarity  # noqa: PLC0415
+
+        both = np.ascontiguousarray(np.concatenate([qvals[:, :-1], cvals[:, :-1]]))
+        j = jaccard_rows(both, qi, ci + qvals.shape[0], self.scheme)
+        q = qvals[qi, -1].astype(np.int64)
+        x = cvals[ci, -1].astype(np.int64)
+        if direction == "in":
+            return containment_from_jaccard(j, q, x)
+        return minhash_similarity(j, q, x, "containment")
+
+    def _batch_pairs(self, values, rows):
+        """Candidate pairs among ``rows`` of a batch: the batch engine's containment banding."""
+        from .containment import containment_candidates  # noqa: PLC0415
+
+        sizes = values[:, -1].astype(np.int64)
+        a, b = containment_candidates(np.ascontiguousarray(values[:, :-1]), sizes, self.threshold, mode=self.mode,
+                                      recall=self.recall, grid=self.grid, rows=rows, sort=False)
+        return unique_pairs(np.minimum(a, b), np.maximum(a, b))
+
+    def _matches(self, values: np.ndarray, empty: np.ndarray, accept, direction: str = "either"):
+        """:meth:`DiskIndex._matches` for containment: each segment probed in the query's direction
+        (``direction="in"``) or in both, candidates scored by the containment estimate."""
+        from .containment import class_table  # noqa: PLC0415
+
+        if direction not in self.DIRECTIONS:
+            raise ValueError(f"direction must be one of {self.DIRECTIONS}, got {direction!r}")
+        rows = np.flatnonzero(~empty)
+        values = np.ascontiguousarray(values, dtype=self._dtype)
+        st = self._st
+        t = float(accept.limit)
+        tab = class_table(max(t, 1e-9), self.num_perm, self.layouts, self.mode, self.recall, self.grid)
+        qkeys = self._bands(values[rows])
+        qsizes = values[rows, -1].astype(np.int64)
+        with st.snapshot():
+            qs, ds = [], []
+            for reverse in ((False,) if direction == "in" else (False, True)):
+                q, d = st.probe_containment(qkeys, qsizes, self.layouts, self.num_perm, tab, max(t, 1e-9), self.grid,
+                                            reverse)
+                qs.append(q)
+                ds.append(d)
+            qi, docs = unique_pairs(np.concatenate(qs), np.concatenate(ds))
+            ids, ci = np.unique(docs, return_inverse=True)
+            keys, raw = st.fetch_arrays(ids)
+        cvals = self._values_of(raw)
+        qi = rows[qi]
+        scores = self._scores(values, cvals, qi, ci, direction)
+        ok = accept(scores)
+        qi, ci, scores = qi[ok], ci[ok], scores[ok]
+        order = np.lexsort((ids[ci], self._rank(scores), qi))
+        return qi[order], ci[order], scores[order], keys, ids, cvals
+
+    def _query(self, values: np.ndarray, empty: np.ndarray, accept, direction: str = "either") -> list[list[tuple]]:
+        out: list[list[tuple]] = [[] for _ in range(values.shape[0])]
+        if not (~empty).any():
+            return out
+        qi, ci, scores, keys, _, _ = self._matches(values, empty, accept, direction)
+        for q, c, sc in zip(qi.tolist(), ci.tolist(), scores.tolist()):
+            out[q].append((keys[c], sc))
+        return out
+
+    def add_signatures(self, keys: Sequence, values, sizes=None, replace: bool = False) -> None:
+        """Add precomputed signatures (as :meth:`DiskIndex.add_signatures`) with their distinct-shingle
+        counts ``sizes`` (0 exactly for an empty signature)."""
+        from .containment import _check_sizes  # noqa: PLC0415
+
+        if sizes is None:
+            raise TypeError("a containment index needs each signature's set size: add_signatures(keys, values, sizes)")
+        if isinstance(values, Signatures):
+            values = values.values
+        a = np.asarray(values)
+        if a.ndim != 2 or a.shape[1] != self.num_perm:
+            raise ValueError(f"signatures must be an (n, {self.num_perm}) array, got shape {a.shape}")
+        sig = self._as_values(np.concatenate([a, np.zeros((a.shape[0], 1), a.dtype)], axis=1))[:, :-1]
+        ext, empty = self._with_sizes(sig, _check_sizes(sizes, sig, self._empty))
+        self._put(list(keys), ext, empty, replace)
+
+    def query(self, text, threshold: float | None = None, direction: str = "either") -> list[tuple[object, float]]:
+        """Stored ``(key, estimated containment)`` with estimate ≥ threshold (default: the index's), best
+        first: the larger of the two containments, or with ``direction="in"`` C(text ⊆ document)."""
+        return self.query_batch([text], threshold, direction)[0]
+
+    def query_batch(self, texts: Sequence, threshold: float | None = None,
+                    direction: str = "either") -> list[list[tuple[object, float]]]:
+        """:meth:`query` for each text; signed together, all read from one snapshot."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("query_batch() takes a sequence of texts; use query() for one")
+        texts = list(texts)
+        if not texts:
+            return []
+        t = self._threshold(threshold)
+        values, empty = self._sign(texts)
+        return self._query(values, empty, AtLeast(t), direction)
+
+    def query_signatures(self, values, threshold: float | None = None, sizes=None,
+                         direction: str = "either") -> list[list[tuple[object, float]]]:
+        """:meth:`query_batch` for precomputed signatures with their set sizes."""
+        from .containment import _check_sizes  # noqa: PLC0415
+
+        if sizes is None:
+            raise TypeError("a containment index needs each query's set size: query_signatures(values, sizes=...)")
+        t = self._threshold(threshold)
+        if isinstance(values, Signatures):
+            values = values.values
+        a = np.asarray(values)
+        if a.ndim != 2 or a.shape[1] != self.num_perm:
+            raise ValueError(f"signatures must be an (n, {self.num_perm}) array, got shape {a.shape}")
+        ext, empty = self._with_sizes(a.astype(self._dtype), _check_sizes(sizes, a, self._empty))
+        return self._query(ext, empty, AtLeast(t), direction)
+
+
+def open_index(path, readonly: bool = False, **options):
+    """Open the index at ``path`` with the class of its kind (MinHash, containment or SimHash)."""
+    from ..dedup.incremental import _stored_kind  # noqa: PLC0415
+
+    cls = {"simhash": SimHashDiskIndex, "containment": ContainmentDiskIndex}.get(_stored_kind(path), DiskIndex)
+    return cls.open(path, readonly=readonly, **options)
 
 
 def _block_masks(k: int, expected_n: int | None) -> tuple[list[int], str]:

@@ -109,6 +109,12 @@ def fold32(x) -> np.ndarray:
     return ((x ^ (x >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
+def sig_sizes(sigs: np.ndarray) -> np.ndarray:
+    """The set sizes stored as the last 4 bytes (little-endian uint32) of each signature of a sized
+    index (:attr:`SegmentStore.sized`), as int64."""
+    return np.ascontiguousarray(sigs[:, -4:]).view("<u4").reshape(-1).astype(np.int64)
+
+
 def _pack_keys(raw: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets, bytes, xxh64 per key) of tagged keys."""
     off = np.zeros(len(raw) + 1, dtype=np.int64)
@@ -180,9 +186,11 @@ class _Segment:
 
     @classmethod
     def build(cls, name: str, first_id: int, raw_keys, sigs: np.ndarray, band_keys: np.ndarray,
-              banded: np.ndarray) -> _Segment:
+              banded: np.ndarray, sized: bool = False) -> _Segment:
         """A segment of tagged keys (a list of bytes, or already packed: (offsets, bytes)),
-        signatures and (n, b) band keys; rows where ``banded`` is False get no band entries."""
+        signatures and (n, b) band keys; rows where ``banded`` is False get no band entries.
+        ``sized``: each signature ends with its set size (little-endian uint32, :func:`sig_sizes`),
+        and each band column is sorted by (key, size), as containment probing needs."""
         if isinstance(raw_keys, tuple):
             off, data = raw_keys
             off = np.asarray(off, dtype=np.int64)
@@ -195,6 +203,8 @@ class _Segment:
         order = np.argsort(h, kind="stable")
         off = off.astype(np.uint32) if off[-1] < 2**32 else off
         rows = np.flatnonzero(banded).astype(np.uint32)
+        if sized:     # rows by size first: the stable key sort below then leaves (key, size) order
+            rows = rows[np.argsort(sig_sizes(np.asarray(sigs, dtype=np.uint8).reshape(n, -1))[rows], kind="stable")]
         bk = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64)[rows]).T)     # (b, m)
         b = bk.shape[0]
         border = np.argsort(bk, axis=1, kind="stable")
@@ -241,7 +251,8 @@ class _Segment:
         return np.concatenate(qs), np.concatenate(ds)
 
 
-def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray) -> tuple[_Segment, np.ndarray]:
+def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray,
+           sized: bool = False) -> tuple[_Segment, np.ndarray]:
     """One segment of the live documents of ``parts`` (ids renumbered from ``first_id`` in order);
     returns it and the old ids of its rows."""
     koffs, kdata, sigs, bks, banded, old = [], [], [], [], [], []
@@ -277,7 +288,7 @@ def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray)
     np.cumsum(lengths, out=off[1:])
     data = np.concatenate(kdata) if kdata else np.zeros(0, np.uint8)
     return (_Segment.build(name, first_id, (off, data), sig, bk,
-                           np.concatenate(banded) if banded else np.zeros(0, bool)),
+                           np.concatenate(banded) if banded else np.zeros(0, bool), sized),
             np.concatenate(old) if old else np.zeros(0, np.int64))
 
 
@@ -473,7 +484,8 @@ class SegmentStore(IndexStore):
 
     def _apply(self, rec: dict) -> None:
         if rec["keys"]:
-            seg = _Segment.build("wal", rec["first_id"], rec["keys"], rec["sigs"], rec["bands"], rec["banded"])
+            seg = _Segment.build("wal", rec["first_id"], rec["keys"], rec["sigs"], rec["bands"], rec["banded"],
+                                 self.sized)
             self._tail.append(seg)
             self._compact_tail()
         self._tail_deleted.extend(int(i) for i in rec["deleted"])
@@ -482,7 +494,7 @@ class SegmentStore(IndexStore):
         """Keep O(log n) in-memory runs: merge the last two while the newer is at least half the older."""
         while len(self._tail) >= 2 and self._tail[-1].n * 2 >= self._tail[-2].n:
             b, a = self._tail.pop(), self._tail.pop()
-            seg, _ = _merge("wal", a.first_id, [a, b], np.zeros(0, np.int64))
+            seg, _ = _merge("wal", a.first_id, [a, b], np.zeros(0, np.int64), self.sized)
             self._tail.append(seg)
 
     def _recover(self) -> None:
@@ -705,7 +717,7 @@ class SegmentStore(IndexStore):
             dead = self._dead()
             if self._tail:
                 name = f"seg-{gen}-{secrets.token_hex(3)}-w"
-                merged, _ = _merge(name, next_id, self._tail, np.zeros(0, np.int64))
+                merged, _ = _merge(name, next_id, self._tail, np.zeros(0, np.int64), self.sized)
                 # the log's ids were assigned consecutively from next_id, so they carry over unchanged
                 next_id += merged.n
                 merged.write(self.path / name)
@@ -716,7 +728,7 @@ class SegmentStore(IndexStore):
             if extra is not None and extra[0]:
                 raw, sigs, band_keys, banded, old = extra
                 name = added = f"seg-{gen}-{secrets.token_hex(3)}"
-                seg = _Segment.build(name, next_id, raw, sigs, band_keys, banded)
+                seg = _Segment.build(name, next_id, raw, sigs, band_keys, banded, self.sized)
                 seg.write(self.path / name)
                 made.append(self.path / name)
                 segs.append({"dir": name, "first_id": next_id, "n": seg.n})
@@ -773,7 +785,7 @@ class SegmentStore(IndexStore):
                        key=lambda i: segs[i]["n"])
         pick = sorted(order if merge_all else order[: len(segs) // 2 + 1])
         name = f"seg-{gen}-{secrets.token_hex(3)}-m"
-        merged, old_ids = _merge(name, next_id, [seg_objs[i] for i in pick], dead)
+        merged, old_ids = _merge(name, next_id, [seg_objs[i] for i in pick], dead, self.sized)
         merged.write(self.path / name)
         made.append(self.path / name)
         keep = [i for i in range(len(segs)) if i not in set(pick)]
@@ -853,6 +865,42 @@ class SegmentStore(IndexStore):
             return z, z, np.zeros(0)
         return np.concatenate(qs), np.concatenate(ds), np.concatenate(ss)
 
+    def probe_containment(self, qkeys: np.ndarray, qsizes: np.ndarray, layouts, num_perm: int, tab,
+                          threshold: float, grid: int, reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, document id) containment candidates of a sized index (:attr:`sized`): each
+        segment probed by :func:`neardup.kernels.containment.probe` with its (key, size)-sorted band
+        columns; ``qkeys``: the queries' layout band keys (unfolded), ``tab``: the class table
+        (m_lo, r per class, b per class) of ``layouts`` at ``num_perm`` slots; ``reverse`` as there."""
+        from ..kernels.containment import probe  # noqa: PLC0415
+
+        if not self.sized:
+            raise ValueError(f"{self.path}: not a containment index (its band columns are not sorted by size)")
+        m_lo, tab_r, tab_b = tab
+        lay_r = np.asarray(layouts, dtype=np.int64)
+        lay_start = np.concatenate([[0], np.cumsum(num_perm // lay_r)]).astype(np.int64)
+        folded = np.ascontiguousarray(fold32(np.asarray(qkeys, dtype=np.uint64)))
+        qsizes = np.ascontiguousarray(qsizes, dtype=np.int64)
+        qrows = np.full(qsizes.shape[0], -1, dtype=np.int64)
+        qs, ds = [], []
+        with self.snapshot():
+            dead = self._dead()
+            for s in self._all():
+                if s.n == 0 or qsizes.shape[0] == 0 or s.bands.shape[1] == 0:
+                    continue
+                sizes = sig_sizes(s.sigs)
+                live = np.ones(s.n, dtype=np.bool_)
+                lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
+                live[dead[lo:hi] - s.first_id] = False
+                seen = np.zeros(s.n, dtype=np.bool_)
+                qi, row = probe(folded, qsizes, qrows, s.bands, s.band_row, sizes, live, lay_r, lay_start, tab_r,
+                                tab_b, m_lo, float(grid), float(threshold), int(sizes.max()), seen, reverse)
+                qs.append(qi)
+                ds.append(row + s.first_id)
+        if not qs:
+            z = np.zeros(0, np.int64)
+            return z, z
+        return np.concatenate(qs), np.concatenate(ds)
+
     def candidates(self, band_keys) -> list[np.ndarray]:
         band_keys = np.asarray(band_keys, dtype=np.uint64)
         q = band_keys.shape[0]
@@ -912,6 +960,12 @@ class SegmentStore(IndexStore):
     def count(self) -> int:
         with self.snapshot():
             return int(self._manifest["count"]) + sum(s.n for s in self._tail) - len(set(self._tail_deleted))
+
+    @property
+    def sized(self) -> bool:
+        """Whether signatures end with their set size and band columns are sorted by (key, size):
+        fixed at creation by the metadata entry ``band_order = "size"`` (a containment index)."""
+        return self._manifest.get("meta", {}).get("band_order") == "size"
 
     @property
     def generation(self) -> int:

@@ -43,17 +43,31 @@ def _first_at_least(skeys, srows, sizes, lo, hi, key, size):
 
 
 @njit(cache=True)
+def _class_sizes(q, m, grid, reverse):
+    """The document sizes x of ratio class m for a query of size q, widened by one for rounding:
+    ρ = x / q ∈ (2^((m−1)/G), 2^(m/G)], or with ``reverse`` ρ = q / x in that range."""
+    if reverse:
+        return (np.int64(np.floor(q / 2.0 ** (m / grid))), np.int64(np.ceil(q / 2.0 ** ((m - 1) / grid))) + 1)
+    return np.int64(np.floor(q * 2.0 ** ((m - 1) / grid))), np.int64(np.ceil(q * 2.0 ** (m / grid))) + 1
+
+
+@njit(cache=True)
 def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab_r, tab_b, m_lo, grid,
-          threshold, max_size, seen):
+          threshold, max_size, seen, reverse=False):
     """Candidate pairs (query a, document row) of a batch of queries against one table.
 
     ``qkeys`` (nq × B): the queries' band keys of every layout side by side (layout j's bands are
     columns lay_start[j]:lay_start[j+1]); ``skeys``/``srows`` (B × n): the table, each band
-    column sorted by (key, size); ``sizes``/``live``: per global row; ``qrows``: the query's own
-    row (skipped; −1 for none). ``tab_r``/``tab_b``: parameters of ratio class m at index m − m_lo
-    (clipped at both ends). Rows with x < threshold · q cannot hold a fraction t of the query and
-    are never visited. ``seen`` (one flag per global row, all False on entry and on return) drops
-    repeats of a row within a query. Returns (query index, row) arrays."""
+    column sorted by (key, size); ``sizes``/``live``: per row of the table; ``qrows``: the query's
+    own row (skipped; −1 for none). ``tab_r``/``tab_b``: parameters of ratio class m at index
+    m − m_lo (clipped at both ends). Rows with x < threshold · q cannot hold a fraction t of the
+    query and are never visited. ``seen`` (one flag per row, all False on entry and on return) drops
+    repeats of a row within a query. Returns (query index, row) arrays.
+
+    ``reverse``: the other direction — the documents X that the query Q may *hold* to C(X ⊆ Q) ≥ t:
+    each pair is banded as if X were the query and Q the document (class of ρ = q / x), and only
+    x ≤ q / t is visited. Both directions of a batch against a table give exactly the candidate
+    pairs that :func:`probe` gives over the union of the two collections, between them."""
     nq = qkeys.shape[0]
     nl = lay_r.shape[0]
     nt = tab_r.shape[0]
@@ -69,14 +83,21 @@ def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab
         q = qsizes[a]
         if q <= 0 or n == 0:
             continue
-        xmin = np.int64(np.ceil(threshold * q - 1e-9))
-        if xmin < 1:
-            xmin = 1
-        if xmin > max_size:
+        if reverse:     # C(X ⊆ Q) ≥ t needs t·x ≤ |X ∩ Q| ≤ q
+            xmin = np.int64(1)
+            xmax = min(np.int64(np.floor(q / threshold + 1e-9)), max_size)
+            m0 = ratio_class(np.float64(q), np.float64(xmax), grid)
+            m1 = ratio_class(np.float64(q), np.float64(xmin), grid)
+        else:
+            xmin = np.int64(np.ceil(threshold * q - 1e-9))
+            if xmin < 1:
+                xmin = 1
+            xmax = max_size
+            m0 = ratio_class(np.float64(xmin), np.float64(q), grid)
+            m1 = ratio_class(np.float64(xmax), np.float64(q), grid)
+        if xmin > xmax:
             continue
         # which bands of which layout the classes of this query's size range use
-        m0 = ratio_class(np.float64(xmin), np.float64(q), grid)
-        m1 = ratio_class(np.float64(max_size), np.float64(q), grid)
         for j in range(nl):
             bmax[j] = 0
             xlo[j] = max_size + 1
@@ -87,9 +108,7 @@ def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab
                 if lay_r[j] == tab_r[t]:
                     if tab_b[t] > bmax[j]:
                         bmax[j] = tab_b[t]
-                    # sizes of class m: (q 2^((m-1)/G), q 2^(m/G)], widened by one for rounding
-                    lo = np.int64(np.floor(q * 2.0 ** ((m - 1) / grid)))
-                    hi = np.int64(np.ceil(q * 2.0 ** (m / grid))) + 1
+                    lo, hi = _class_sizes(q, m, grid, reverse)
                     if lo < xlo[j]:
                         xlo[j] = lo
                     if hi > xhi[j]:
@@ -97,6 +116,7 @@ def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab
         for j in range(nl):
             r = lay_r[j]
             lo_size = max(xlo[j], xmin)
+            hi_size = min(xhi[j], xmax)
             for i in range(bmax[j]):
                 c = lay_start[j] + i
                 key = qkeys[a, c]
@@ -105,11 +125,15 @@ def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab
                     row = srows[c, s]
                     s += 1
                     x = sizes[row]
-                    if x > xhi[j]:
+                    if x > hi_size:
                         break
                     if seen[row] or row == qrows[a] or not live[row]:
                         continue
-                    t = min(max(ratio_class(np.float64(x), np.float64(q), grid) - m_lo, 0), nt - 1)
+                    if reverse:
+                        m = ratio_class(np.float64(q), np.float64(x), grid)
+                    else:
+                        m = ratio_class(np.float64(x), np.float64(q), grid)
+                    t = min(max(m - m_lo, 0), nt - 1)
                     if tab_r[t] != r or i >= tab_b[t]:
                         continue
                     seen[row] = True

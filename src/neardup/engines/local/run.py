@@ -26,11 +26,20 @@ from dataclasses import replace
 import numpy as np
 
 from ...config import DedupConfig
-from ...dedup.find import find_run
+from ...dedup.find import DuplicateResult, find_run
 from ...dedup.incremental import check_index_path, opened_index
 from ...dedup.progress import shows_progress
 from ...dedup.records import check_parquet_ids, duplicate_ids, write_clusters, write_pairs, write_rows
-from ...dedup.report import run_report, sample_pairs, write_report
+from ...dedup.report import (
+    INDEXED_TEXT,
+    SKIPPED_LISTED,
+    RunSummary,
+    build_report,
+    distance_counts,
+    sample_ranks,
+    similarity_counts,
+    write_report,
+)
 from ...dedup.spans import SPAN_METHODS, edited
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, InputChangedError, InputFormatError, OutputError
@@ -279,7 +288,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         t0 = time.perf_counter()
         check_ids(corpus.ids, lambda d: _where(specs, corpus, d))
         key = run_key(specs, cfg)
-        part = matched(index, values, empty, cfg, key)
+        part = matched(index, values, empty, cfg, key, sizes)
         timings["index_query"] = time.perf_counter() - t0
 
     def texts_of(docs):   # for exact checks: the texts as they were signed
@@ -335,7 +344,38 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         from ...dedup.incremental import add_kept  # noqa: PLC0415
 
         kept = np.flatnonzero(kept_doc)
-        add_kept(index, [corpus.ids[d] for d in kept.tolist()], values[kept], empty[kept], key, cfg)
+        add_kept(index, [corpus.ids[d] for d in kept.tolist()], values[kept], empty[kept], key, cfg,
+                 None if sizes is None else sizes[kept])
     return report
 
 
+def sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float]]:
+    """(representative, removed document, similarity) of the report's samples (:func:`sample_ranks`)."""
+    c = result.clusters
+    removed = np.flatnonzero(~c.kept)
+    order = removed[np.argsort(c.similarity[removed], kind="stable")]   # by (similarity, row)
+    return [(int(c.cluster[d]), int(d), float(c.similarity[d]))
+            for d in order[sample_ranks(order.shape[0], n)].tolist()]
+
+
+def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command,
+            extra_ids=(), index_info=None):
+    c = result.clusters
+    sizes = c.sizes()
+    ids = list(corpus.ids) + list(extra_ids)
+    multi = sizes[sizes > 1]
+    lsh = (result.params["b"], result.params["r"], result.params["lsh_mode"]) if cfg.method == "minhash" else None
+    return build_report(RunSummary(
+        cfg=cfg, command=command, engine="local", inputs=[s.label for s in specs], outputs=outputs,
+        n_rows=corpus.n_rows, n_docs=len(corpus.ids), removed=removed, n_skipped=len(corpus.skipped),
+        skipped=[(f, line, reason) for _, f, line, reason in corpus.skipped[:SKIPPED_LISTED]],
+        empty=int(empty.sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=int(result.candidates),
+        verified=int(result.pairs_lo.shape[0]),
+        cluster_sizes=dict(zip(*np.unique(multi, return_counts=True))) if multi.size else {},
+        similarity_counts=similarity_counts(c.similarity[~c.kept]),
+        samples=[(ids[k], ids[d], s, texts.get(k, INDEXED_TEXT if k >= len(corpus.ids) else ""), texts.get(d, ""))
+                 for k, d, s in samples],
+        timings=timings, lsh=lsh, index=index_info,
+        simhash=((distance_counts(c.similarity[~c.kept]), result.params["fingerprints"]) if cfg.method == "simhash"
+                 else None),
+        extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}))

@@ -1,4 +1,4 @@
-"""Stages 2–5 on Spark: candidates (identical rows, LSH bands, containment per size ratio, SimHash
+"""Stages 3–7 on Spark: candidates (identical rows, LSH bands, containment per size ratio, SimHash
 tables), verification (the rules of :mod:`neardup.dedup.verify`, applied in ``mapInArrow``),
 connected components (on the driver below ``DRIVER_EDGES``, else large/small-star rounds) and
 representatives (bounded linkage per component by :func:`neardup.clusters.build_clusters` itself,

@@ -1,4 +1,4 @@
-"""Stage 1 on Spark: inputs read and numbered as the local engine numbers them, then signed in
+"""Stages 1–2 on Spark: inputs read and numbered as the local engine numbers them, then signed in
 ``mapInArrow`` by the same signer (:func:`neardup.dedup.signing.make_signer`); texts re-read for the
 borderline check and the report's samples. See :mod:`neardup.engines.spark` for the numbering.
 """

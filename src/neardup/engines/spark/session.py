@@ -27,6 +27,9 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.resume:
         raise ConfigError("resume (--resume) runs on the local engine (--engine local); Spark keeps no checkpoint "
                           "of pass 1 yet")
+    if cfg.index is not None and cfg.method == "minhash" and cfg.metric == "containment":
+        raise ConfigError("index (--index) with --metric containment runs on the local engine (--engine local); "
+                          "on Spark the index is probed for Jaccard only")
 
 
 def _task_threads() -> None:

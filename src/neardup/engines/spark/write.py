@@ -1,4 +1,4 @@
-"""Stage 6 on Spark: the outputs — kept rows per input in its format, ``clusters.jsonl`` / ``.parquet``
+"""Stage 8 on Spark: the outputs — kept rows per input in its format, ``clusters.jsonl`` / ``.parquet``
 records formatted on the executors by :mod:`neardup.dedup.records`, ``pairs.parquet``; part files
 merged into the local engine's single files for a local OUTDIR."""
 from __future__ import annotations
