@@ -591,6 +591,9 @@ class DiskIndex(_BaseDiskIndex):
 
     def query_batch(self, texts: Sequence, threshold: float | None = None) -> list[list[tuple[object, float]]]:
         """:meth:`query` for each text; signed together, all read from one snapshot."""
+        return self._query_texts(texts, threshold)
+
+    def _query_texts(self, texts: Sequence, threshold, **how) -> list[list[tuple[object, float]]]:
         if isinstance(texts, (str, bytes)):
             raise TypeError("query_batch() takes a sequence of texts; use query() for one")
         texts = list(texts)
@@ -598,7 +601,7 @@ class DiskIndex(_BaseDiskIndex):
             return []
         t = self._threshold(threshold)
         values, empty = self._sign(texts)
-        return self._query(values, empty, AtLeast(t))
+        return self._query(values, empty, AtLeast(t), **how)
 
     def query_signatures(self, values, threshold: float | None = None) -> list[list[tuple[object, float]]]:
         """:meth:`query_batch` for precomputed signatures."""
@@ -775,14 +778,7 @@ class ContainmentDiskIndex(DiskIndex):
     def query_batch(self, texts: Sequence, threshold: float | None = None,
                     direction: str = "either") -> list[list[tuple[object, float]]]:
         """:meth:`query` for each text; signed together, all read from one snapshot."""
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("query_batch() takes a sequence of texts; use query() for one")
-        texts = list(texts)
-        if not texts:
-            return []
-        t = self._threshold(threshold)
-        values, empty = self._sign(texts)
-        return self._query(values, empty, AtLeast(t), direction)
+        return self._query_texts(texts, threshold, direction=direction)
 
     def query_signatures(self, values, threshold: float | None = None, sizes=None,
                          direction: str = "either") -> list[list[tuple[object, float]]]:
