@@ -42,6 +42,35 @@ def _band_batches(batches, b, r, dtype):
             pa.array(np.repeat(rows.astype(np.int64), b), pa.int64())], names=["band", "key", "row"])
 
 
+
+def _bucket_batches(batches, max_bucket):
+    """mapInArrow over one partition of (band, key, row) rows, hash-partitioned by (band, key) so that
+    every bucket is whole here: the partition sorted by (band, key) in NumPy, then each band's runs of
+    equal keys turned into pairs by the local kernel (:func:`neardup.kernels.lsh.bucket_pairs`: all
+    pairs of a bucket of at most ``max_bucket`` rows, else a star from its smallest row)."""
+    from ...kernels.lsh import bucket_pairs  # noqa: PLC0415
+
+    parts = [(_column(b, "band").to_numpy(zero_copy_only=False), _column(b, "key").to_numpy(zero_copy_only=False),
+              _column(b, "row").to_numpy(zero_copy_only=False)) for b in batches]
+    if not parts:
+        return
+    band = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    key = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    row = np.concatenate([p[2] for p in parts]).astype(np.int64)
+    del parts
+    order = np.lexsort((key, band))
+    band, key, row = band[order], key[order], row[order]
+    cuts = np.flatnonzero(np.diff(band)) + 1
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [band.shape[0]]])
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if e - s < 2:
+            continue
+        lo, hi = bucket_pairs(key[s:e], np.arange(e - s, dtype=np.int64), row[s:e], max_bucket)
+        for a in range(0, lo.shape[0], 1 << 20):
+            yield pa.RecordBatch.from_arrays([pa.array(lo[a:a + (1 << 20)], pa.int64()),
+                                              pa.array(hi[a:a + (1 << 20)], pa.int64())], names=["lo", "hi"])
+
 def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=False, border=None):
     """mapInArrow: (lo, hi, sa, sb, za, zb) → (lo, hi, sim), the local estimate of each pair (SimHash:
     1 − Hamming distance / 64); with ``exact``, sa and sb are the shingle sets and sim is their exact
@@ -367,19 +396,11 @@ def _band_cands(distinct: DataFrame, lsh, cfg: DedupConfig, max_bucket: int) -> 
     a bucket of more than ``max_bucket`` rows links each to its first (the local ``candidate_pairs``)."""
     bands = distinct.mapInArrow(partial(_band_batches, b=lsh.b, r=lsh.r, dtype=_sig_dtype(cfg)),
                                 "band int, key long, row long")
-    w = Window.partitionBy("band", "key")
-    bk = (bands.withColumn("cnt", F.count(F.lit(1)).over(w)).withColumn("mn", F.min("row").over(w))
-               .filter(F.col("cnt") >= 2).persist(StorageLevel.MEMORY_AND_DISK))
-    star = bk.filter((F.col("cnt") > max_bucket) & (F.col("row") != F.col("mn"))).select(
-        F.col("mn").alias("lo"), F.col("row").alias("hi"))
-    small = bk.filter(F.col("cnt") <= max_bucket).select("band", "key", "row")
-    pa_, pb_ = small.alias("a"), small.alias("b")
-    allp = pa_.join(pb_, (F.col("a.band") == F.col("b.band")) & (F.col("a.key") == F.col("b.key"))
-                    & (F.col("a.row") < F.col("b.row"))) \
-        .select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"))
-    cands = star.unionByName(allp).distinct().persist(StorageLevel.MEMORY_AND_DISK)
+    # one shuffle puts each bucket in one partition; its pairs come from the local kernel there
+    pairs = (bands.repartition(_shuffle_partitions(distinct.sparkSession), "band", "key")
+             .mapInArrow(partial(_bucket_batches, max_bucket=max_bucket), "lo long, hi long"))
+    cands = pairs.distinct().persist(StorageLevel.MEMORY_AND_DISK)
     cands.count()
-    bk.unpersist()
     return cands
 
 
