@@ -172,7 +172,10 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     a query over it would carry all their plans and print them, as a tree, for the SQL listener (with
     adaptive execution, the test suite's 2 GB driver ran out of heap doing so)."""
     t0 = time.perf_counter()
+    spark = sims.sparkSession
+    _phase(spark, "verify: estimates")
     sims = sims.persist(StorageLevel.MEMORY_AND_DISK)
+    sims.count()
     flagged = sims.filter(F.col("border") & (F.col("hi") >= 0))
     if alias is not None:
         flagged = flagged.join(alias, "lo", "left").withColumn(
@@ -184,7 +187,10 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     keep = (sims.filter(~F.col("border") | (F.col("hi") < 0)).select("lo", "hi", "sim")
             .unionByName(flagged.filter(F.col("ea").isNull()).select("lo", "hi", "sim")).select("*", _how(ESTIMATE)))
     rows = border.select(F.col("ea").alias("row")).unionByName(border.select(F.col("hi").alias("row"))).distinct()
+    _phase(spark, "verify: borderline texts")
     sh = exact_rows(rows).persist(StorageLevel.MEMORY_AND_DISK)
+    n_docs = sh.count()
+    _phase(spark, "verify: borderline exact")
     ex = _similarities(border.select(F.col("ea").alias("lo"), "hi").distinct(), sh, cfg, exact=True)
     decided = border.join(ex.select(F.col("lo").alias("ea"), "hi", "sim"), ["ea", "hi"]).select("lo", "hi", "sim",
                                                                                                   "est")
@@ -194,7 +200,7 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     counts = decided.agg(F.count(F.lit(1)).alias("pairs"),
                          F.sum(F.when((F.col("sim") >= t) != (F.col("est") >= t), 1).otherwise(0)).alias("flipped")
                          ).first()
-    info.update(pairs=int(counts["pairs"]), documents=int(sh.count()), flipped=int(counts["flipped"] or 0))
+    info.update(pairs=int(counts["pairs"]), documents=int(n_docs), flipped=int(counts["flipped"] or 0))
     for df in (sh, flagged, decided, sims):
         df.unpersist()
     timings["borderline"] = time.perf_counter() - t0
