@@ -274,5 +274,10 @@ def test_containment_index_served(tmp_path):
         res = body["results"]
         assert res[0]["duplicate"] and res[0]["matches"][0]["id"] == "small" and not res[0]["added"]
         assert res[1]["added"]
+        status, body = s.call("GET", "/v1/docs/host")
+        from neardup import MinHasher
+
+        shingles = MinHasher(num_perm=128).shingler.features(long[:1]).unique().sizes()
+        assert status == 200 and len(body["signature"]) == 128 and body["size"] == int(shingles[0]) > 0
     finally:
         s.stop()
