@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from neardup.sketches.compat import yanyiwu
@@ -94,3 +94,39 @@ def test_tables_are_cached_and_rebuilt_alike(tmp_path, monkeypatch):
     files[0].write_bytes(b"not an npz")                 # a damaged cache is rebuilt, not trusted
     monkeypatch.setattr(jieba_dict, "_loaded", {})
     assert np.array_equal(jieba_dict.tables().child_cp, built.child_cp)
+
+
+_PREFIXED = ["inter", "internal", "international", "interval", "intern", "interna", "int", "in",
+             "中华人民", "中华人民共和国", "中华", "中华民国", "𠀀𠀁𠀂𠀃", "𠀀𠀁𠀂", "𠀀𠀁"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PREFIXED), min_size=1, max_size=80), st.integers(1, 20))
+def test_keywords_sharing_long_prefixes_keep_the_port_s_order(words, top_n):
+    """Keywords are grouped by a hash and ordered by their first three characters, then by the whole
+    text where three are shared: many words with one prefix, repeated, at every top-N (ties between
+    equal weights resolved as cppjieba's partial sort leaves them) give the port's fingerprint."""
+    text = " ".join(words)
+    assert yanyiwu.simhash_batch([text, text + "。" + text[::-1]], top_n).tolist() == [
+        yanyiwu.simhash_reference(text, top_n), yanyiwu.simhash_reference(text + "。" + text[::-1], top_n)]
+
+
+@pytest.fixture(scope="module")
+def ascii_user_dict(tmp_path_factory):
+    """User words made of ASCII (two and more characters, and one-character ones, which stay words)."""
+    path = tmp_path_factory.mktemp("dict") / "user.dict"
+    path.write_text("ab 50 n\nabc\nb2 30\nx\nq\nzz.z 9\n", encoding="utf-8")
+    return str(path)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.text(st.sampled_from(list("aaabbbccczz22.. \n-_中文的T恤xq")), max_size=60))
+@example("cab aab zz.z b2b qab xab abc T恤")
+def test_ascii_pieces_with_user_words_match_the_port(ascii_user_dict, text):
+    """Pieces of ASCII skip the route arithmetic only when no word of two or more characters and no
+    one-character user word occurs in them: user words made of ASCII, alone or inside longer runs,
+    cut as the port cuts them, with and without the user dictionary."""
+    for ud in (None, ascii_user_dict):
+        assert yanyiwu.cut_compiled(text, ud) == yanyiwu.cut(text, ud)
+        assert yanyiwu.simhash_batch([text], 4, user_dict=ud)[0] == yanyiwu.simhash_reference(text, 4, user_dict=ud)

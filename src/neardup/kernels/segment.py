@@ -7,16 +7,20 @@ Per document (code points ``cp``, byte offset of each in ``bo``):
 2. MPSegment on each piece: best[k] = max over dictionary words text[k:m] of w(word) + best[m]
    (a character that is no word costs the smallest weight; ties keep the shorter word, the first
    strictly better), computed right to left by walking the trie;
+   (an ASCII piece in which no word of two or more characters starts is one run of step 3 at once,
+   as the route would cut it into characters: most English pieces of a Chinese page);
 3. runs of one-character words re-cut by HMMSegment: ASCII by rule (letter[alnum]*, digit[digit.]*,
    else one character), every other run by Viterbi over B/E/M/S, a word ending at each E or S;
-4. keywords (``Simhasher::make``): words of more than one character that are no stop word, in
-   std::map order (code points compare as UTF-8 bytes do), weight = count × idf (the mean idf when
-   absent); the top N by libstdc++'s ``std::partial_sort`` (heap select + heap sort, which fixes the
+4. keywords (``Simhasher::make``): words of more than one character that are no stop word, counted
+   in a hash table, the distinct ones in std::map order (code points compare as UTF-8 bytes do; an
+   integer sort on the first three, the text where those tie), weight = count × idf (the mean idf
+   when absent); the top N by libstdc++'s ``std::partial_sort`` (heap select + heap sort, which fixes the
    order of ties), each hashed by Jenkins lookup3 (:func:`neardup.kernels.jenkins.jenkins64`) and
    folded in that order (:func:`neardup.kernels.simhash.fold_one`).
 
-Every step is a line-by-line port of :mod:`neardup.sketches.compat.yanyiwu`, the reference that the
-differential tests compare against on every document of ../shared's Chinese pages.
+Every step gives exactly the results of :mod:`neardup.sketches.compat.yanyiwu`, the Python port it
+was written from, which the differential tests compare against on every document of ../shared's
+Chinese pages, on generated text, and on ASCII user words and shared keyword prefixes.
 """
 from __future__ import annotations
 
@@ -209,6 +213,31 @@ def _solo(cp, i, rt, cs, ccp, cn, solo):
     return v >= 0 and solo[v]
 
 
+@njit(cache=True, inline="always")
+def _ascii_singles(cp, lo, hi, rt, cs, ccp, cn, ww, solo):
+    """cp[lo:hi] is ASCII, no dictionary word of two or more characters starts in it, and none of its
+    characters is a one-character user word: then MPSegment cuts it into single characters (the only
+    route), and MixSegment hands the whole piece to the HMM as one run. Most pieces of English text
+    inside Chinese pages are such pieces; this check walks the trie as MPSegment would, without its
+    route arithmetic."""
+    for k in range(lo, hi):
+        c = cp[k]
+        if c >= 0x80:
+            return False
+        v = rt[c]
+        if v < 0:
+            continue
+        if solo[v]:
+            return False
+        for m in range(k + 1, hi):
+            v = _child(cs, ccp, cn, v, cp[m])
+            if v < 0:
+                break
+            if not np.isnan(ww[v]):
+                return False
+    return True
+
+
 @njit(cache=True)
 def mix_cut(cp, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, hemit):
     """cppjieba ``MixSegment::Cut`` (HMM on): the end of each word, in order (words are
@@ -230,6 +259,11 @@ def mix_cut(cp, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, hemit):
             hi += 1
         if hi == lo:
             hi = lo + 1
+        if _ascii_singles(cp, lo, hi, rt, cs, ccp, cn, ww, solo):
+            # MPSegment would give one-character words, one run, which the HMM cuts by its ASCII rules
+            n_ends = _hmm_cut(cp, lo, hi, hstart, htrans, hemit, ends, n_ends, weight, path, states)
+            lo = hi
+            continue
         # MixSegment on cp[lo:hi]: MP words; runs of one-character words re-cut by the HMM
         n_mp = _mp_cut(cp, lo, hi, rt, cs, ccp, cn, ww, min_w, best, choice, mp, 0)
         k = 0
@@ -300,6 +334,88 @@ def _sort_words(cp, ws, we, idx):
         src, dst = dst, src
         width *= 2
     return src
+
+
+@njit(cache=True, inline="always")
+def _prefix_key(cp, a, b):
+    """The first three code points of cp[a:b] as one integer (each + 1 in 21 bits, 0 past the end):
+    integer order is the text's order on those three, a prefix first."""
+    key = np.int64(0)
+    for i in range(3):
+        key <<= 21
+        if a + i < b:
+            key |= np.int64(cp[a + i]) + 1
+    return key
+
+
+@njit(cache=True)
+def _word_order(cp, ws, we, m):
+    """Indices of words 0..m−1 in text order (equal words in any order): sorted by
+    :func:`_prefix_key`, then each run of one key holding a word of more than three characters sorted
+    by the whole text (:func:`_sort_words`). The order of a merge sort over the texts, at the cost of
+    an integer sort."""
+    keys = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        keys[i] = _prefix_key(cp, ws[i], we[i])
+    order = np.argsort(keys)
+    k = 0
+    while k < m:
+        key = keys[order[k]]
+        j = k + 1
+        longer = we[order[k]] - ws[order[k]] > 3
+        while j < m and keys[order[j]] == key:
+            longer = longer or we[order[j]] - ws[order[j]] > 3
+            j += 1
+        if longer and j - k > 1:
+            order[k:j] = _sort_words(cp, ws, we, order[k:j].copy())
+        k = j
+    return order
+
+
+@njit(cache=True, inline="always")
+def _same_word(cp, ws, we, a, b):
+    """Words a and b have the same text."""
+    la = we[a] - ws[a]
+    if la != we[b] - ws[b]:
+        return False
+    for i in range(la):
+        if cp[ws[a] + i] != cp[ws[b] + i]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _distinct_words(cp, ws, we, m):
+    """(index of one occurrence, number of occurrences) of each distinct text among words 0..m−1, in
+    order of first occurrence: an open-addressing table on a 64-bit FNV-1a hash of the code points,
+    texts compared on equal hashes."""
+    cap = 16
+    while cap < 2 * m:
+        cap *= 2
+    table = np.full(cap, -1, dtype=np.int64)
+    first = np.empty(m, dtype=np.int64)
+    count = np.empty(m, dtype=np.int64)
+    hashes = np.empty(m, dtype=np.uint64)
+    nd = 0
+    for i in range(m):
+        h = np.uint64(0xCBF29CE484222325)
+        for j in range(ws[i], we[i]):
+            h = (h ^ np.uint64(cp[j])) * np.uint64(0x100000001B3)
+        slot = np.int64(h & np.uint64(cap - 1))
+        while True:
+            d = table[slot]
+            if d < 0:
+                table[slot] = nd
+                first[nd] = i
+                count[nd] = 1
+                hashes[nd] = h
+                nd += 1
+                break
+            if hashes[d] == h and _same_word(cp, ws, we, first[d], i):
+                count[d] += 1
+                break
+            slot = (slot + 1) & (cap - 1)
+    return first[:nd], count[:nd]
 
 
 @njit(cache=True, inline="always")
@@ -398,23 +514,17 @@ def yanyiwu_one(buf, start, end, top_n, rt, cs, ccp, cn, ww, solo, idf, stop, mi
         a = b
     if m == 0:
         return np.uint64(0), 0
-    order = _sort_words(cp, ws, we, np.arange(m))
     # distinct words in std::map order, weight = count × idf
-    dw = np.empty(m, dtype=np.float64)
-    first = np.empty(m, dtype=np.int64)
-    nd = 0
-    k = 0
-    while k < m:
-        i = order[k]
-        j = k + 1
-        while j < m and not _less(cp, ws[i], we[i], ws[order[j]], we[order[j]]):
-            j += 1
-        v = node[i]
+    first, count = _distinct_words(cp, ws, we, m)
+    nd = first.shape[0]
+    order = _word_order(cp, ws[first], we[first], nd)
+    dw = np.empty(nd, dtype=np.float64)
+    first = first[order]
+    count = count[order]
+    for r in range(nd):
+        v = node[first[r]]
         f = idf_avg if v < 0 or np.isnan(idf[v]) else idf[v]
-        dw[nd] = float(j - k) * f
-        first[nd] = i
-        nd += 1
-        k = j
+        dw[r] = float(count[r]) * f
     top = partial_sort(dw[:nd], min(top_n, nd))
     hashes = np.empty(top.shape[0], dtype=np.uint64)
     weights = np.empty(top.shape[0], dtype=np.float64)
