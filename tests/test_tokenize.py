@@ -444,3 +444,56 @@ def test_a_signing_process_does_not_import_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+# -- tokenizer "auto": what the quality table favours ----------------------------------------------
+_ZH = ["我是蓝翔技工拖拉机学院手扶拖拉机专业的。不用多久，我就会升职加薪，当上总经理",
+       "手扶拖拉机专业的学生不用多久就会升职加薪", "The cat sat on the mat; the cat sat.", "混合 text 文本"]
+
+
+def test_auto_shingles_with_word_tokens():
+    """MinHash and shingled SimHash sign ``auto`` exactly as ``word`` (EVAL.md: word ≥ jieba at every
+    n on the Chinese pages), and say so in their config, so an index made under the older per-document
+    rule (config ``auto``) is not reused with different features."""
+    import neardup
+
+    auto, word = neardup.MinHasher(tokenizer="auto", ngram=2), neardup.MinHasher(tokenizer="word", ngram=2)
+    assert np.array_equal(auto.sign_batch(_ZH).values, word.sign_batch(_ZH).values)
+    assert auto.config() == word.config()
+    assert not np.array_equal(auto.sign_batch(_ZH[:1]).values,
+                              neardup.MinHasher(tokenizer="jieba", ngram=2).sign_batch(_ZH[:1]).values)
+    assert neardup.SimHasher(tokenizer="auto").sign_batch(_ZH).tolist() == neardup.SimHasher().sign_batch(_ZH).tolist()
+
+
+def test_auto_keywords_segment_chinese_documents_only():
+    """tf-idf keywords (single words weighed by jieba's IDF table of words): jieba's words for the CJK
+    documents, word tokens for the English one."""
+    import neardup
+
+    def fp(tok):
+        return neardup.SimHasher(tokenizer=tok, ngram=1, weighting="tfidf", idf="jieba", top_n=5).sign_batch(_ZH)
+
+    auto, jieba, word = fp("auto"), fp("jieba"), fp("word")
+    assert auto[:2].tolist() == jieba[:2].tolist() != word[:2].tolist()
+    assert auto[2] == word[2]
+
+
+def test_auto_refuses_a_user_dictionary_where_it_means_word(tmp_path):
+    import neardup
+    from neardup.config import DedupConfig
+    from neardup.errors import ConfigError
+
+    ud = tmp_path / "u.txt"
+    ud.write_text("手扶拖拉机专业 5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="auto.*word tokenizer.*tokenizer='jieba'"):
+        neardup.MinHasher(tokenizer="auto", user_dict=str(ud))
+    with pytest.raises(ValueError, match="auto.*word tokenizer"):
+        neardup.SimHasher(tokenizer="auto", user_dict=str(ud))
+    with pytest.raises(ConfigError, match="user_dict.*--tokenizer jieba"):
+        DedupConfig(method="minhash", tokenizer="auto", user_dict=str(ud)).resolved()
+    with pytest.raises(ConfigError, match="user_dict.*--tokenizer jieba"):
+        DedupConfig(method="simhash", tokenizer="auto", user_dict=str(ud)).resolved()
+    cfg = DedupConfig(method="simhash", tokenizer="auto", idf="jieba", user_dict=str(ud)).resolved()
+    assert (cfg.ngram, cfg.weighting) == (1, "tfidf")
+    h = neardup.SimHasher(tokenizer="auto", ngram=1, weighting="tfidf", idf="jieba", top_n=5, user_dict=str(ud))
+    assert h.config()["user_dict_sha256"]

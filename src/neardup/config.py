@@ -121,7 +121,9 @@ def _params() -> tuple[Param, ...]:
               help="MinHash: similarity to call two documents duplicates (default 0.8)."),
         Param("metric", A, str, "jaccard", choices=("jaccard", "containment"), methods=_MINHASH,
               help="MinHash: Jaccard, or containment of either document in the other."),
-        Param("tokenizer", A, str, "word", choices=tokenizers, methods=_SHINGLED, help="How text becomes tokens."),
+        Param("tokenizer", A, str, "word", choices=tokenizers, methods=_SHINGLED,
+              help="How text becomes tokens: word, char, jieba, or auto (word for shingles; for tf-idf keywords "
+                   "jieba on Chinese documents and word elsewhere, as the measured table favours)."),
         Param("convert", A, str, None, choices=CONVERSIONS, nullable=True, methods=_DOCUMENTS,
               help="Convert traditional Chinese to simplified before signing (OpenCC; pip install 'neardup[zh]')."),
         Param("ngram", A, int, None, lo=1, hi=64, nullable=True, methods=_SHINGLED,
@@ -139,7 +141,7 @@ def _params() -> tuple[Param, ...]:
                    "yanyiwu: a file in place of cppjieba's table."),
         Param("user_dict", A, str, None, nullable=True, methods=("simhash", "minhash"),
               help="A user dictionary for Chinese segmentation, jieba's 'word [freq] [tag]' lines (with --tokenizer "
-                   "jieba or auto; SimHash also with --compat yanyiwu, as cppjieba reads it)."),
+                   "jieba; SimHash also with auto and tf-idf keywords, or --compat yanyiwu, as cppjieba reads it)."),
         Param("stop_words", A, str, None, nullable=True, methods=("simhash",),
               help="SimHash: a file of stop words, one per line, dropped before weighting (--ngram 1 by default; "
                    "with --compat yanyiwu: in place of cppjieba's list)."),
@@ -352,11 +354,14 @@ class DedupConfig:
                     elif c.ngram != 1:
                         raise BY_NAME["ngram"].refuse(c.ngram, f"1 with {BY_NAME[name].option} (its words are "
                                                                "single tokens)")
-            if c.user_dict is not None and c.tokenizer not in ("jieba", "auto"):
-                raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba or auto (or "
-                                                               "--compat yanyiwu)")
-        if c.method == "minhash" and c.user_dict is not None and c.tokenizer not in ("jieba", "auto"):
-            raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba or auto")
+            keywords = c.weighting == "tfidf" and c.ngram == 1     # where auto segments with jieba
+            if c.user_dict is not None and not (c.tokenizer == "jieba" or (c.tokenizer == "auto" and keywords)):
+                raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba, --tokenizer auto "
+                                                               "with tf-idf keywords (--idf, --ngram 1), or "
+                                                               "--compat yanyiwu (auto shingles with word tokens)")
+        if c.method == "minhash" and c.user_dict is not None and c.tokenizer != "jieba":
+            raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba (auto shingles with "
+                                                           "word tokens)")
         if c.method in ("simhash", "minhash"):     # the user's files, read now: a bad line stops the run here
             from .text.dictionaries import file_keys  # noqa: PLC0415
 

@@ -113,7 +113,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         ngram = cfg.ngram
-    elif method == "minhash" and user_dict is not None:     # the same rule (jieba or auto) and file check
+    elif method == "minhash" and user_dict is not None:     # the same rule (jieba only) and file check
         try:
             user_dict = DedupConfig(method="minhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
                                     user_dict=user_dict).resolved().user_dict

@@ -24,6 +24,7 @@ from .._version import __version__
 from ..features.shingles import Features, Shingler
 from ..kernels import minhash as K
 from ..text.normalize import encode_batch, kernel_char_map
+from ..text.tokenize import signing_tokenizer
 from ..text.unicode import char_map, class_table
 from .items import hash_items, item_bytes
 
@@ -265,9 +266,10 @@ class MinHasher:
     """Text → MinHash signatures, for one document or a batch.
 
     Parameters: ``num_perm`` k (128), ``scheme`` (``"oph"``), ``seed`` (1), ``tokenizer``
-    (``"word"``), ``ngram`` (5), ``normalizer`` (NFKC + casefold + whitespace), ``hash_seed`` (0,
-    the seed of the shingle hash), ``user_dict`` (a jieba user dictionary for the ``jieba`` and
-    ``auto`` tokenizers; its SHA-256 is part of :meth:`config`).
+    (``"word"``; ``"auto"`` shingles with ``word``, as the quality table favours:
+    :func:`neardup.text.tokenize.signing_tokenizer`), ``ngram`` (5), ``normalizer`` (NFKC +
+    casefold + whitespace), ``hash_seed`` (0, the seed of the shingle hash), ``user_dict`` (a jieba
+    user dictionary for the ``jieba`` tokenizer; its SHA-256 is part of :meth:`config`).
     """
 
     def __init__(self, num_perm: int = 128, scheme: str = DEFAULT_SCHEME, seed: int = 1, tokenizer: str = "word",
@@ -276,8 +278,8 @@ class MinHasher:
         self.num_perm = int(num_perm)
         self.scheme = scheme
         self.seed = int(seed)
-        self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=hash_seed,
-                                 user_dict=user_dict)
+        self.shingler = Shingler(tokenizer=signing_tokenizer(tokenizer, user_dict=user_dict), ngram=ngram,
+                                 normalizer=normalizer, seed=hash_seed, user_dict=user_dict)
 
     def config(self) -> dict:
         return {"method": "minhash", "num_perm": self.num_perm, "scheme": self.scheme, "seed": self.seed,

@@ -24,6 +24,7 @@ from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, hash_words, top_n_mask
 from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64, simhash_word_batch
 from ..text.normalize import encode_batch, kernel_char_map
+from ..text.tokenize import signing_tokenizer
 from ..text.unicode import class_table
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
@@ -64,8 +65,9 @@ class SimHasher:
             raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
         if top_n is not None:
             top_n = as_int(top_n, "top_n", 1)
-        self.shingler = Shingler(tokenizer=tokenizer, ngram=ngram, normalizer=normalizer, seed=seed,
-                                 user_dict=user_dict)
+        keywords = weighting == "tfidf" and ngram == 1     # auto: per-document jieba only for keywords
+        self.shingler = Shingler(tokenizer=signing_tokenizer(tokenizer, keywords, user_dict), ngram=ngram,
+                                 normalizer=normalizer, seed=seed, user_dict=user_dict)
         self.weighting = weighting
         self.top_n = top_n
         self._files = {}
