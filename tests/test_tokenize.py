@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup import Normalizer, Shingler
 from neardup.text.tokenize import tokenize
@@ -497,3 +499,26 @@ def test_auto_refuses_a_user_dictionary_where_it_means_word(tmp_path):
     assert (cfg.ngram, cfg.weighting) == (1, "tfidf")
     h = neardup.SimHasher(tokenizer="auto", ngram=1, weighting="tfidf", idf="jieba", top_n=5, user_dict=str(ud))
     assert h.config()["user_dict_sha256"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.sampled_from(list(" \t,.;-_+#%，。、　：!?abcXYZ019ａ１中文的é̀ß😀\x00")), min_size=1, max_size=4),
+                max_size=40), st.integers(1, 4))
+def test_pre_split_tokens_without_word_characters_are_dropped(tokens, n):
+    """The jieba path's kernel mode 2 keeps a 0x1F-separated token when one of its characters is a
+    word character (ASCII tested without decoding, others decoded from a register): the same
+    shingles as mode 1 over the tokens a per-character reference keeps."""
+    from neardup._arrays import utf8_buffer
+    from neardup.kernels.shingle import token_shingles_batch
+    from neardup.text.unicode import char_map, class_table
+
+    table = class_table()
+    keep = [t for t in tokens if any(table[ord(c)] != 0 for c in t)]
+
+    def run(toks, mode):
+        data = "\x1f".join(toks).encode("utf-8", "surrogatepass")
+        off = np.array([0, len(data)], dtype=np.int64)
+        return token_shingles_batch(utf8_buffer([data]), off, table, *char_map(False, False), n, np.uint64(0),
+                                    mode)[0].tolist()
+
+    assert run(tokens, 2) == run(keep, 1)

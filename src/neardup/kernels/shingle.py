@@ -365,7 +365,16 @@ def _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, 
 def _has_word_char(buf, start, end, table):
     i = start
     while i < end:
-        cp, ln = decode_at(buf, i, end)
+        c = buf[i]
+        if c < 0x80:             # ASCII: no decoding (most pre-split tokens are spaces and punctuation)
+            if table[c] != SEP:
+                return True
+            i += 1
+            continue
+        if i + 8 <= buf.shape[0]:
+            cp, ln = decode_word(load_u64(buf, i), end - i)
+        else:
+            cp, ln = decode_at(buf, i, end)
         if table[cp] != SEP:
             return True
         i += ln
