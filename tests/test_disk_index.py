@@ -414,3 +414,35 @@ def test_reader_never_sees_half_a_batch(tmp_path):
     assert proc.returncode == 0
     assert counts[0] == 0 and counts[-1] == size * batches
     assert counts == sorted(counts)
+
+
+@pytest.mark.parametrize("kind", ["minhash", "containment"])
+def test_merges_of_deleted_rows_and_compaction_leave_no_folders(tmp_path, kind):
+    """A merge whose rows were all deleted drops its segments (it used to fail on an empty reshape,
+    and every later bulk add, flush and compact with it); compaction removes the log's segment it
+    folded in, so the folder holds exactly what the manifest names."""
+    import json
+
+    from neardup import ContainmentDiskIndex
+
+    cls = ContainmentDiskIndex if kind == "containment" else DiskIndex
+    ix = cls.create(tmp_path / "ix")
+    for i in range(24):
+        ix.add_batch([f"k{i}"], [f"text number {i} with some words"], bulk=True)
+    for i in range(24):
+        ix.remove(f"k{i}")
+    ix.add_batch(["new"], ["a fresh document with words"], bulk=True)
+    assert len(ix) == 1 and ix.query("a fresh document with words")[0][0] == "new"
+    ix.add_batch(["a", "b"], ["one two three four five six", "seven eight nine ten eleven"])
+    ix.remove("a")
+    ix.remove("b")
+    ix.compact()
+    ix.add_batch(["c"], ["x y z w v u t s"])
+    ix.compact()
+    assert sorted(k for k, _ in ix.query("x y z w v u t s")) == ["c"] and len(ix) == 2
+    manifest = json.loads((tmp_path / "ix" / "MANIFEST").read_text())
+    named = {s["dir"] for s in manifest["segments"]}
+    assert {p.name for p in (tmp_path / "ix").iterdir() if p.name.startswith("seg-")} == named
+    ix.close()
+    again = cls.open(tmp_path / "ix", readonly=True)
+    assert len(again) == 2

@@ -204,14 +204,14 @@ class _Segment:
         off = off.astype(np.uint32) if off[-1] < 2**32 else off
         rows = np.flatnonzero(banded).astype(np.uint32)
         if sized:     # rows by size first: the stable key sort below then leaves (key, size) order
-            rows = rows[np.argsort(sig_sizes(np.asarray(sigs, dtype=np.uint8).reshape(n, -1))[rows], kind="stable")]
+            rows = rows[np.argsort(sig_sizes(_sig_rows(sigs, n))[rows], kind="stable")]
         bk = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64)[rows]).T)     # (b, m)
         b = bk.shape[0]
         border = np.argsort(bk, axis=1, kind="stable")
         bands = np.take_along_axis(bk, border, axis=1) if b else bk
         band_row = rows[border] if b else np.zeros((0, rows.shape[0]), np.uint32)
         return cls(name, first_id, *map(_frozen, (
-            np.ascontiguousarray(sigs, dtype=np.uint8).reshape(n, -1), off, data, h[order], order.astype(np.uint32),
+            _sig_rows(sigs, n), off, data, h[order], order.astype(np.uint32),
             np.ascontiguousarray(bands), np.ascontiguousarray(band_row, dtype=np.uint32))))
 
     _FILES = ("sigs", "key_off", "key_bytes", "key_hash", "key_row", "bands", "band_row")
@@ -249,6 +249,12 @@ class _Segment:
         if not qs:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(qs), np.concatenate(ds)
+
+
+def _sig_rows(sigs, n: int) -> np.ndarray:
+    """The signature bytes as n contiguous rows (n = 0 included: reshape(0, -1) cannot infer a width)."""
+    a = np.ascontiguousarray(sigs, dtype=np.uint8)
+    return a.reshape(n, -1) if n else a.reshape(0, a.shape[-1] if a.ndim == 2 else 0)
 
 
 def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray,
@@ -773,6 +779,9 @@ class SegmentStore(IndexStore):
         for s in old_m["segments"]:          # readers that mapped them keep their mappings
             if s["dir"] not in live:
                 _remove(self.path / s["dir"])
+        for f in made:                       # the log's segment when a merge took it in: never published
+            if f.name.startswith("seg-") and f.name not in live:
+                _remove(f)
         for name in (old_m["wal"], old_m["deleted"]):
             if name and name not in (m["wal"], m["deleted"]):
                 _remove(self.path / name)
@@ -785,12 +794,14 @@ class SegmentStore(IndexStore):
                        key=lambda i: segs[i]["n"])
         pick = sorted(order if merge_all else order[: len(segs) // 2 + 1])
         name = f"seg-{gen}-{secrets.token_hex(3)}-m"
-        merged, old_ids = _merge(name, next_id, [seg_objs[i] for i in pick], dead, self.sized)
-        merged.write(self.path / name)
-        made.append(self.path / name)
         keep = [i for i in range(len(segs)) if i not in set(pick)]
         gone = np.concatenate([np.arange(seg_objs[i].first_id, seg_objs[i].first_id + seg_objs[i].n)
                                for i in pick]) if pick else np.zeros(0, np.int64)
+        if np.isin(gone, dead).all():      # every picked row deleted: the segments go, none replaces them
+            return [segs[i] for i in keep], [seg_objs[i] for i in keep], np.setdiff1d(dead, gone), next_id
+        merged, old_ids = _merge(name, next_id, [seg_objs[i] for i in pick], dead, self.sized)
+        merged.write(self.path / name)
+        made.append(self.path / name)
         dead = np.setdiff1d(dead, gone)
         segs = [segs[i] for i in keep] + [{"dir": name, "first_id": next_id, "n": merged.n}]
         objs = [seg_objs[i] for i in keep] + [merged]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .shingle import decode_at, decode_word
+from .shingle import decode_next
 from .swar import HIGH, load_u64
 
 
@@ -36,10 +36,7 @@ def nfkc_unsafe_batch(buf, offsets, docs, unsafe, lead_clean):
             if b < 0x80:
                 i += 1
                 continue
-            if i + 8 <= buf.shape[0]:
-                cp, ln = decode_word(load_u64(buf, i), end - i)
-            else:
-                cp, ln = decode_at(buf, i, end)
+            cp, ln = decode_next(buf, i, end)
             if not lead_clean[b] and unsafe[cp]:
                 out[k] = True
                 break

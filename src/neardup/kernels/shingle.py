@@ -78,6 +78,15 @@ def decode_word(v, avail):
 
 
 @njit(inline="always", cache=True)
+def decode_next(buf, i, end):
+    """(code point, length) of the character at ``buf[i]`` (< ``end``): from a register
+    (:func:`decode_word`) where 8 bytes can be read, else :func:`decode_at`."""
+    if i + 8 <= buf.shape[0]:
+        return decode_word(load_u64(buf, i), end - i)
+    return decode_at(buf, i, end)
+
+
+@njit(inline="always", cache=True)
 def _absorb(h, w):
     return rotl(h ^ (w * P2), 31) * P1
 
@@ -371,10 +380,7 @@ def _has_word_char(buf, start, end, table):
                 return True
             i += 1
             continue
-        if i + 8 <= buf.shape[0]:
-            cp, ln = decode_word(load_u64(buf, i), end - i)
-        else:
-            cp, ln = decode_at(buf, i, end)
+        cp, ln = decode_next(buf, i, end)
         if table[cp] != SEP:
             return True
         i += ln
