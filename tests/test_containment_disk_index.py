@@ -234,3 +234,49 @@ def test_index_command_creates_queries_and_exports_a_containment_index(tmp_path)
     t = pq.read_table(tmp_path / "sig.parquet")
     assert t.num_rows == 30 and t.column("size").to_pylist() == [len(set(
         " ".join(w) for w in zip(*(h.split()[k:] for k in range(5))))) for h in hosts]
+
+
+def test_reverse_size_bound_is_the_forward_rule_with_the_roles_swapped():
+    """The reverse probe's largest document size for a query of size q is the largest x that the
+    forward rule ⌈t·x − 1e-9⌉ ≤ q admits with X as the query, evaluated in the same floats (q/t
+    within 1e-9 of an integer made them differ, e.g. t = 0.07, q = 1,370,145)."""
+    from neardup.kernels.containment import probe as kprobe
+
+    t, q, x = 0.07, 1_370_145, 19_573_500
+    assert np.ceil(t * x - 1e-9) <= q                      # the batch admits the pair
+    keys = np.zeros((1, 1), np.uint64)                     # one band, one layout of one row
+    for size, want in ((x, 1), (x + 1, int(np.ceil(t * (x + 1) - 1e-9) <= q))):
+        seen = np.zeros(1, np.bool_)
+        qi, _ = kprobe(keys, np.array([q], np.int64), np.full(1, -1, np.int64), np.zeros((1, 1), np.uint64),
+                       np.zeros((1, 1), np.uint32), np.array([size], np.int64), np.ones(1, np.bool_),
+                       np.array([1], np.int64), np.array([0, 1], np.int64), np.array([1], np.int64),
+                       np.array([1], np.int64), 0, 1.0, t, size, seen, True)
+        assert qi.shape[0] == want, size
+
+
+def test_precomputed_signatures_are_checked_as_the_jaccard_index_checks_them(tmp_path):
+    texts = ["alpha beta gamma delta epsilon zeta eta theta", "iota kappa lambda mu nu xi omicron pi rho"]
+    ix = ContainmentDiskIndex.create(tmp_path / "ix")
+    mh = ix.hasher
+    good = mh.sign_batch(texts)
+    sizes = mh.shingler.features(texts).unique().sizes()
+    other = MinHasher(num_perm=128, scheme="permutation", seed=7).sign_batch(texts)
+    with pytest.raises(IndexConfigError, match="scheme, seed, num_perm"):
+        ix.add_signatures(["a", "b"], other, sizes)
+    with pytest.raises(ValueError, match="at most 4294967295"):
+        ix.add_signatures(["a", "b"], good, [2**32, 3])
+    with pytest.raises(TypeError, match="uint32"):
+        ix.query_signatures(good.values.astype(np.float64), sizes=sizes)
+    with pytest.raises(TypeError, match="uint32"):
+        ix.query_signatures(np.full((1, 128), -1), sizes=[5])
+    ix.add_signatures(["a", "b"], good, sizes)
+    assert [k for k, _ in ix.query_signatures(good.values[:1], sizes=sizes[:1])[0]][0] == "a"
+
+
+def test_index_create_names_the_containment_kind_and_refuses_explicit_bands(tmp_path):
+    res = CliRunner().invoke(main, ["index", "create", str(tmp_path / "ok"), "--metric", "containment"])
+    assert res.exit_code == 0 and "(containment)" in res.output
+    res = CliRunner().invoke(main, ["index", "create", str(tmp_path / "bad"), "--metric", "containment",
+                                    "--bands", "16", "--rows", "8"])
+    assert res.exit_code != 0 and "--bands/--rows are not used by a containment index" in res.output
+    assert not (tmp_path / "bad").exists()

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -522,3 +524,60 @@ def test_pre_split_tokens_without_word_characters_are_dropped(tokens, n):
                                     mode)[0].tolist()
 
     assert run(tokens, 2) == run(keep, 1)
+
+
+def test_auto_everywhere_a_run_looks_at_shingles(tmp_path):
+    """Exact Jaccard, `compare` and `idf fit` agree with what `auto` signs: word shingles for the
+    similarity, jieba's words (and a user dictionary) for an IDF table of keywords."""
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+    from neardup.similarity import exact_jaccard
+
+    a, b = "我们研究中文分词的方法和技术发展历史", "我们研究中文分词的方法和技术发展现状"
+    assert exact_jaccard(a, b, tokenizer="auto", ngram=2) == exact_jaccard(a, b, tokenizer="word", ngram=2)
+    out = {tok: CliRunner().invoke(main, ["compare", "--text", a, b, "--tokenizer", tok, "--ngram", "2", "--json"])
+           for tok in ("auto", "word")}
+    assert out["auto"].exit_code == 0, out["auto"].output
+    got = {tok: json.loads(r.output) for tok, r in out.items()}
+    assert got["auto"]["jaccard"] == got["word"]["jaccard"]
+    assert got["auto"]["minhash_jaccard"] == got["word"]["minhash_jaccard"]
+    ud = tmp_path / "ud.txt"
+    ud.write_text("中文分词 10 n\n", encoding="utf-8")
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"text": "我们研究中文分词的方法"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["idf", "fit", str(src), "-o", str(tmp_path / "idf.txt"), "--tokenizer", "auto",
+                                    "--user-dict", str(ud)])
+    assert res.exit_code == 0, res.output
+    assert "中文分词" in (tmp_path / "idf.txt").read_text(encoding="utf-8").split()
+
+
+def test_auto_stop_words_are_keywords(tmp_path):
+    """Stop words are single words: with them, auto segments Chinese documents with jieba, so a
+    stop word of two characters is dropped as it is with tokenizer='jieba'."""
+    import neardup
+
+    stop = tmp_path / "stop.txt"
+    stop.write_text("我们\n研究\n", encoding="utf-8")
+    t = ["我们研究中文分词的方法"]
+    auto = neardup.SimHasher(tokenizer="auto", ngram=1, stop_words=str(stop)).sign_batch(t)
+    jieba = neardup.SimHasher(tokenizer="jieba", ngram=1, stop_words=str(stop)).sign_batch(t)
+    plain = neardup.SimHasher(tokenizer="auto", ngram=1).sign_batch(t)
+    assert auto.tolist() == jieba.tolist() != plain.tolist()
+
+
+def test_an_index_built_with_auto_and_a_user_dictionary_is_refused_clearly(tmp_path):
+    """Under the earlier rule an index could hold tokenizer 'auto' with a user dictionary for MinHash;
+    opening one names the index and says to rebuild it (no traceback)."""
+    from neardup import DiskIndex, IndexConfigError
+
+    ud = tmp_path / "ud.txt"
+    ud.write_text("中文分词 10 n\n", encoding="utf-8")
+    ix = DiskIndex.create(tmp_path / "ix", tokenizer="jieba", user_dict=str(ud))
+    ix.add_batch(["a"], ["我们研究中文分词的方法"])
+    ix.close()
+    m = tmp_path / "ix" / "MANIFEST"
+    m.write_text(m.read_text(encoding="utf-8").replace('\\"tokenizer\\": \\"jieba\\"', '\\"tokenizer\\": \\"auto\\"'),
+                 encoding="utf-8")
+    with pytest.raises(IndexConfigError, match="ix: the index was built with a text pipeline.*rebuild"):
+        DiskIndex.open(tmp_path / "ix", readonly=True)

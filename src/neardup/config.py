@@ -354,11 +354,13 @@ class DedupConfig:
                     elif c.ngram != 1:
                         raise BY_NAME["ngram"].refuse(c.ngram, f"1 with {BY_NAME[name].option} (its words are "
                                                                "single tokens)")
-            keywords = c.weighting == "tfidf" and c.ngram == 1     # where auto segments with jieba
-            if c.user_dict is not None and not (c.tokenizer == "jieba" or (c.tokenizer == "auto" and keywords)):
+            # single words weighed or filtered by a table of words: where auto segments with jieba
+            keywords = c.ngram == 1 and (c.weighting == "tfidf" or c.stop_words is not None)
+            if (c.method == "simhash" and c.user_dict is not None
+                    and not (c.tokenizer == "jieba" or (c.tokenizer == "auto" and keywords))):
                 raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba, --tokenizer auto "
-                                                               "with tf-idf keywords (--idf, --ngram 1), or "
-                                                               "--compat yanyiwu (auto shingles with word tokens)")
+                                                               "with keywords (--idf or --stop-words, --ngram 1), "
+                                                               "or --compat yanyiwu (auto shingles with word tokens)")
         if c.method == "minhash" and c.user_dict is not None and c.tokenizer != "jieba":
             raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba (auto shingles with "
                                                            "word tokens)")

@@ -48,9 +48,10 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
     from ..features.shingles import Shingler  # noqa: PLC0415
     from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
     from ..sketches.simhash import hamming  # noqa: PLC0415
+    from ..text.tokenize import signing_tokenizer  # noqa: PLC0415
 
     ta, tb = _read_text_arg(a, literal), _read_text_arg(b, literal)
-    sh = Shingler(tokenizer=tokenizer, ngram=ngram)
+    sh = Shingler(tokenizer=signing_tokenizer(tokenizer), ngram=ngram)     # the shingles MinHash signs
     f = sh.features([ta, tb])
     mh = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
     sims = SimHasher(tokenizer=tokenizer).sign_batch([ta, tb])

@@ -18,7 +18,7 @@ from ..features.shingles import Shingler
 from ..io.compression import open_read, split_suffix
 from ..io.formats.base import id_problem
 from ..io.readers import iter_documents
-from ..text.tokenize import TOKENIZERS
+from ..text.tokenize import TOKENIZERS, signing_tokenizer
 
 FORMATS = ("auto", "pairs", "clusters")
 # the documented labels only: a word such as "yes" or a grade such as "2" is refused, not guessed
@@ -194,7 +194,7 @@ def _corpus_truth(corpus, text_field, id_field, threshold, tokenizer, ngram, ids
         if i != len(texts):
             raise click.ClickException(f"{corpus}:{doc.line}: id {doc.id!r} appears twice")
         texts.append(doc.text)
-    feats = Shingler(tokenizer=tokenizer, ngram=ngram).features(texts)
+    feats = Shingler(tokenizer=signing_tokenizer(tokenizer), ngram=ngram).features(texts)   # as MinHash shingles
     lo, hi, _ = ev.exact_jaccard_truth(feats, threshold)
     return len(texts), lo, hi
 

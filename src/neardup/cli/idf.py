@@ -50,8 +50,9 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
     if compat is not None and compat != "yanyiwu":
         raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu weighs words by IDF)")
     try:
-        DedupConfig(method="simhash", convert=convert, user_dict=user_dict, compat=compat,
-                    tokenizer="word" if compat else tokenizer).resolved()
+        DedupConfig(method="simhash", convert=convert, user_dict=user_dict, compat=compat,   # an IDF table is
+                    tokenizer="word" if compat else tokenizer,                             # of keywords
+                    idf=None if compat else "jieba").resolved()
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     if output != "-":

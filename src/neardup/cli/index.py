@@ -74,14 +74,14 @@ def create(path, method, **algo):
     """Create an empty index at PATH (a folder) with these parameters."""
     from pathlib import Path  # noqa: PLC0415
 
-    from ..dedup.incremental import create_index  # noqa: PLC0415
+    from ..dedup.incremental import create_index, index_kind  # noqa: PLC0415
 
     cfg = DedupConfig(method=method, **algo).resolved()
     p = Path(path)
     if p.exists() and not (p.is_dir() and not any(p.iterdir())):
         raise click.ClickException(f"{path} already exists; `neardup index stats {path}` shows what it is")
     create_index(path, cfg, exist_ok=False).close()
-    click.echo(f"created {path} ({method})")
+    click.echo(f"created {path} ({index_kind(cfg)})")
 
 
 @index.command()
@@ -111,7 +111,8 @@ def add(path, inputs, id_field, text_field, on_error, replace):
 @click.option("--id-field", default=None, help="Field holding each row's id (default: FILE:LINE).")
 @click.option("--text-field", default="text", show_default=True)
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=None,
-              help="MinHash: lowest estimated Jaccard to report (default: the index's; below it, only "
+              help="MinHash: lowest estimated Jaccard (containment, for a containment index) to report "
+                   "(default: the index's; below it, only "
                    "documents that also share a band are found).")
 @click.option("--max-distance", type=click.IntRange(0, 64), default=None,
               help="SimHash: largest Hamming distance to report (default: the index's).")

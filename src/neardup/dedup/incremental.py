@@ -56,6 +56,9 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
         raise IndexConfigError(f"{path} is a {kind} index; this run would need a {want} one (use another "
                                f"--index, or {flag.get(kind, kind)})")
     if want == "containment":
+        if cfg.bands is not None or cfg.rows is not None:
+            raise IndexConfigError(f"{path}: --bands/--rows are not used by a containment index (it bands each "
+                                   "size ratio for itself); leave them unset")
         return ContainmentDiskIndex.create(path, threshold=cfg.threshold, num_perm=cfg.num_perm, scheme=cfg.scheme,
                                            seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
                                            mode="ensemble" if cfg.lsh_mode == "datasketch" else "recall",

@@ -476,7 +476,7 @@ class DiskIndex(_BaseDiskIndex):
                store: type[IndexStore] | None = None, synchronous: str = "NORMAL") -> DiskIndex:
         """A new index at ``path`` (``FileExistsError`` if there is one, unless ``exist_ok``:
         then the existing one is opened and must match these parameters). ``user_dict``: a jieba
-        user dictionary for the ``jieba``/``auto`` tokenizer; the index stores its absolute path and
+        user dictionary for the ``jieba`` tokenizer; the index stores its absolute path and
         SHA-256, and refuses to open once the file's content differs."""
         if not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
@@ -506,6 +506,9 @@ class DiskIndex(_BaseDiskIndex):
         except InputFormatError as exc:
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the index's user dictionary cannot be used: "
                                    f"{exc}") from None
+        except ValueError as exc:   # a stored combination this neardup no longer signs (auto + a user dictionary)
+            raise IndexConfigError(f"{getattr(self, 'path', '')}: the index was built with a text pipeline this "
+                                   f"neardup does not sign any more ({exc}); rebuild the index") from None
         mine = _jsonable(self.hasher.config())
         if mine != config["hasher"] and mine.get("user_dict_sha256") != config["hasher"].get("user_dict_sha256"):
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the user_dict file {config.get('user_dict')} has "
@@ -556,22 +559,29 @@ class DiskIndex(_BaseDiskIndex):
     def add_signatures(self, keys: Sequence, values, replace: bool = False) -> None:
         """Add precomputed signatures: a :class:`Signatures` or an (n, num_perm) array, made
         with this index's scheme, seed and text pipeline."""
+        values = self._signature_values(values, self._width)
+        self._put(list(keys), values, np.all(values == self._empty, axis=1), replace)
+
+    def _signature_values(self, values, width: int) -> np.ndarray:
+        """Signatures to store: a :class:`Signatures` of this index's scheme, seed, k and text
+        pipeline, or an array (:meth:`_as_values`)."""
         if isinstance(values, Signatures):
-            if (values.scheme, values.seed, values.num_perm) != (self.scheme, self.hasher.seed, self._width):
+            if (values.scheme, values.seed, values.num_perm) != (self.scheme, self.hasher.seed, width):
                 raise IndexConfigError(
                     f"signatures use (scheme, seed, num_perm)={(values.scheme, values.seed, values.num_perm)}, "
-                    f"the index {(self.scheme, self.hasher.seed, self._width)}")
+                    f"the index {(self.scheme, self.hasher.seed, width)}")
             if values.config and _jsonable(values.config) != self.config["hasher"]:
                 raise IndexConfigError("signatures were made with another text pipeline than the index's: "
                                        f"{values.config} vs {self.config['hasher']}")
             values = values.values
-        values = self._as_values(values)
-        self._put(list(keys), values, np.all(values == self._empty, axis=1), replace)
+        return self._as_values(values, width)
 
-    def _as_values(self, values) -> np.ndarray:
+    def _as_values(self, values, width: int | None = None) -> np.ndarray:
+        """An (n, width) array of this index's dtype; integers out of its range are refused."""
+        width = self._width if width is None else width
         a = np.asarray(values)
-        if a.ndim != 2 or a.shape[1] != self._width:
-            raise ValueError(f"signatures must be an (n, {self._width}) array, got shape {a.shape}")
+        if a.ndim != 2 or a.shape[1] != width:
+            raise ValueError(f"signatures must be an (n, {width}) array, got shape {a.shape}")
         if a.dtype != self._dtype:
             info = np.iinfo(self._dtype)
             if a.dtype.kind not in "iu" or (a.size and (a.min() < 0 or a.max() > info.max)):
@@ -683,6 +693,9 @@ class ContainmentDiskIndex(DiskIndex):
 
     def _with_sizes(self, sig: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray]:
         sizes = np.asarray(sizes, dtype=np.int64)
+        if sizes.size and sizes.max() > np.iinfo(self._dtype).max:
+            raise ValueError(f"set sizes must be at most {np.iinfo(self._dtype).max} (stored as {self._dtype}), "
+                             f"got {int(sizes.max())}")
         out = np.empty((sig.shape[0], self._width), dtype=self._dtype)
         out[:, :-1] = sig
         out[:, -1] = sizes
@@ -761,12 +774,7 @@ class ContainmentDiskIndex(DiskIndex):
 
         if sizes is None:
             raise TypeError("a containment index needs each signature's set size: add_signatures(keys, values, sizes)")
-        if isinstance(values, Signatures):
-            values = values.values
-        a = np.asarray(values)
-        if a.ndim != 2 or a.shape[1] != self.num_perm:
-            raise ValueError(f"signatures must be an (n, {self.num_perm}) array, got shape {a.shape}")
-        sig = self._as_values(np.concatenate([a, np.zeros((a.shape[0], 1), a.dtype)], axis=1))[:, :-1]
+        sig = self._signature_values(values, self.num_perm)
         ext, empty = self._with_sizes(sig, _check_sizes(sizes, sig, self._empty))
         self._put(list(keys), ext, empty, replace)
 
@@ -790,10 +798,8 @@ class ContainmentDiskIndex(DiskIndex):
         t = self._threshold(threshold)
         if isinstance(values, Signatures):
             values = values.values
-        a = np.asarray(values)
-        if a.ndim != 2 or a.shape[1] != self.num_perm:
-            raise ValueError(f"signatures must be an (n, {self.num_perm}) array, got shape {a.shape}")
-        ext, empty = self._with_sizes(a.astype(self._dtype), _check_sizes(sizes, a, self._empty))
+        a = self._as_values(values, self.num_perm)
+        ext, empty = self._with_sizes(a, _check_sizes(sizes, a, self._empty))
         return self._query(ext, empty, AtLeast(t), direction)
 
 
@@ -887,6 +893,9 @@ class SimHashDiskIndex(_BaseDiskIndex):
         except InputFormatError as exc:
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the index's word files cannot be used: {exc}") \
                 from None
+        except ValueError as exc:   # a stored combination this neardup no longer signs (auto + a user dictionary)
+            raise IndexConfigError(f"{getattr(self, 'path', '')}: the index was built with a text pipeline this "
+                                   f"neardup does not sign any more ({exc}); rebuild the index") from None
         mine = self._hasher_config()
         if config["hasher"] is not None and mine != config["hasher"]:
             for name in ("idf", "user_dict", "stop_words"):

@@ -184,6 +184,15 @@ class _Segment:
     def key(self, row: int) -> bytes:
         return bytes(self.key_bytes[int(self.key_off[row]):int(self.key_off[row + 1])])
 
+    def set_sizes(self) -> tuple[np.ndarray, int]:
+        """A sized segment's set sizes (int64) and their maximum, read once: segments never change."""
+        cached = self.__dict__.get("_sizes")
+        if cached is None:
+            sizes = sig_sizes(self.sigs)
+            cached = (sizes, int(sizes.max()) if sizes.shape[0] else 0)
+            self.__dict__["_sizes"] = cached
+        return cached
+
     @classmethod
     def build(cls, name: str, first_id: int, raw_keys, sigs: np.ndarray, band_keys: np.ndarray,
               banded: np.ndarray, sized: bool = False) -> _Segment:
@@ -898,13 +907,13 @@ class SegmentStore(IndexStore):
             for s in self._all():
                 if s.n == 0 or qsizes.shape[0] == 0 or s.bands.shape[1] == 0:
                     continue
-                sizes = sig_sizes(s.sigs)
+                sizes, max_size = s.set_sizes()
                 live = np.ones(s.n, dtype=np.bool_)
                 lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
                 live[dead[lo:hi] - s.first_id] = False
                 seen = np.zeros(s.n, dtype=np.bool_)
                 qi, row = probe(folded, qsizes, qrows, s.bands, s.band_row, sizes, live, lay_r, lay_start, tab_r,
-                                tab_b, m_lo, float(grid), float(threshold), int(sizes.max()), seen, reverse)
+                                tab_b, m_lo, float(grid), float(threshold), max_size, seen, reverse)
                 qs.append(qi)
                 ds.append(row + s.first_id)
         if not qs:

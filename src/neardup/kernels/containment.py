@@ -85,7 +85,13 @@ def probe(qkeys, qsizes, qrows, skeys, srows, sizes, live, lay_r, lay_start, tab
             continue
         if reverse:     # C(X ⊆ Q) ≥ t needs t·x ≤ |X ∩ Q| ≤ q
             xmin = np.int64(1)
-            xmax = min(np.int64(np.floor(q / threshold + 1e-9)), max_size)
+            # the largest x the forward rule admits with X as the query: ⌈t·x − 1e-9⌉ ≤ q, in floats
+            xmax = np.int64(np.floor((q + 1e-9) / threshold))
+            while np.ceil(threshold * (xmax + 1) - 1e-9) <= q:
+                xmax += 1
+            while xmax > 0 and np.ceil(threshold * xmax - 1e-9) > q:
+                xmax -= 1
+            xmax = min(xmax, max_size)
             m0 = ratio_class(np.float64(q), np.float64(xmax), grid)
             m1 = ratio_class(np.float64(q), np.float64(xmin), grid)
         else:

@@ -55,8 +55,11 @@ def max_containment_pairs(features: Features, ii, jj) -> np.ndarray:
 
 
 def exact_jaccard(a, b, tokenizer: str = "word", ngram: int = 5, **kwargs) -> float:
-    """Exact Jaccard of two texts' shingle sets (same tokenizer and normalisation as MinHasher)."""
-    f = Shingler(tokenizer=tokenizer, ngram=ngram, **kwargs).features([a, b])
+    """Exact Jaccard of two texts' shingle sets (same tokenizer and normalisation as MinHasher:
+    ``auto`` shingles with ``word``, :func:`~neardup.text.tokenize.signing_tokenizer`)."""
+    from ..text.tokenize import signing_tokenizer  # noqa: PLC0415
+
+    f = Shingler(tokenizer=signing_tokenizer(tokenizer), ngram=ngram, **kwargs).features([a, b])
     return float(exact_jaccard_pairs(f, [0], [1])[0])
 
 

@@ -65,7 +65,8 @@ class SimHasher:
             raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
         if top_n is not None:
             top_n = as_int(top_n, "top_n", 1)
-        keywords = weighting == "tfidf" and ngram == 1     # auto: per-document jieba only for keywords
+        # single words weighed or filtered by a table of words: where auto segments with jieba
+        keywords = ngram == 1 and (weighting == "tfidf" or stop_words is not None)
         self.shingler = Shingler(tokenizer=signing_tokenizer(tokenizer, keywords, user_dict), ngram=ngram,
                                  normalizer=normalizer, seed=seed, user_dict=user_dict)
         self.weighting = weighting

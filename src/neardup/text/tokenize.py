@@ -11,7 +11,7 @@ compatibility modes that hash token text.
   tokens without any letter or digit (punctuation, spaces) are dropped.
 * ``auto``  — what the quality table of the Chinese man pages favours (README, "Which tokenizer
   for Chinese"; :func:`signing_tokenizer`): ``word`` for shingles; for keywords (single words
-  weighed by an IDF table of words) ``jieba`` on documents where at least ``AUTO_CJK_FRACTION`` of
+  weighed by an IDF table or filtered by stop words) ``jieba`` on documents where at least ``AUTO_CJK_FRACTION`` of
   the word characters are CJK/kana/hangul, else ``word`` (:class:`~neardup.features.Shingler` with
   ``"auto"`` is that per-document rule).
 """
@@ -36,7 +36,8 @@ def signing_tokenizer(tokenizer: str, keywords: bool = False, user_dict=None) ->
     ``word`` tokens (each ideograph a token) separate the duplicates at least as well as jieba's
     words at every n (F1 with t2s conversion: 1.00 against 0.97 at n = 1, 0.36 against 0.28 at n = 3;
     equal with tw2sp) and sign about 15× faster, so ``auto`` shingles with ``word``. Keywords
-    (``keywords``: single words weighed by an IDF table, which holds jieba's words) need words, so
+    (``keywords``: single words weighed by an IDF table or filtered by stop words, tables of jieba's
+    words) need words, so
     there ``auto`` stays the per-document rule: ``jieba`` for CJK documents, ``word`` for the rest.
     A ``user_dict`` (jieba's words) given where ``auto`` means ``word`` is refused."""
     check_tokenizer(tokenizer)
