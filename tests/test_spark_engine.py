@@ -539,3 +539,18 @@ def test_index_refusals_on_spark(spark, days, tmp_path):
                         spark=spark)
     assert str(sp.value) == str(local.value)
     assert not (tmp_path / "o").exists() and not (tmp_path / "i2").exists()   # a failed first run leaves neither
+
+
+@pytest.mark.parametrize("verify", ["borderline", "exact"])
+def test_exact_pairs_decided_on_the_executors_match_local(spark, planted, tmp_path, monkeypatch, verify):
+    """Past the driver's budget for shingle sets (DRIVER_SET_BYTES, a quarter of its memory) the pairs
+    checked exactly are decided on the executors, both sets joined to each pair: the same outputs as
+    the driver's one pass and the local engine."""
+    import neardup.engines.spark.graph as graph
+
+    monkeypatch.setattr(graph, "DRIVER_SET_BYTES", 0)
+    rep, _ = _both(spark, [planted], tmp_path, verify=verify, on_error="skip", threshold=0.7, pairs=True)
+    ra = json.loads((tmp_path / "local" / "report.json").read_text(encoding="utf-8"))
+    if verify == "borderline":
+        assert ra["borderline"] == rep["borderline"] and rep["borderline"]["pairs"] > 0
+    assert rep["counts"]["removed"] > 20

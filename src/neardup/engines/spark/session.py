@@ -44,6 +44,19 @@ def _shuffle_partitions(spark) -> int:
     return int(spark.conf.get("spark.sql.shuffle.partitions"))
 
 
+def _driver_memory(spark) -> int:
+    """``spark.driver.memory`` in bytes (Spark's size strings: a number with k, m, g or t, MiB without;
+    1 GiB, Spark's default, when unset or unreadable)."""
+    text = str(spark.conf.get("spark.driver.memory", "1g")).strip().lower().removesuffix("b")
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    try:
+        if text and text[-1] in units:
+            return int(float(text[:-1]) * units[text[-1]])
+        return int(float(text) * (1 << 20))
+    except ValueError:
+        return 1 << 30
+
+
 def _phase(spark, what: str | None) -> None:
     """Name the jobs that follow (Spark UI, event log: the benchmark sums shuffle bytes per phase), and
     first let the JVM drop the Datasets of the DataFrames the run no longer holds (:func:`_release`)."""
