@@ -77,43 +77,50 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
     Jaccard (or the larger containment). ``border`` = (threshold, k, z): a fourth column, whether the
     estimate lies in the band that ``--verify borderline`` decides exactly (the local
     :func:`~neardup.dedup.verify.borderline_mask`)."""
+    _task_threads()
+    for batch in batches:
+        out = _similarity_batch(batch, scheme, dtype, metric, method, exact, border)
+        if out is not None:
+            yield out
+
+
+def _similarity_batch(batch, scheme, dtype, metric, method="minhash", exact=False, border=None):
+    """One batch of :func:`_pair_similarity` (None when it holds no pair)."""
     from ...dedup.verify import borderline_mask, exact_similarity, minhash_similarity  # noqa: PLC0415
     from ...features.shingles import Features  # noqa: PLC0415
     from ...sketches.minhash import jaccard_rows  # noqa: PLC0415
     from ...sketches.simhash import hamming_array  # noqa: PLC0415
 
-    _task_threads()
-    for batch in batches:
-        mask = None
-        lo = _column(batch, "lo").to_numpy(zero_copy_only=False).astype(np.int64)
-        hi = _column(batch, "hi").to_numpy(zero_copy_only=False).astype(np.int64)
-        n = lo.shape[0]
-        if n == 0:
-            continue
-        ii = np.arange(n, dtype=np.int64)
-        if exact:
-            fa, fb = _ragged_features(_column(batch, "sa")), _ragged_features(_column(batch, "sb"))
-            both = Features.distinct(np.concatenate([fa.hashes, fb.hashes]),
-                                     np.concatenate([fa.offsets, fb.offsets[1:] + fa.offsets[-1]]))
-            j = exact_similarity(both, ii, ii + n, metric)
+    mask = None
+    lo = _column(batch, "lo").to_numpy(zero_copy_only=False).astype(np.int64)
+    hi = _column(batch, "hi").to_numpy(zero_copy_only=False).astype(np.int64)
+    n = lo.shape[0]
+    if n == 0:
+        return None
+    ii = np.arange(n, dtype=np.int64)
+    if exact:
+        fa, fb = _ragged_features(_column(batch, "sa")), _ragged_features(_column(batch, "sb"))
+        both = Features.distinct(np.concatenate([fa.hashes, fb.hashes]),
+                                 np.concatenate([fa.offsets, fb.offsets[1:] + fa.offsets[-1]]))
+        j = exact_similarity(both, ii, ii + n, metric)
+    else:
+        a = _binary_rows(_column(batch, "sa"), dtype)
+        b = _binary_rows(_column(batch, "sb"), dtype)
+        if method == "simhash":
+            j = 1.0 - hamming_array(a.ravel(), b.ravel()) / 64.0
         else:
-            a = _binary_rows(_column(batch, "sa"), dtype)
-            b = _binary_rows(_column(batch, "sb"), dtype)
-            if method == "simhash":
-                j = 1.0 - hamming_array(a.ravel(), b.ravel()) / 64.0
-            else:
-                jj = j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
-                za = _column(batch, "za").to_numpy(zero_copy_only=False)
-                zb = _column(batch, "zb").to_numpy(zero_copy_only=False)
-                if metric != "jaccard":
-                    j = minhash_similarity(j, za, zb, metric)
-                if border is not None:
-                    mask = borderline_mask(jj, za, zb, border[0], border[1], metric, border[2])
-        cols = [pa.array(lo, pa.int64()), pa.array(hi, pa.int64()), pa.array(np.asarray(j, dtype=np.float64),
-                                                                              pa.float64())]
-        if border is not None:
-            cols.append(pa.array(np.zeros(n, bool) if mask is None else mask, pa.bool_()))
-        yield pa.RecordBatch.from_arrays(cols, names=["lo", "hi", "sim", "border"][:len(cols)])
+            jj = j = jaccard_rows(np.concatenate([a, b]), ii, ii + n, scheme)
+            za = _column(batch, "za").to_numpy(zero_copy_only=False)
+            zb = _column(batch, "zb").to_numpy(zero_copy_only=False)
+            if metric != "jaccard":
+                j = minhash_similarity(j, za, zb, metric)
+            if border is not None:
+                mask = borderline_mask(jj, za, zb, border[0], border[1], metric, border[2])
+    cols = [pa.array(lo, pa.int64()), pa.array(hi, pa.int64()), pa.array(np.asarray(j, dtype=np.float64),
+                                                                          pa.float64())]
+    if border is not None:
+        cols.append(pa.array(np.zeros(n, bool) if mask is None else mask, pa.bool_()))
+    return pa.RecordBatch.from_arrays(cols, names=["lo", "hi", "sim", "border"][:len(cols)])
 
 
 @dataclass
@@ -146,12 +153,17 @@ def _sig_dtype(cfg: DedupConfig):
     return _DTYPES[cfg.scheme] if cfg.method == "minhash" else np.uint64
 
 
-def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig, border=None, exact=None) -> DataFrame:
+def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig, border=None, exact=None,
+                  driver: bool = False) -> DataFrame:
     """(lo, hi) → (lo, hi, sim): both signatures joined on (``sigs`` partitioned by row: only the pairs
     move), the estimate in mapInArrow; ``border`` adds the borderline flag (see
-    :func:`_pair_similarity`); ``exact``: the exact similarity on ``sigs``'s shingle sets (``sh``)."""
+    :func:`_pair_similarity`); ``exact``: the exact similarity on ``sigs``'s shingle sets (``sh``);
+    ``driver``: on the driver when the documents' values fit its budget (:func:`_similarities_on_driver`:
+    for many pairs, not for a few)."""
     exact = _exact(cfg) if exact is None else exact
     col = "sh" if exact else "sig"
+    if driver and _fits_driver(sigs, col):
+        return _similarities_on_driver(pairs, sigs, cfg, col, border, exact)
     a = sigs.select(F.col("row").alias("lo"), F.col(col).alias("sa"), F.col("size").alias("za"))
     b = sigs.select(F.col("row").alias("hi"), F.col(col).alias("sb"), F.col("size").alias("zb"))
     joined = pairs.join(a, "lo").join(b, "hi").select("lo", "hi", "sa", "sb", "za", "zb")
@@ -190,13 +202,8 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     _phase(spark, "verify: borderline texts")
     sh = exact_rows(rows).persist(StorageLevel.MEMORY_AND_DISK)
     n_docs = sh.count()
-    pairs = border.select(F.col("ea").alias("lo"), "hi").distinct()
-    if _sets_fit_driver(sh):
-        _phase(spark, "verify: borderline exact (driver)")
-        ex = _exact_on_driver(pairs, sh, cfg)
-    else:
-        _phase(spark, "verify: borderline exact")
-        ex = _similarities(pairs, sh, cfg, exact=True)
+    _phase(spark, "verify: borderline exact")
+    ex = _similarities(border.select(F.col("ea").alias("lo"), "hi").distinct(), sh, cfg, exact=True, driver=True)
     decided = border.join(ex.select(F.col("lo").alias("ea"), "hi", "sim"), ["ea", "hi"]).select("lo", "hi", "sim",
                                                                                                   "est")
     decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
@@ -212,36 +219,39 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     return out
 
 
-# Shingle sets of the borderline documents up to this many bytes, and a quarter of the driver's memory,
-# are brought to the driver, where the local kernel intersects every pair in one pass: on the 1 M
-# corpus 0.9 M sets (1.4 GB) against 2.6 M pairs. Above it both sets travel with each pair through two
-# shuffles (3.5 KB per pair; 64 task-s at 1 M). Same similarities either way.
+# Pairs are decided on the driver when their documents' signatures (estimates) or shingle sets (exact
+# checks) take at most this many bytes and a quarter of the driver's memory: on the 1 M corpus 1 M
+# signatures (0.5 GB) against 5.6 M candidate pairs, then 0.9 M borderline sets (1.4 GB) against 2.6 M
+# pairs. Past it both documents' values travel with each pair through two shuffles (about 1.3 KB and
+# 3.5 KB per document at 1 M). The same code computes each chunk of pairs either way.
 DRIVER_SET_BYTES = 4 << 30
+DRIVER_CHUNK = 1 << 18        # pairs per chunk on the driver (two copies of their values at a time)
 
 
-def _sets_fit_driver(sets: DataFrame) -> bool:
-    """Whether the shingle sets (column ``sh``) fit the driver's budget for them."""
-    size = sets.agg(F.sum(F.length("sh")).alias("b")).first()["b"] or 0
-    return size <= min(DRIVER_SET_BYTES, _driver_memory(sets.sparkSession) // 4)
+def _fits_driver(docs: DataFrame, col: str) -> bool:
+    """Whether the documents' signatures or shingle sets (binary column ``col``) fit the driver's budget."""
+    size = docs.agg(F.sum(F.length(col)).alias("b")).first()["b"] or 0
+    return size <= min(DRIVER_SET_BYTES, _driver_memory(docs.sparkSession) // 4)
 
 
-def _exact_on_driver(pairs: DataFrame, sh: DataFrame, cfg: DedupConfig) -> DataFrame:
-    """(lo, hi) → (lo, hi, sim) as :func:`_similarities` with ``exact``, computed on the driver: the
-    sets (row, sh) and the pairs collected as Arrow, :func:`~neardup.dedup.verify.exact_similarity` over
-    them, the result handed back as a DataFrame."""
-    from ...dedup.verify import exact_similarity  # noqa: PLC0415
-
+def _similarities_on_driver(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig, col: str, border=None,
+                            exact: bool = False) -> DataFrame:
+    """:func:`_similarities` computed on the driver: the documents' (row, ``col``, size) and the pairs
+    collected as Arrow, then :func:`_similarity_batch` — the executors' own code — over chunks of pairs,
+    the result handed back as a checkpointed DataFrame. A pair whose row is absent is dropped, as the
+    executors' join drops it."""
     spark = pairs.sparkSession
-    sets = sh.select("row", "sh").toArrow()
-    rows = sets.column("row").to_numpy().astype(np.int64)
-    feats = _ragged_features(sets.column("sh"))
-    del sets
+    docs = sigs.select("row", col, "size").toArrow()
+    rows = docs.column("row").to_numpy().astype(np.int64)
+    values, sizes = docs.column(col).combine_chunks(), docs.column("size").combine_chunks()
+    del docs
     p = pairs.toArrow()
     lo = p.column("lo").to_numpy().astype(np.int64)
     hi = p.column("hi").to_numpy().astype(np.int64)
+    del p
     order = np.argsort(rows, kind="stable")
 
-    def at(r):    # the position of each row in ``sets`` (-1: absent, its pairs dropped as a join drops them)
+    def at(r):    # the position of each row among the documents (-1: absent)
         if rows.shape[0] == 0:
             return np.full(r.shape[0], -1, dtype=np.int64)
         i = order[np.minimum(np.searchsorted(rows, r, sorter=order), rows.shape[0] - 1)]
@@ -250,8 +260,19 @@ def _exact_on_driver(pairs: DataFrame, sh: DataFrame, cfg: DedupConfig) -> DataF
     ia, ib = at(lo), at(hi)
     found = (ia >= 0) & (ib >= 0)
     lo, hi, ia, ib = lo[found], hi[found], ia[found], ib[found]
-    sim = np.asarray(exact_similarity(feats, ia, ib, cfg.metric), dtype=np.float64)
-    table = pa.table({"lo": pa.array(lo, pa.int64()), "hi": pa.array(hi, pa.int64()), "sim": pa.array(sim)})
+    names = ["lo", "hi", "sim"] + (["border"] if border is not None else [])
+    types = [pa.int64(), pa.int64(), pa.float64()] + ([pa.bool_()] if border is not None else [])
+    out = []
+    for s in range(0, lo.shape[0], DRIVER_CHUNK):
+        e = min(s + DRIVER_CHUNK, lo.shape[0])
+        a, b = pa.array(ia[s:e]), pa.array(ib[s:e])
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(lo[s:e]), pa.array(hi[s:e]), values.take(a), values.take(b), sizes.take(a), sizes.take(b)],
+            names=["lo", "hi", "sa", "sb", "za", "zb"])
+        r = _similarity_batch(batch, cfg.scheme, _sig_dtype(cfg), cfg.metric, cfg.method, exact, border)
+        if r is not None:
+            out.append(r)
+    table = pa.Table.from_batches(out, pa.schema(list(zip(names, types))))
     # checkpointed: the table would otherwise sit in every later plan as a local relation
     return _checkpoint(spark.createDataFrame(table).repartition(_shuffle_partitions(spark), "lo"))
 
@@ -542,12 +563,10 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
             params["borderline"] = borderline_band(n_cand, t, cfg.num_perm)
             alias = (dup.filter((F.col("lo") < 0) & (F.col("hi") >= 0)).groupBy("lo").agg(F.min("hi").alias("alias"))
                      if fixed else None)
-            sims = _decide_borderline(_similarities(cands, docs, cfg, border=(t, cfg.num_perm, z)), exact_rows, cfg,
-                                      timings, params["borderline"], alias)
-        elif _exact(cfg) and _sets_fit_driver(docs):
-            sims = _exact_on_driver(cands, docs, cfg).select("*", _how(EXACT))
+            est = _similarities(cands, docs, cfg, border=(t, cfg.num_perm, z), driver=True)
+            sims = _decide_borderline(est, exact_rows, cfg, timings, params["borderline"], alias)
         else:
-            sims = _similarities(cands, docs, cfg).select(
+            sims = _similarities(cands, docs, cfg, driver=True).select(
                 "*", _how({"none": CANDIDATE, "exact": EXACT}.get(cfg.verify, ESTIMATE)))
         if cfg.verify != "none":
             sims = sims.filter(F.col("sim") >= F.lit(float(cfg.threshold)))
