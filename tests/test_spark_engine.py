@@ -541,11 +541,11 @@ def test_index_refusals_on_spark(spark, days, tmp_path):
     assert not (tmp_path / "o").exists() and not (tmp_path / "i2").exists()   # a failed first run leaves neither
 
 
-@pytest.mark.parametrize("verify", ["borderline", "exact", "minhash"])
+@pytest.mark.parametrize("verify", ["borderline", "exact"])
 def test_pairs_decided_on_the_executors_match_local(spark, planted, tmp_path, monkeypatch, verify):
-    """Past the driver's budget (DRIVER_SET_BYTES, a quarter of its memory) the candidate pairs are
-    estimated, and the borderline ones checked, on the executors, both documents' signatures or sets
-    joined to each pair: the same outputs as the driver's chunks and the local engine."""
+    """Past the driver's budget (DRIVER_SET_BYTES, a quarter of its memory) the pairs checked exactly
+    (the borderline band, --verify exact) are decided on the executors, both documents' sets joined to
+    each pair: the same outputs as the driver's chunks and the local engine."""
     import neardup.engines.spark.graph as graph
 
     monkeypatch.setattr(graph, "DRIVER_SET_BYTES", 0)
