@@ -27,7 +27,7 @@ from .io.formats import FORMATS
 from .sketches.minhash import SCHEMES
 from .sketches.simhash import COMPATS, WEIGHTINGS
 from .text.normalize import CONVERSIONS
-from .text.tokenize import TOKENIZERS
+from .text.tokenize import TOKENIZERS, keyword_features
 
 METHODS = ("minhash", "simhash", "sentences", "exact", "lines", "substrings")
 _MINHASH = ("minhash",)
@@ -141,7 +141,8 @@ def _params() -> tuple[Param, ...]:
                    "yanyiwu: a file in place of cppjieba's table."),
         Param("user_dict", A, str, None, nullable=True, methods=("simhash", "minhash"),
               help="A user dictionary for Chinese segmentation, jieba's 'word [freq] [tag]' lines (with --tokenizer "
-                   "jieba; SimHash also with auto and tf-idf keywords, or --compat yanyiwu, as cppjieba reads it)."),
+                   "jieba; SimHash also with auto and keywords (--idf or --stop-words), or --compat yanyiwu, as "
+                   "cppjieba reads it)."),
         Param("stop_words", A, str, None, nullable=True, methods=("simhash",),
               help="SimHash: a file of stop words, one per line, dropped before weighting (--ngram 1 by default; "
                    "with --compat yanyiwu: in place of cppjieba's list)."),
@@ -354,8 +355,7 @@ class DedupConfig:
                     elif c.ngram != 1:
                         raise BY_NAME["ngram"].refuse(c.ngram, f"1 with {BY_NAME[name].option} (its words are "
                                                                "single tokens)")
-            # single words weighed or filtered by a table of words: where auto segments with jieba
-            keywords = c.ngram == 1 and (c.weighting == "tfidf" or c.stop_words is not None)
+            keywords = keyword_features(c.ngram, c.weighting, c.stop_words)     # where auto segments with jieba
             if (c.method == "simhash" and c.user_dict is not None
                     and not (c.tokenizer == "jieba" or (c.tokenizer == "auto" and keywords))):
                 raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba, --tokenizer auto "

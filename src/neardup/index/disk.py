@@ -85,6 +85,12 @@ class IndexConfigError(NeardupError, ValueError):
     """The index was built with other parameters (or another neardup) than asked for / running."""
 
 
+def _unsigned_pipeline(index, exc: Exception) -> IndexConfigError:
+    """The refusal of an index whose stored text pipeline this neardup no longer signs."""
+    return IndexConfigError(f"{getattr(index, 'path', '')}: the index was built with a text pipeline this "
+                            f"neardup does not sign any more ({exc}); rebuild the index")
+
+
 def _numpy_scalar(o):
     if isinstance(o, np.generic):   # NumPy integers and floats are parameters like any other
         return o.item()
@@ -507,8 +513,7 @@ class DiskIndex(_BaseDiskIndex):
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the index's user dictionary cannot be used: "
                                    f"{exc}") from None
         except ValueError as exc:   # a stored combination this neardup no longer signs (auto + a user dictionary)
-            raise IndexConfigError(f"{getattr(self, 'path', '')}: the index was built with a text pipeline this "
-                                   f"neardup does not sign any more ({exc}); rebuild the index") from None
+            raise _unsigned_pipeline(self, exc) from None
         mine = _jsonable(self.hasher.config())
         if mine != config["hasher"] and mine.get("user_dict_sha256") != config["hasher"].get("user_dict_sha256"):
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the user_dict file {config.get('user_dict')} has "
@@ -894,8 +899,7 @@ class SimHashDiskIndex(_BaseDiskIndex):
             raise IndexConfigError(f"{getattr(self, 'path', '')}: the index's word files cannot be used: {exc}") \
                 from None
         except ValueError as exc:   # a stored combination this neardup no longer signs (auto + a user dictionary)
-            raise IndexConfigError(f"{getattr(self, 'path', '')}: the index was built with a text pipeline this "
-                                   f"neardup does not sign any more ({exc}); rebuild the index") from None
+            raise _unsigned_pipeline(self, exc) from None
         mine = self._hasher_config()
         if config["hasher"] is not None and mine != config["hasher"]:
             for name in ("idf", "user_dict", "stop_words"):

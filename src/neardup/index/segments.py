@@ -52,6 +52,7 @@ import zlib
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -184,14 +185,11 @@ class _Segment:
     def key(self, row: int) -> bytes:
         return bytes(self.key_bytes[int(self.key_off[row]):int(self.key_off[row + 1])])
 
+    @cached_property
     def set_sizes(self) -> tuple[np.ndarray, int]:
         """A sized segment's set sizes (int64) and their maximum, read once: segments never change."""
-        cached = self.__dict__.get("_sizes")
-        if cached is None:
-            sizes = sig_sizes(self.sigs)
-            cached = (sizes, int(sizes.max()) if sizes.shape[0] else 0)
-            self.__dict__["_sizes"] = cached
-        return cached
+        sizes = sig_sizes(self.sigs)
+        return sizes, int(sizes.max()) if sizes.shape[0] else 0
 
     @classmethod
     def build(cls, name: str, first_id: int, raw_keys, sigs: np.ndarray, band_keys: np.ndarray,
@@ -907,7 +905,7 @@ class SegmentStore(IndexStore):
             for s in self._all():
                 if s.n == 0 or qsizes.shape[0] == 0 or s.bands.shape[1] == 0:
                     continue
-                sizes, max_size = s.set_sizes()
+                sizes, max_size = s.set_sizes
                 live = np.ones(s.n, dtype=np.bool_)
                 lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
                 live[dead[lo:hi] - s.first_id] = False

@@ -24,7 +24,7 @@ from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, hash_words, top_n_mask
 from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64, simhash_word_batch
 from ..text.normalize import encode_batch, kernel_char_map
-from ..text.tokenize import signing_tokenizer
+from ..text.tokenize import keyword_features, signing_tokenizer
 from ..text.unicode import class_table
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
@@ -65,8 +65,7 @@ class SimHasher:
             raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
         if top_n is not None:
             top_n = as_int(top_n, "top_n", 1)
-        # single words weighed or filtered by a table of words: where auto segments with jieba
-        keywords = ngram == 1 and (weighting == "tfidf" or stop_words is not None)
+        keywords = keyword_features(ngram, weighting, stop_words)     # where auto segments with jieba
         self.shingler = Shingler(tokenizer=signing_tokenizer(tokenizer, keywords, user_dict), ngram=ngram,
                                  normalizer=normalizer, seed=seed, user_dict=user_dict)
         self.weighting = weighting

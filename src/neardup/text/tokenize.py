@@ -30,15 +30,20 @@ TOKENIZERS = ("word", "char", "jieba", "auto")
 AUTO_CJK_FRACTION = 0.3
 
 
+def keyword_features(ngram, weighting, stop_words) -> bool:
+    """Features that are single words weighed by an IDF table or filtered by stop words (tables of
+    jieba's words): where ``auto`` segments Chinese documents with jieba."""
+    return ngram == 1 and (weighting == "tfidf" or stop_words is not None)
+
+
 def signing_tokenizer(tokenizer: str, keywords: bool = False, user_dict=None) -> str:
     """The tokenizer a sketch signs with when the user asks for ``tokenizer``. ``auto`` follows the
     measured table (EVAL.md, the 2,500 zh_CN × zh_TW pairs of the Chinese man pages): as shingles,
     ``word`` tokens (each ideograph a token) separate the duplicates at least as well as jieba's
     words at every n (F1 with t2s conversion: 1.00 against 0.97 at n = 1, 0.36 against 0.28 at n = 3;
     equal with tw2sp) and sign about 15× faster, so ``auto`` shingles with ``word``. Keywords
-    (``keywords``: single words weighed by an IDF table or filtered by stop words, tables of jieba's
-    words) need words, so
-    there ``auto`` stays the per-document rule: ``jieba`` for CJK documents, ``word`` for the rest.
+    (``keywords``: :func:`keyword_features`) need words, so there ``auto`` stays the per-document
+    rule: ``jieba`` for CJK documents, ``word`` for the rest.
     A ``user_dict`` (jieba's words) given where ``auto`` means ``word`` is refused."""
     check_tokenizer(tokenizer)
     if tokenizer != "auto" or keywords:
@@ -46,7 +51,7 @@ def signing_tokenizer(tokenizer: str, keywords: bool = False, user_dict=None) ->
     if user_dict is not None:
         raise ValueError("tokenizer 'auto' shingles with the word tokenizer (it separates duplicates at least as "
                          "well as jieba's words, measured); a user dictionary needs tokenizer='jieba' (or 'auto' "
-                         "with tf-idf keywords: ngram=1, weighting='tfidf')")
+                         "with keywords: ngram=1 with weighting='tfidf' or stop_words)")
     return "word"
 
 
