@@ -45,16 +45,10 @@ def _shuffle_partitions(spark) -> int:
 
 
 def _driver_memory(spark) -> int:
-    """``spark.driver.memory`` in bytes (Spark's size strings: a number with k, m, g or t, MiB without;
-    1 GiB, Spark's default, when unset or unreadable)."""
-    text = str(spark.conf.get("spark.driver.memory", "1g")).strip().lower().removesuffix("b")
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    try:
-        if text and text[-1] in units:
-            return int(float(text[:-1]) * units[text[-1]])
-        return int(float(text) * (1 << 20))
-    except ValueError:
-        return 1 << 30
+    """``spark.driver.memory`` in bytes (1 GiB, Spark's default, when unset), read by Spark's own parser
+    of size strings (MiB without a unit)."""
+    utils = spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils
+    return int(utils.byteStringAsMb(str(spark.conf.get("spark.driver.memory", "1g")))) << 20
 
 
 def _phase(spark, what: str | None) -> None:
