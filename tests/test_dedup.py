@@ -345,3 +345,15 @@ def test_an_earlier_bad_row_is_reported_before_a_later_read_error(tmp_path, work
             run_dedup([str(p) for p in inputs], str(tmp_path / "o"),
                       DedupConfig(workers=workers, batch_size=2, quiet=True))
         assert str(exc.value).startswith(where)
+
+
+def test_concatenate_freeing_equals_concatenate():
+    """Pass 1's results are gathered by concatenate_freeing (each chunk released once copied)."""
+    from neardup._arrays import concatenate_freeing
+
+    rng = np.random.default_rng(7)
+    for shape in ((0,), (3,), (5, 4)):
+        chunks = [rng.integers(0, 99, (rng.integers(0, 200), *shape[1:])).astype(np.uint32) for _ in range(150)]
+        want = np.concatenate(chunks)
+        got = concatenate_freeing(chunks)
+        assert got.dtype == want.dtype and np.array_equal(got, want) and all(c is None for c in chunks)

@@ -12,6 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup.errors import InputChangedError, InputFormatError
 from neardup.io.formats import FORMATS, REGISTRY, Fields, format_of, output_name, read_rows, write_kept
@@ -125,3 +127,46 @@ def test_whole_file_format(tmp_path):
 
 def test_fields_default():
     assert Fields() == Fields("text", None, None)
+
+
+_LINE = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")) | st.sampled_from(
+    [b"", b"\r", b"\xef\xbb\xbf{}", b"x" * 300, "\u4e2d\u6587".encode()])
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(_LINE, max_size=60), final_newline=st.booleans(), max_lines=st.integers(1, 9),
+       block_bytes=st.integers(1, 200), packed=st.booleans())
+def test_raw_blocks_give_the_lines_of_raw_lines(tmp_path_factory, lines, final_newline, max_lines, block_bytes,
+                                                 packed):
+    """Pass 1 reads JSON lines in blocks (:func:`raw_blocks`) and splits them where they are parsed
+    (:func:`block_lines`): the same (number, bytes) as line by line, for any line lengths against the
+    block size (a line longer than a block, empty lines, a last line without its newline, CR, a
+    byte-order mark), compressed or not; no block holds more than ``max_lines`` lines."""
+    from neardup.io.formats import block_lines, raw_blocks, raw_lines
+
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    path = tmp_path_factory.mktemp("blocks") / ("in.jsonl.gz" if packed else "in.jsonl")
+    path.write_bytes(gzip.compress(data) if packed else data)
+    spec = expand_inputs([str(path)], None)[0]
+    got = []
+    for first, block, n in raw_blocks(spec, max_lines, block_bytes):
+        split = list(block_lines(first, block))
+        assert len(split) == n and 1 <= n <= max_lines and split[0][0] == first
+        got += split
+    assert got == list(raw_lines(spec))
+
+
+def test_raw_blocks_keep_the_lines_before_a_truncated_stream(tmp_path):
+    """A stream that fails part-way: the whole lines read before the fault come out, then the error."""
+    from neardup.io.formats import block_lines, raw_blocks
+
+    data = b"".join(json.dumps({"text": f"line {i} " + "w" * (i % 50)}).encode() + b"\n" for i in range(20000))
+    packed = gzip.compress(data)
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(packed[:len(packed) // 2])
+    spec = expand_inputs([str(path)], None)[0]
+    got = []
+    with pytest.raises(InputFormatError, match="truncated"):
+        for first, block, _ in raw_blocks(spec, 4096):
+            got += list(block_lines(first, block))
+    assert got and got == list(enumerate(data.splitlines(keepends=True)[:len(got)], 1))

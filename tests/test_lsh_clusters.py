@@ -123,3 +123,57 @@ def test_simhash_duplicates_identical_fingerprints_are_linear():
     c = res.clusters
     assert c.kept.sum() == 2 and c.kept[0] and c.kept[-2]
     assert c.similarity[-1] == 1 - 3 / 64 and c.similarity[1] == 1.0
+
+
+def _reference_pairs(vals, b, r, rows, max_bucket):
+    """Candidate pairs by the definition: per band, rows with equal keys (band_keys of a copy of the
+    selected rows), all pairs of a bucket up to max_bucket members, else a star from its smallest."""
+    from neardup.kernels.lsh import band_keys
+
+    keys = band_keys(np.ascontiguousarray(vals[rows]), b, r)
+    out = set()
+    for band in range(b):
+        buckets: dict = {}
+        for x, key in zip(rows.tolist(), keys[:, band].tolist()):
+            buckets.setdefault(key, []).append(x)
+        for members in buckets.values():
+            members.sort()
+            if len(members) <= max_bucket:
+                out.update((u, v) for i, u in enumerate(members) for v in members[i + 1:])
+            else:
+                out.update((members[0], v) for v in members[1:])
+    return sorted(out)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_candidate_pairs_band_by_band_match_the_definition(seed):
+    """candidate_pairs reads each band's keys in place (band_key_rows) and folds each band's pairs
+    into the distinct codes as it goes: the same pairs as the definition, for every row subset and
+    bucket limit (buckets of 2, of several members, and over the limit)."""
+    rng = np.random.default_rng(seed)
+    n, k, b, r = 600, 32, 8, 4
+    vals = rng.integers(0, 2**32, (n, k), dtype=np.uint64).astype(np.uint32)
+    for _ in range(120):                                   # planted partial copies: shared bands
+        a, c = rng.integers(0, n, 2)
+        band = rng.integers(0, b)
+        vals[c, band * r:(band + 1) * r] = vals[a, band * r:(band + 1) * r]
+    vals[rng.choice(n, 40, replace=False), :r] = 9        # one large bucket in band 0
+    for rows in (np.arange(n), np.sort(rng.choice(n, 350, replace=False))):
+        for max_bucket in (64, 8):
+            lo, hi = candidate_pairs(vals, b, r, max_bucket=max_bucket, rows=rows if rows.shape[0] < n else None)
+            assert list(zip(lo.tolist(), hi.tolist())) == _reference_pairs(vals, b, r, rows, max_bucket)
+
+
+def test_merge_unique_and_band_key_rows():
+    from neardup.kernels.lsh import band_key_rows, band_keys, merge_unique
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        a = np.unique(rng.integers(0, 40, rng.integers(0, 30)))
+        c = np.unique(rng.integers(0, 40, rng.integers(0, 30)))
+        assert merge_unique(a.astype(np.int64), c.astype(np.int64)).tolist() == sorted(set(a) | set(c))
+    vals = rng.integers(0, 2**32, (50, 24), dtype=np.uint64).astype(np.uint32)
+    rows = np.array([3, 7, 7, 40, 0], dtype=np.int64)
+    keys = band_keys(np.ascontiguousarray(vals[rows]), 4, 6)
+    for band in range(4):
+        assert np.array_equal(band_key_rows(vals, rows, band, 6), keys[:, band])

@@ -1,6 +1,8 @@
 """Small array helpers shared across the package."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 
@@ -75,3 +77,43 @@ def arrow_strings(texts: list):
     b = pa.lib.StringBuilder()
     b.append_values(texts)
     return b.finish()
+
+
+def release_freed_memory() -> None:
+    """Give the pages of freed heap memory back to the system (glibc's ``malloc_trim``; elsewhere a
+    no-op). Pass 1 gathers its results in many arrays of a few MB, which glibc serves from the heap
+    once its mmap threshold has risen; freed, they stay in the process's resident memory until
+    trimmed: 0.5 GB per million documents of signatures, measured."""
+    global _trim
+    if _trim is None:
+        _trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes  # noqa: PLC0415
+
+                _trim = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                pass
+    if _trim:
+        _trim(0)
+
+
+_trim = None
+
+
+def concatenate_freeing(chunks: list) -> np.ndarray:
+    """``np.concatenate(chunks)``, each chunk released as soon as it is copied (the list's entries
+    become None) and freed heap pages given back as it goes: resident memory peaks near one copy of
+    the result instead of two."""
+    total = sum(c.shape[0] for c in chunks)
+    out = np.empty((total, *chunks[0].shape[1:]), dtype=np.result_type(*{c.dtype for c in chunks}))
+    o = 0
+    for i in range(len(chunks)):
+        c, chunks[i] = chunks[i], None
+        out[o:o + c.shape[0]] = c
+        o += c.shape[0]
+        del c
+        if i % 64 == 63:
+            release_freed_memory()
+    release_freed_memory()
+    return out

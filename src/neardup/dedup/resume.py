@@ -71,6 +71,9 @@ def _files(spec) -> list:
     return [(spec.label, spec.path, spec.stamp)]
 
 
+LAYOUT = 2      # of the files; 2: per-document columns (lengths, rows, row ids) in arrays.npz
+
+
 def fingerprint(cfg, specs) -> dict:
     """What a checkpoint must match: version, result parameters, inputs (path, format, size, mtime,
     SHA-256 of the first MiB)."""
@@ -84,12 +87,15 @@ def fingerprint(cfg, specs) -> dict:
                 continue
             inputs.append({"input": label, "path": os.path.abspath(path), "format": spec.fmt,
                            "size": stamp[0], "mtime_ns": stamp[1], "head_sha256": _head_sha(path)})
-    return json.loads(json.dumps({"neardup": __version__, "parameters": params, "inputs": inputs}, default=str))
+    return json.loads(json.dumps({"neardup": __version__, "layout": LAYOUT, "parameters": params, "inputs": inputs},
+                                 default=str))
 
 
 def _difference(old: dict, new: dict) -> str:
     if old.get("neardup") != new["neardup"]:
         return f"made by neardup {old.get('neardup')}, this is {new['neardup']}"
+    if old.get("layout") != new["layout"]:
+        return f"written in checkpoint layout {old.get('layout')}, this run reads layout {new['layout']}"
     po, pn = old.get("parameters", {}), new["parameters"]
     for k in sorted(set(po) | set(pn)):
         if po.get(k) != pn.get(k):
@@ -130,9 +136,12 @@ def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> boo
     JSON value (the checkpoint keeps them as JSON: str, numbers, booleans, lists and objects of them)."""
     if not all(_is_json(i) for i in corpus.ids) or not all(_is_json(k) for k in corpus.keys):
         return False
-    arrays = {"values": values, "empty": empty, "payload_of_doc": corpus.payload_of_doc,
-              "doc_line": np.frombuffer(corpus.doc_line, dtype=np.int64) if len(corpus.doc_line) else
-              np.zeros(0, np.int64)}
+    arrays = {"values": values, "empty": empty, "payload_of_doc": corpus.payload_of_doc}
+    columns = {"doc_line": corpus.doc_line, "lengths": corpus.lengths, "doc_row": corpus.doc_row}
+    if isinstance(corpus.ids, array):       # a document's id is its row
+        columns["ids"] = corpus.ids
+    for name, col in columns.items():
+        arrays[name] = np.asarray(col, dtype=np.int64)
     if sizes is not None:
         arrays["sizes"] = sizes
     if features is not None:
@@ -140,8 +149,8 @@ def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> boo
         if features.counts is not None and features.counts.strides != (0,):   # (not Features.distinct's ones)
             arrays["f_counts"] = features.counts
     state = {"fingerprint": fingerprint(cfg, specs),
-             "corpus": {"ids": corpus.ids, "lengths": corpus.lengths, "keys": corpus.keys,
-                        "doc_row": corpus.doc_row, "row_source": corpus.row_source,
+             "corpus": {"ids": None if "ids" in arrays else corpus.ids, "keys": corpus.keys,
+                        "row_source": corpus.row_source,
                         "skipped": [list(x) for x in corpus.skipped], "replaced": corpus.replaced,
                         "n_rows": corpus.n_rows, "n_chars": corpus.n_chars}}
     tmp = f"{folder}.tmp-{secrets.token_hex(4)}"
@@ -176,8 +185,12 @@ def restore(arrays: dict, fields: dict, corpus_cls):
     """(values, empty, sizes, features) and the corpus of a loaded checkpoint."""
     from ..features.shingles import Features  # noqa: PLC0415
 
-    corpus = corpus_cls(ids=fields["ids"], lengths=fields["lengths"], keys=fields["keys"], doc_row=fields["doc_row"],
-                        doc_line=array("q", arrays["doc_line"].tolist()), row_source=fields["row_source"],
+    def column(name):
+        return array("q", arrays[name].astype(np.int64).tobytes())
+
+    corpus = corpus_cls(ids=column("ids") if fields["ids"] is None else fields["ids"], lengths=column("lengths"),
+                        keys=fields["keys"], doc_row=column("doc_row"), doc_line=column("doc_line"),
+                        row_source=fields["row_source"],
                         skipped=[tuple(x) for x in fields["skipped"]], replaced=fields["replaced"],
                         n_rows=fields["n_rows"], n_chars=fields["n_chars"])
     corpus.payload_of_doc = arrays["payload_of_doc"]

@@ -27,6 +27,51 @@ def band_keys(values, b, r):
     return out
 
 
+@njit(cache=True, nogil=True)
+def band_key_rows(values, rows, band, r):
+    """Keys of one band (column ``band`` of :func:`band_keys`) for the rows ``rows`` of ``values``,
+    read in place: no copy of the matrix or of its selected rows."""
+    n = rows.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    base = band * r
+    for x in range(n):
+        row = rows[x]
+        h = np.uint64(band) * P1 + P5 + np.uint64(r)
+        for t in range(r):
+            h ^= _round(np.uint64(0), np.uint64(values[row, base + t]))
+            h = rotl(h, 27) * P1 + P4
+        out[x] = _avalanche(h)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def merge_unique(a, b):
+    """The sorted distinct values of two sorted arrays of distinct values (a linear merge)."""
+    out = np.empty(a.shape[0] + b.shape[0], dtype=a.dtype)
+    i = j = k = 0
+    while i < a.shape[0] and j < b.shape[0]:
+        if a[i] < b[j]:
+            out[k] = a[i]
+            i += 1
+        elif b[j] < a[i]:
+            out[k] = b[j]
+            j += 1
+        else:
+            out[k] = a[i]
+            i += 1
+            j += 1
+        k += 1
+    while i < a.shape[0]:
+        out[k] = a[i]
+        i += 1
+        k += 1
+    while j < b.shape[0]:
+        out[k] = b[j]
+        j += 1
+        k += 1
+    return out[:k]
+
+
 @njit(cache=True)
 def row_keys(values):
     """64-bit key of each whole row (for collapsing identical signatures)."""
@@ -78,16 +123,33 @@ def bucket_pairs(col, order, ids, max_bucket):
     n = col.shape[0]
     lo = np.empty(max(16, n), dtype=np.int64)
     hi = np.empty(max(16, n), dtype=np.int64)
+    scratch = np.empty(16, dtype=np.int64)
+    keys = col[order]            # gathered once: the scan below reads memory in order
+    members_of = ids[order]
     p = 0
     s = 0
     while s < n:
         e = s + 1
-        key = col[order[s]]
-        while e < n and col[order[e]] == key:
+        key = keys[s]
+        while e < n and keys[e] == key:
             e += 1
         m = e - s
-        if m > 1:
-            members = np.sort(ids[order[s:e]])
+        if m == 2:      # most buckets: one pair, no sort (with the gathered scan: 2.1 → 1.35 s over 16 bands at 1 M)
+            if p + 1 > lo.shape[0]:
+                lo = _grow(lo, p + 1)
+                hi = _grow(hi, p + 1)
+            a = members_of[s]
+            b = members_of[s + 1]
+            lo[p] = min(a, b)
+            hi[p] = max(a, b)
+            p += 1
+        elif m > 2:
+            if m > scratch.shape[0]:
+                scratch = np.empty(2 * m, dtype=np.int64)
+            members = scratch[:m]
+            for u in range(m):
+                members[u] = members_of[s + u]
+            members.sort()
             need = p + (m * (m - 1) // 2 if m <= max_bucket else m - 1)
             if need > lo.shape[0]:
                 lo = _grow(lo, need)

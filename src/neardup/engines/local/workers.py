@@ -15,14 +15,18 @@ import signal
 import sys
 import threading
 import time
+from array import array
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
+from itertools import repeat
 from multiprocessing import get_context
+from typing import NamedTuple
 
 import numpy as np
 
+from ..._arrays import concatenate_freeing
 from ...config import DedupConfig
 from ...dedup.progress import progress
 from ...dedup.signing import Both, make_signer
@@ -30,7 +34,7 @@ from ...dedup.spans import SPAN_METHODS, edited
 from ...dedup.tables import Corpus, Signed
 from ...errors import InputFormatError, WorkerError
 from ...features.shingles import Features
-from ...io.formats import InputSpec, parse_jsonl_line, raw_lines, read_rows
+from ...io.formats import InputSpec, block_lines, parse_jsonl_line, raw_blocks, read_rows
 from ...io.outdir import release_inherited_locks
 
 _SIGNER = None
@@ -90,24 +94,51 @@ def _worker_init(cfg_dict: dict, parent: int) -> None:
     _SIGNER = make_signer(_CFG)
 
 
-def _row_meta(row) -> tuple:
-    """What the run keeps of a row: (line, id, characters, key, replaced, error, blank)."""
-    return (row.line, row.id, None if row.text is None else len(row.text), row.key, row.replaced, row.error,
-            row.blank)
+class RowsMeta(NamedTuple):
+    """What the run keeps of a batch's rows, as arrays (built where the rows were parsed)."""
+
+    lines: np.ndarray        # int64: line / record number of every row
+    doc: np.ndarray          # int64: positions of the rows that are documents
+    chars: np.ndarray        # int64: characters of each document
+    ids: list | None         # each document's id (None: ids are not read, a document's id is its row)
+    keys: list | None        # each document's keep value (None: no keep field)
+    replaced: int            # documents with invalid UTF-8 replaced
+    errors: list             # (position, message, blank line) of the rows that are not documents
+
+
+def rows_meta(rows, keys: bool) -> RowsMeta:
+    """:class:`RowsMeta` of parsed :class:`~neardup.io.formats.Row` records (``keys``: a keep field is
+    read). ``ids`` is None when no document of the batch has one (its id is then its row)."""
+    lines = np.fromiter((r.line for r in rows), dtype=np.int64, count=len(rows))
+    doc, chars, errors = [], [], []
+    replaced = 0
+    for k, r in enumerate(rows):
+        if r.error is not None:
+            errors.append((k, r.error, r.blank))
+            continue
+        doc.append(k)
+        chars.append(len(r.text))
+        replaced += r.replaced
+    ids = [rows[k].id for k in doc]
+    return RowsMeta(lines, np.asarray(doc, dtype=np.int64), np.asarray(chars, dtype=np.int64),
+                    None if all(i is None for i in ids) else ids, [rows[k].key for k in doc] if keys else None,
+                    replaced, errors)
 
 
 def _run_job(job, cfg: DedupConfig, sign):
     """One batch: ``("texts", texts)`` (rows already read by the main process) or
-    ``("jsonl", spec, [(line, raw bytes), …], edits)``, parsed here so that JSON decoding runs in the
-    worker processes too; ``edits`` (``--spans-order before``: line → byte ranges) are removed from
-    the texts before they are signed. Returns (row metadata or None, signing result or None)."""
+    ``("jsonl", spec, first line, raw bytes of whole lines, edits)``, split and parsed here so that
+    JSON decoding runs in the worker processes too; ``edits`` (``--spans-order before``: line → byte
+    ranges) are removed from the texts before they are signed. Returns (:class:`RowsMeta` or None,
+    signing result or None)."""
     if job[0] == "texts":
         meta, texts = None, job[1]
     else:
-        _, spec, lines, edits = job
+        _, spec, first, block, edits = job
         key_field = cfg.keep_field if cfg.keep == "key" else None
-        rows = [parse_jsonl_line(spec, i, raw, cfg.text_field, cfg.id_field, key_field) for i, raw in lines]
-        meta = [_row_meta(r) for r in rows]
+        rows = [parse_jsonl_line(spec, i, raw, cfg.text_field, cfg.id_field, key_field)
+                for i, raw in block_lines(first, block)]
+        meta = rows_meta(rows, key_field is not None)
         texts = [r.text if r.line not in edits else edited(r.text, edits[r.line])
                  for r in rows if r.error is None]
     return meta, (sign(texts) if texts else None)
@@ -130,6 +161,8 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
     bar = progress(cfg, total, "read+sign", unit="char")
     rows_of = [0] * len(specs)
     key_field = cfg.keep_field if cfg.keep == "key" else None
+    if not corpus.n_rows:     # per-document columns as arrays; ids too while every id is the row
+        corpus.lengths, corpus.doc_row, corpus.doc_line, corpus.ids = array("q"), array("q"), array("q"), array("q")
 
     def jobs():
         """(input index, job, row metadata known here or None, bytes for the progress bar). When
@@ -137,60 +170,61 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         first, so that an earlier bad row is reported before the read error."""
         for si, spec in enumerate(specs):
             base = bases[si]
-            if spec.fmt == "jsonl":  # raw lines: parsed where the batch is signed
-                lines, nbytes = [], 0
-
-                def job(lines, base=base, spec=spec):
-                    return "jsonl", spec, lines, ({i: edits[base + i - 1] for i, _ in lines if base + i - 1 in edits}
-                                                  if edits else {})
-                try:
-                    for i, raw in raw_lines(spec):
-                        lines.append((i, raw))
-                        nbytes += len(raw)
-                        if len(lines) >= cfg.batch_size:
-                            batch, lines, nbytes0, nbytes = lines, [], nbytes, 0
-                            yield si, job(batch), None, nbytes0
-                except Exception:
-                    if lines:
-                        yield si, job(lines), None, nbytes
-                    raise
-                if lines:
-                    yield si, job(lines), None, nbytes
+            if spec.fmt == "jsonl":  # blocks of whole lines: split and parsed where the batch is signed
+                for first, block, n in raw_blocks(spec, cfg.batch_size):
+                    ed = ({i: edits[base + i - 1] for i in range(first, first + n) if base + i - 1 in edits}
+                          if edits else {})
+                    yield si, ("jsonl", spec, first, block, ed), None, len(block)
                 continue
-            meta, texts = [], []
+            rows, texts = [], []
+
+            def batch(rows, texts, si=si):
+                return si, ("texts", texts), rows_meta(rows, key_field is not None), sum(len(t) for t in texts)
             try:
                 for k, row in enumerate(read_rows(spec, cfg.text_field, cfg.id_field, key_field)):
-                    meta.append(_row_meta(row))
+                    rows.append(row)
                     if row.error is None:
                         texts.append(row.text if base + k not in edits else edited(row.text, edits[base + k]))
                         if len(texts) >= cfg.batch_size:
-                            batch_meta, batch, meta, texts = meta, texts, [], []
-                            yield si, ("texts", batch), batch_meta, sum(len(t) for t in batch)
+                            yield batch(rows, texts)
+                            rows, texts = [], []
             except Exception:
-                if meta:
-                    yield si, ("texts", texts), meta, sum(len(t) for t in texts)
+                if rows:
+                    yield batch(rows, texts)
                 raise
-            if meta:
-                yield si, ("texts", texts), meta, sum(len(t) for t in texts)
+            if rows:
+                yield batch(rows, texts)
 
-    def collect(si, meta, res, nbytes):
+    def collect(si, meta: RowsMeta, res, nbytes):
         spec = specs[si]
-        for line, rid, chars, key, replaced, error, blank in meta:
-            g = corpus.n_rows
-            corpus.n_rows += 1
-            rows_of[si] += 1
-            if error is not None:
-                if blank or cfg.on_error == "skip":
-                    corpus.skipped.append((g, spec.label, line, error))
-                    continue
-                raise InputFormatError(error)
-            corpus.ids.append(rid if rid is not None else g)
-            corpus.doc_line.append(line)
-            corpus.lengths.append(chars)
-            corpus.n_chars += chars
-            corpus.keys.append(key)
-            corpus.doc_row.append(g)
-            corpus.replaced += replaced
+        g0 = corpus.n_rows
+        for k, error, blank in meta.errors:
+            if blank or cfg.on_error == "skip":
+                corpus.skipped.append((g0 + k, spec.label, int(meta.lines[k]), error))
+                continue
+            raise InputFormatError(error)
+        n = meta.lines.shape[0]
+        corpus.n_rows += n
+        rows_of[si] += n
+        rows = meta.doc + g0
+        if meta.ids is None and isinstance(corpus.ids, array):
+            corpus.ids.frombytes(rows.tobytes())
+        else:       # ids of their own (an id field, a folder's file names): a list from now on
+            if isinstance(corpus.ids, array):
+                corpus.ids = corpus.ids.tolist()
+            if meta.ids is None:
+                corpus.ids.extend(rows.tolist())
+            else:                               # (a row without an id has its row)
+                corpus.ids.extend(i if i is not None else g for i, g in zip(meta.ids, rows.tolist()))
+        corpus.doc_line.frombytes(meta.lines[meta.doc].tobytes())
+        corpus.lengths.frombytes(meta.chars.tobytes())
+        corpus.n_chars += int(meta.chars.sum())
+        if meta.keys is None:
+            corpus.keys.extend(repeat(None, rows.shape[0]))
+        else:
+            corpus.keys.extend(meta.keys)
+        corpus.doc_row.frombytes(rows.tobytes())
+        corpus.replaced += meta.replaced
         bar.update(nbytes)
         if res is None:
             return
@@ -242,13 +276,13 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
     features = None
     if sigs:
-        values = np.concatenate(sigs)
+        values = concatenate_freeing(sigs)
         empty = np.concatenate(empties)
         size = np.concatenate(sizes) if sizes else None
         if shingles:
             offsets = np.zeros(size.shape[0] + 1, dtype=np.int64)
             np.cumsum(size, out=offsets[1:])
-            features = Features.distinct(np.concatenate(shingles), offsets)
+            features = Features.distinct(concatenate_freeing(shingles), offsets)
     else:
         width = (cfg.num_perm,) if cfg.method == "minhash" else ()
         values = np.zeros((0, *width), dtype=np.uint32 if cfg.method == "minhash" else np.uint64)

@@ -6,6 +6,7 @@ Kept lines are copied byte for byte (a final line without ``\\n`` gets one).
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import numpy as np
@@ -27,6 +28,74 @@ def raw_lines(spec: InputSpec) -> Iterator[tuple[int, bytes]]:
     checked to its end."""
     with open_input(spec) as fh:
         yield from enumerate(fh, 1)
+
+
+BLOCK_BYTES = 1 << 22
+_READ_BYTES = 1 << 16
+
+
+def raw_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes, int]]:
+    """The lines of :func:`raw_lines` in blocks: (number of the block's first line, the bytes of its
+    whole lines, how many), at most ``max_lines`` lines and about ``block_bytes`` bytes (more when
+    one line is longer) each. A block is a few large reads and a newline count, against a Python
+    object per line (:func:`block_lines` splits it where it is parsed). When the stream fails (a
+    truncated file), the whole lines read before the fault come out first, as line by line."""
+    first = 1
+    pending = b""
+    with open_input(spec) as fh:
+        read = getattr(fh, "read1", fh.read)    # one read of the stream below: what it gave before a fault is kept
+        while True:
+            parts, size, eof = [pending], len(pending), False
+            try:
+                while True:             # at least one read: ``pending`` may be a block already
+                    chunk = read(_READ_BYTES)
+                    if not chunk:
+                        eof = True
+                        break
+                    parts.append(chunk)
+                    size += len(chunk)
+                    if size >= block_bytes:
+                        break
+            except BaseException:
+                buf = b"".join(parts)
+                yield from _blocks(first, buf[:buf.rfind(b"\n") + 1], max_lines)
+                raise
+            buf = b"".join(parts)
+            pending = b""
+            if not eof:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:            # one line longer than a block so far
+                    pending = buf
+                    continue
+                if cut < len(buf):
+                    buf, pending = buf[:cut], buf[cut:]
+            first = yield from _blocks(first, buf, max_lines)
+            if eof:
+                return
+
+
+def _blocks(first: int, buf: bytes, max_lines: int):
+    """``buf`` (whole lines; the last may lack its ``\\n`` at the end of the input) in blocks of at
+    most ``max_lines`` lines; returns the number of the line after them."""
+    if not buf:
+        return first
+    n = buf.count(b"\n") + (0 if buf.endswith(b"\n") else 1)
+    start = k = 0
+    if n > max_lines:
+        ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+        while n - k > max_lines:
+            cut = int(ends[k + max_lines - 1]) + 1
+            yield first + k, buf[start:cut], max_lines
+            k += max_lines
+            start = cut
+    yield first + k, (buf[start:] if start else buf), n - k
+    return first + n
+
+
+def block_lines(first: int, block: bytes) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw bytes with their ``\\n``) of a block of :func:`raw_blocks`: what
+    :func:`raw_lines` gave for those lines."""
+    return enumerate(io.BytesIO(block), first)
 
 
 def line_text(i: int, raw: bytes) -> tuple[str, bool]:
