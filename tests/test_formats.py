@@ -142,18 +142,26 @@ def test_raw_blocks_give_the_lines_of_raw_lines(tmp_path_factory, lines, final_n
     (:func:`block_lines`): the same (number, bytes) as line by line, for any line lengths against the
     block size (a line longer than a block, empty lines, a last line without its newline, CR, a
     byte-order mark), compressed or not; no block holds more than ``max_lines`` lines."""
-    from neardup.io.formats import block_lines, raw_blocks, raw_lines
+    from neardup.io.formats import block_lines, file_blocks, raw_blocks, raw_lines, read_block
 
     data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
     path = tmp_path_factory.mktemp("blocks") / ("in.jsonl.gz" if packed else "in.jsonl")
     path.write_bytes(gzip.compress(data) if packed else data)
     spec = expand_inputs([str(path)], None)[0]
+    want = list(raw_lines(spec))
     got = []
     for first, block, n in raw_blocks(spec, max_lines, block_bytes):
         split = list(block_lines(first, block))
         assert len(split) == n and 1 <= n <= max_lines and split[0][0] == first
         got += split
-    assert got == list(raw_lines(spec))
+    assert got == want
+    if not packed:          # an uncompressed file: blocks found on a memory map, read by offset
+        got = []
+        for first, offset, length, n in file_blocks(spec, max_lines, block_bytes):
+            split = list(block_lines(first, read_block(spec, offset, length)))
+            assert len(split) == n and 1 <= n <= max_lines and split[0][0] == first
+            got += split
+        assert got == want
 
 
 def test_raw_blocks_keep_the_lines_before_a_truncated_stream(tmp_path):

@@ -34,7 +34,7 @@ from ...dedup.spans import SPAN_METHODS, edited
 from ...dedup.tables import Corpus, Signed
 from ...errors import InputFormatError, WorkerError
 from ...features.shingles import Features
-from ...io.formats import InputSpec, block_lines, parse_jsonl_line, raw_blocks, read_rows
+from ...io.formats import InputSpec, block_lines, file_blocks, parse_jsonl_line, raw_blocks, read_block, read_rows
 from ...io.outdir import release_inherited_locks
 
 _SIGNER = None
@@ -127,7 +127,8 @@ def rows_meta(rows, keys: bool) -> RowsMeta:
 
 def _run_job(job, cfg: DedupConfig, sign):
     """One batch: ``("texts", texts)`` (rows already read by the main process) or
-    ``("jsonl", spec, first line, raw bytes of whole lines, edits)``, split and parsed here so that
+    ``("jsonl", spec, first line, raw bytes of whole lines or their (offset, length) in the file, edits)``,
+    read, split and parsed here so that
     JSON decoding runs in the worker processes too; ``edits`` (``--spans-order before``: line → byte
     ranges) are removed from the texts before they are signed. Returns (:class:`RowsMeta` or None,
     signing result or None)."""
@@ -135,6 +136,8 @@ def _run_job(job, cfg: DedupConfig, sign):
         meta, texts = None, job[1]
     else:
         _, spec, first, block, edits = job
+        if isinstance(block, tuple):        # (offset, length) in an uncompressed file
+            block = read_block(spec, *block)
         key_field = cfg.keep_field if cfg.keep == "key" else None
         rows = [parse_jsonl_line(spec, i, raw, cfg.text_field, cfg.id_field, key_field)
                 for i, raw in block_lines(first, block)]
@@ -171,10 +174,16 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         for si, spec in enumerate(specs):
             base = bases[si]
             if spec.fmt == "jsonl":  # blocks of whole lines: split and parsed where the batch is signed
+                def line_edits(first, n, base=base):
+                    return {i: edits[base + i - 1] for i in range(first, first + n) if base + i - 1 in edits}
+
+                if spec.compression is None and os.path.isfile(spec.path):   # the worker reads the block
+                    for first, offset, length, n in file_blocks(spec, cfg.batch_size):
+                        yield si, ("jsonl", spec, first, (offset, length), line_edits(first, n) if edits else {}), \
+                            None, length
+                    continue
                 for first, block, n in raw_blocks(spec, cfg.batch_size):
-                    ed = ({i: edits[base + i - 1] for i in range(first, first + n) if base + i - 1 in edits}
-                          if edits else {})
-                    yield si, ("jsonl", spec, first, block, ed), None, len(block)
+                    yield si, ("jsonl", spec, first, block, line_edits(first, n) if edits else {}), None, len(block)
                 continue
             rows, texts = [], []
 

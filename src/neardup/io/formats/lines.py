@@ -7,10 +7,13 @@ Kept lines are copied byte for byte (a final line without ``\\n`` gets one).
 from __future__ import annotations
 
 import io
+import mmap
+import os
 from collections.abc import Iterator
 
 import numpy as np
 
+from ...errors import InputChangedError
 from ..compression import open_write
 from .base import Fields, Format, InputSpec, Row, check_count, decode, open_input
 
@@ -90,6 +93,56 @@ def _blocks(first: int, buf: bytes, max_lines: int):
             start = cut
     yield first + k, (buf[start:] if start else buf), n - k
     return first + n
+
+
+def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, int, int, int]]:
+    """:func:`raw_blocks` of an uncompressed file without copying its bytes: (first line, byte
+    offset, byte length, lines) per block, found on a memory map (a newline count per block, in
+    NumPy), so that each signing worker reads its own block (:func:`read_block`) and the bytes never
+    pass through the main process or a pipe."""
+    open_input(spec).close()           # the checks of every read (compressed bytes under a plain name, …)
+    with open(spec.path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return
+        with mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as mm:
+            view = np.frombuffer(mm, dtype=np.uint8)
+            try:
+                pos, first = 0, 1
+                while pos < size:
+                    end = min(pos + block_bytes, size)
+                    if end < size:
+                        cut = mm.rfind(b"\n", pos, end)
+                        if cut < 0:               # a line longer than a block
+                            cut = mm.find(b"\n", end)
+                        end = size if cut < 0 else cut + 1
+                    nl = view[pos:end] == 10
+                    n = int(np.count_nonzero(nl)) + (0 if view[end - 1] == 10 else 1)
+                    if n > max_lines:
+                        ends = np.flatnonzero(nl) + pos
+                        k = 0
+                        while n - k > max_lines:
+                            cut = int(ends[k + max_lines - 1]) + 1
+                            yield first + k, pos, cut - pos, max_lines
+                            k += max_lines
+                            pos = cut
+                        first += k
+                        n -= k
+                    del nl
+                    yield first, pos, end - pos, n
+                    pos, first = end, first + n
+            finally:
+                del view                  # (the map cannot close while an array holds it)
+
+
+def read_block(spec: InputSpec, offset: int, length: int) -> bytes:
+    """The bytes of a block of :func:`file_blocks`."""
+    with open(spec.path, "rb") as fh:
+        block = os.pread(fh.fileno(), length, offset)
+    if len(block) != length:
+        raise InputChangedError(f"{spec.label}: shorter than when the run listed it: the input changed during the "
+                                "run (nothing was written)")
+    return block
 
 
 def block_lines(first: int, block: bytes) -> Iterator[tuple[int, bytes]]:
