@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from .._arrays import concatenate_freeing
 from ..config import DedupConfig
 from ..features.shingles import Features
 from ..similarity.jaccard import exact_jaccard_pairs, max_containment_pairs
@@ -232,7 +233,7 @@ def rows_csr(rows: np.ndarray, docs: list, hashes: list, sizes: list):
     concatenated, their sizes); a row no batch holds (its text could not be read) gets no hashes."""
     empty = np.zeros(0, np.uint64)
     d = np.concatenate(docs) if docs else np.zeros(0, np.int64)
-    h = np.concatenate(hashes) if hashes else empty
+    h = concatenate_freeing(hashes) if hashes else empty     # (the batches freed as they are copied)
     z = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
     if d.shape[0] > 1 and np.any(d[1:] < d[:-1]):       # batches out of row order: reorder the CSR
         old_start = np.cumsum(z) - z

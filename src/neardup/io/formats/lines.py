@@ -7,7 +7,6 @@ Kept lines are copied byte for byte (a final line without ``\\n`` gets one).
 from __future__ import annotations
 
 import io
-import mmap
 import os
 from collections.abc import Iterator
 
@@ -96,43 +95,48 @@ def _blocks(first: int, buf: bytes, max_lines: int):
 
 
 def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, int, int, int]]:
-    """:func:`raw_blocks` of an uncompressed file without copying its bytes: (first line, byte
-    offset, byte length, lines) per block, found on a memory map (a newline count per block, in
-    NumPy), so that each signing worker reads its own block (:func:`read_block`) and the bytes never
-    pass through the main process or a pipe."""
+    """:func:`raw_blocks` of an uncompressed file as places, not bytes: (first line, byte offset,
+    byte length, lines) per block, found by reading the file a block at a time here (a newline
+    count per block, in NumPy) so that each signing worker reads its own block (:func:`read_block`)
+    and the bytes never pass through a pipe. (Not a memory map: its pages, once read, count in this
+    process's resident memory — the whole file's worth.)"""
     open_input(spec).close()           # the checks of every read (compressed bytes under a plain name, …)
     with open(spec.path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            return
-        with mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as mm:
-            view = np.frombuffer(mm, dtype=np.uint8)
-            try:
-                pos, first = 0, 1
-                while pos < size:
-                    end = min(pos + block_bytes, size)
-                    if end < size:
-                        cut = mm.rfind(b"\n", pos, end)
-                        if cut < 0:               # a line longer than a block
-                            cut = mm.find(b"\n", end)
-                        end = size if cut < 0 else cut + 1
-                    nl = view[pos:end] == 10
-                    n = int(np.count_nonzero(nl)) + (0 if view[end - 1] == 10 else 1)
-                    if n > max_lines:
-                        ends = np.flatnonzero(nl) + pos
-                        k = 0
-                        while n - k > max_lines:
-                            cut = int(ends[k + max_lines - 1]) + 1
-                            yield first + k, pos, cut - pos, max_lines
-                            k += max_lines
-                            pos = cut
-                        first += k
-                        n -= k
-                    del nl
-                    yield first, pos, end - pos, n
-                    pos, first = end, first + n
-            finally:
-                del view                  # (the map cannot close while an array holds it)
+        fd = fh.fileno()
+        size = os.fstat(fd).st_size
+        pos, first = 0, 1
+        while pos < size:
+            parts = [os.pread(fd, block_bytes, pos)]
+            got = len(parts[0])
+            cut = parts[0].rfind(b"\n") + 1
+            while cut == 0 and got and pos + got < size:     # a line longer than a block: on to its end
+                more = os.pread(fd, block_bytes, pos + got)
+                if not more:
+                    break
+                parts.append(more)
+                at = more.find(b"\n")
+                cut = got + at + 1 if at >= 0 else 0
+                got += len(more)
+            if got == 0:
+                raise InputChangedError(f"{spec.label}: shorter than when the run listed it: the input changed "
+                                        "during the run (nothing was written)")
+            buf = b"".join(parts) if len(parts) > 1 else parts[0]
+            end = got if pos + got >= size or cut == 0 else cut   # the end of the input: the rest, whole
+            nl = np.frombuffer(buf, dtype=np.uint8, count=end) == 10
+            n = int(np.count_nonzero(nl)) + (0 if buf[end - 1] == 10 else 1)
+            start = pos
+            if n > max_lines:
+                ends = np.flatnonzero(nl) + start
+                k = 0
+                while n - k > max_lines:
+                    cut_at = int(ends[k + max_lines - 1]) + 1
+                    yield first + k, pos, cut_at - pos, max_lines
+                    k += max_lines
+                    pos = cut_at
+                first += k
+                n -= k
+            yield first, pos, start + end - pos, n
+            pos, first = start + end, first + n
 
 
 def read_block(spec: InputSpec, offset: int, length: int) -> bytes:
