@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._arrays import sorted_unique
+from .._arrays import in_threads, sorted_unique
 from ..kernels.lsh import band_key_rows, bucket_pairs, merge_unique, row_keys, rows_equal
 
 # A band bucket of m documents gives m(m−1)/2 pairs; past MAX_BUCKET only a star from its smallest
@@ -179,14 +179,23 @@ def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = MAX_BU
         return np.empty(0, np.int64), np.empty(0, np.int64)
     # band by band, each band's pairs folded into the sorted distinct codes lo·n + hi at once: memory
     # is one band's keys and the distinct pairs, not a copy of the matrix, every band's keys and
-    # every band's pairs (1.26 → 0.78 GB peak at 1 M documents, measured)
+    # every band's pairs (1.26 → 0.78 GB peak at 1 M documents, measured); the bands shared among
+    # threads (the kernels and NumPy's sorts release the GIL), their codes merged at the end
     n = np.int64(values.shape[0])
-    code = np.empty(0, dtype=np.int64)
-    for band in range(b):
-        col = band_key_rows(values, ids, band, r)
-        lo, hi = bucket_pairs(col, np.argsort(col), ids, max_bucket)
-        del col
-        code = merge_unique(code, sorted_unique(lo * n + hi))
+
+    def bands(first, last):
+        code = np.empty(0, dtype=np.int64)
+        for band in range(first, last):
+            col = band_key_rows(values, ids, band, r)
+            lo, hi = bucket_pairs(col, np.argsort(col), ids, max_bucket)
+            del col
+            code = merge_unique(code, sorted_unique(lo * n + hi))
+        return code
+
+    parts = in_threads(bands, b, min_chunk=1 if ids.shape[0] >= 1 << 18 else b)
+    code = parts[0]
+    for more in parts[1:]:
+        code = merge_unique(code, more)
     if code.shape[0] == 0:
         return code, code.copy()
     return code // n, code % n

@@ -113,7 +113,7 @@ def _grow(a, need):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def bucket_pairs(col, order, ids, max_bucket):
     """Pairs of ``ids`` that share a key in one band column ``col``, given ``order`` (an argsort
     of ``col``; NumPy's is about 4x faster than a compiled one): scan the runs of equal keys; a

@@ -215,7 +215,7 @@ def equal_fraction(a, b, empty):
     return eq / a.shape[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def equal_fraction_pairs(sig, ii, jj, empty):
     """Fraction of equal slots for each row pair (ii[p], jj[p]); an empty row scores 0."""
     out = np.empty(ii.shape[0], dtype=np.float64)
@@ -224,7 +224,7 @@ def equal_fraction_pairs(sig, ii, jj, empty):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def bottomk_pairs(sig, ii, jj):
     k = sig.shape[1]
     out = np.empty(ii.shape[0], dtype=np.float64)
