@@ -177,3 +177,15 @@ def test_merge_unique_and_band_key_rows():
     keys = band_keys(np.ascontiguousarray(vals[rows]), 4, 6)
     for band in range(4):
         assert np.array_equal(band_key_rows(vals, rows, band, 6), keys[:, band])
+
+
+def test_empty_rows_are_rows_of_the_empty_value_only():
+    from neardup.dedup.find import _empty_rows
+    from neardup.sketches.minhash import empty_value
+
+    e = empty_value("oph")
+    vals = np.arange(5 * 8, dtype=np.uint32).reshape(5, 8)
+    vals[1] = e                  # empty
+    vals[2, 0] = e               # only its first slot
+    vals[3, 1:] = e              # all but its first slot
+    assert _empty_rows(Signatures(vals, "oph", 1)).tolist() == [False, True, False, False, False]

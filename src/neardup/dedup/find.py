@@ -88,7 +88,16 @@ class DuplicateResult:
 
 
 def _empty_rows(sigs: Signatures) -> np.ndarray:
-    return np.all(sigs.values == sigs.values.dtype.type(empty_value(sigs.scheme)), axis=1)
+    """Rows that are the empty signature (every slot the empty value): the rows whose first slot is,
+    checked whole (no n × k temporary: 1.28 GB and 4 s at 10 M documents)."""
+    values = sigs.values
+    e = values.dtype.type(empty_value(sigs.scheme))
+    out = np.zeros(values.shape[0], dtype=bool)
+    if values.ndim != 2 or values.shape[1] == 0:
+        return np.all(values == e, axis=-1) if values.ndim == 2 else out
+    maybe = np.flatnonzero(values[:, 0] == e)
+    out[maybe] = np.all(values[maybe] == e, axis=1)
+    return out
 
 
 def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LSHParams | None = None,

@@ -72,7 +72,7 @@ def merge_unique(a, b):
     return out[:k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def row_keys(values):
     """64-bit key of each whole row (for collapsing identical signatures)."""
     n, k = values.shape
