@@ -160,3 +160,34 @@ def test_rows_csr_reorders_batches_and_leaves_unread_rows_empty():
     for docs in ([np.array([1, 1])], [np.array([2])], [np.array([11])]):     # a caller's bug, never silent
         with pytest.raises(ValueError, match="repeated, or not among the rows"):
             rows_csr(rows, docs, [np.zeros(len(docs[0]), np.uint64)], [np.ones(len(docs[0]), np.int64)])
+
+
+def test_the_band_read_on_all_cores_equals_the_band_read_here(tmp_path):
+    """With workers, the band's lines of a JSON lines file are re-read, parsed and shingled in the
+    signing processes (by pass 1's blocks); other inputs (a gzip file, a CSV) in the main process.
+    Outputs are byte-identical to the one-process run, and the band is the same."""
+    import csv
+    import gzip
+
+    rng = random.Random(9)
+    texts = _pairs(rng, 400, 80)
+    parts = [texts[0::3], texts[1::3], texts[2::3]]
+    a = tmp_path / "a.jsonl"
+    a.write_text("".join(json.dumps({"text": t}) + "\n" for t in parts[0]) + "\n")      # and a blank line
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt") as fh:
+        fh.write("".join(json.dumps({"text": t}) + "\n" for t in parts[1]))
+    with open(tmp_path / "c.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["text"])
+        w.writerows([t] for t in parts[2])
+    inputs = [str(tmp_path / n) for n in ("a.jsonl", "b.jsonl.gz", "c.csv")]
+    outs = {}
+    for workers, batch in ((1, 4096), (2, 7)):           # small batches: many blocks, several per worker
+        out = tmp_path / f"w{workers}"
+        rep = run_dedup(inputs, str(out), DedupConfig(verify="borderline", ngram=1, html=False, quiet=True,
+                                                      workers=workers, batch_size=batch))
+        outs[workers] = ((out / "clusters.jsonl").read_bytes(), rep["borderline"], rep["counts"])
+    assert outs[1][1]["pairs"] > 20 and outs[1][2]["skipped_records"] == 1
+    assert outs[1][0] == outs[2][0]
+    assert {k: v for k, v in outs[1][1].items() if k != "seconds"} == \
+        {k: v for k, v in outs[2][1].items() if k != "seconds"}

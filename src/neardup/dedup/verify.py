@@ -193,9 +193,11 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
                  "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}, idx
 
 
-def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int):
+def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None):
     """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
-    run's documents), from their texts re-read from the inputs and shingled as when they were signed."""
+    run's documents), from their texts re-read from the inputs and shingled as when they were signed.
+    ``sets_of(docs)``, when the engine has it, gives the sets of some documents itself (documents,
+    hashes, sizes per batch, and the documents left to ``texts_of``)."""
     from .signing import minhasher  # noqa: PLC0415
 
     shingler = minhasher(cfg).shingler
@@ -216,7 +218,13 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int):
             docs.clear()
             texts.clear()
 
-        for d, text in texts_of({d - offset for d in rows.tolist()}):
+        wanted = {d - offset for d in rows.tolist()}
+        if sets_of is not None:
+            docs_got, hashes_got, sizes_got, wanted = sets_of(wanted)
+            got_docs.extend(d + offset for d in docs_got)
+            got_hashes.extend(hashes_got)
+            got_sizes.extend(sizes_got)
+        for d, text in texts_of(wanted):
             docs.append(d + offset)
             texts.append(text)
             if len(docs) >= 8192:

@@ -54,7 +54,7 @@ from ...io.formats import (
 )
 from ...io.outdir import STDOUT, StagedOutput, is_write_error
 from ...io.sources import expand_inputs, spool
-from .workers import read_and_sign
+from .workers import read_and_sign, read_sets
 
 
 def _spec_of_row(specs, corpus: Corpus, g: int):
@@ -296,7 +296,11 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
             g = corpus.doc_row[d]
             yield d, (edited(t, by_row[g]) if g in by_row else t)
 
-    result = find_run(values, empty, sizes, features, cfg, corpus, part, texts_of)
+    def sets_of(docs):    # JSON lines files: the band's sets re-read and shingled on all cores
+        return read_sets(specs, cfg, corpus, docs)
+
+    parallel = cfg.workers > 1 and not by_row and corpus.blocks
+    result = find_run(values, empty, sizes, features, cfg, corpus, part, texts_of, sets_of if parallel else None)
     timings.update({k: v for k, v in result.timings.items()})
     clusters = result.clusters
     kept_doc = clusters.kept

@@ -151,6 +151,58 @@ def _worker_job(job):
     return _run_job(job, _CFG, _SIGNER)
 
 
+def _sets_job(job):
+    """The distinct shingle sets of some lines of a block of a JSON lines file, shingled as when
+    they were signed: (documents, their sets' hashes concatenated, set sizes)."""
+    from ...dedup.signing import minhasher  # noqa: PLC0415
+
+    spec, first, place, wanted = job
+    want = dict(wanted)
+    docs, texts = [], []
+    for i, raw in block_lines(first, read_block(spec, *place)):
+        d = want.get(i)
+        if d is not None:
+            row = parse_jsonl_line(spec, i, raw, _CFG.text_field, None, None)
+            if row.error is None:
+                docs.append(d)
+                texts.append(row.text)
+    u = minhasher(_CFG).shingler.features(texts).distinct_sets()
+    return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
+
+
+def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs) -> tuple[list, list, list, set]:
+    """``--verify borderline``: the shingle sets of documents ``docs``, their lines re-read, parsed and
+    shingled in the signing processes, for the JSON lines files pass 1 cut into blocks
+    (``corpus.blocks``). Returns (documents, hashes, sizes) per block, and the documents left to the
+    caller (other inputs)."""
+    want_rows = sorted((corpus.doc_row[d], d) for d in docs)
+    rows = np.asarray([r for r, _ in want_rows], dtype=np.int64)
+    dd = np.asarray([d for _, d in want_rows], dtype=np.int64)
+    jobs, rest = [], set()
+    g = 0
+    for si, (spec, n_rows) in enumerate(zip(specs, corpus.row_source)):
+        a, b = np.searchsorted(rows, g), np.searchsorted(rows, g + n_rows)
+        lines, mine = rows[a:b] - g + 1, dd[a:b]
+        g += n_rows
+        if a == b:
+            continue
+        if si not in corpus.blocks:
+            rest.update(mine.tolist())
+            continue
+        for first, offset, length, n in corpus.blocks[si]:
+            x, y = np.searchsorted(lines, first), np.searchsorted(lines, first + n)
+            if x < y:
+                jobs.append((spec, first, (offset, length), list(zip(lines[x:y].tolist(), mine[x:y].tolist()))))
+    got: tuple[list, list, list] = ([], [], [])
+    if jobs:
+        with worker_pool(cfg) as pool:
+            for d, h, z in pool.map(_sets_job, jobs):
+                got[0].append(d)
+                got[1].append(h)
+                got[2].append(z)
+    return (*got, rest)
+
+
 def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edits: tuple | None = None):
     """Pass 1: every row read, every document signed. ``edits`` = (input row → byte ranges, rows per
     input of an earlier read): ranges removed from those rows' texts before they are signed
@@ -178,7 +230,9 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
                     return {i: edits[base + i - 1] for i in range(first, first + n) if base + i - 1 in edits}
 
                 if spec.compression is None and os.path.isfile(spec.path):   # the worker reads the block
+                    places = corpus.blocks.setdefault(si, [])     # (kept: the band's re-read finds its lines)
                     for first, offset, length, n in file_blocks(spec, cfg.batch_size):
+                        places.append((first, offset, length, n))
                         yield si, ("jsonl", spec, first, (offset, length), line_edits(first, n) if edits else {}), \
                             None, length
                     continue
