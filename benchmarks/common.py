@@ -30,6 +30,14 @@ def synthetic(n: int, path: str | None = None) -> str:
     """The synthetic corpus of ``n`` documents (build_synthetic.py; deterministic), built when missing."""
     path = path or os.path.join(DATA, f"synthetic_{n}.jsonl")
     if not os.path.exists(path):
+        bigger = sorted(int(f[10:-6]) for f in os.listdir(DATA) if f.startswith("synthetic_") and f.endswith(".jsonl")
+                        and f[10:-6].isdigit() and int(f[10:-6]) > n)
+        if bigger:          # the build is sequential: its first n lines are the corpus of n documents
+            with open(os.path.join(DATA, f"synthetic_{bigger[0]}.jsonl"), "rb") as src, open(path + ".tmp", "wb") as dst:
+                for _ in range(n):
+                    dst.write(src.readline())
+            os.replace(path + ".tmp", path)
+            return path
         corpus()
         subprocess.run([sys.executable, os.path.join(HERE, "build_synthetic.py"), "--n", str(n), "--out", path],
                        check=True)

@@ -191,3 +191,26 @@ def test_the_band_read_on_all_cores_equals_the_band_read_here(tmp_path):
     assert outs[1][0] == outs[2][0]
     assert {k: v for k, v in outs[1][1].items() if k != "seconds"} == \
         {k: v for k, v in outs[2][1].items() if k != "seconds"}
+
+
+def test_band_sets_spilled_to_a_file_equal_those_in_memory(tmp_path):
+    """The band's sets written to a file under the run's work folder and read back through a memory
+    map give the same exact similarities as sets kept in memory; the file is gone afterwards."""
+    from neardup.dedup.verify import exact_pairs_from_texts
+
+    rng = random.Random(11)
+    texts = _pairs(rng, 300, 60)
+    cfg = DedupConfig(ngram=2).resolved()
+
+    def texts_of(docs):
+        return ((d, texts[d]) for d in sorted(docs))
+
+    lo = np.array([0, 2, 4, 4, 10, 250], dtype=np.int64)
+    hi = np.array([1, 3, 5, 9, 299, 251], dtype=np.int64)
+    spill = tmp_path / "work"
+    spill.mkdir()
+    kept = exact_pairs_from_texts(cfg, texts_of, 0)(lo, hi)
+    spilled = exact_pairs_from_texts(cfg, texts_of, 0, spill=str(spill))(lo, hi)
+    feats = Shingler(ngram=2).features(texts)
+    assert np.array_equal(kept, spilled) and np.allclose(kept, exact_jaccard_pairs(feats, lo, hi))
+    assert list(spill.iterdir()) == []

@@ -125,7 +125,7 @@ def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray,
         order = np.lexsort((hi, lo, -np.asarray(edge_sim, dtype=np.float64)))
         o = oracle
         labels = bounded_components(n, lo, hi, order, o.kind, o.sig, o.sig.dtype.type(o.empty), o.h, o.off,
-                                    o.fps, float(threshold - max_drift), sample)
+                                    o.fps, float(threshold - max_drift), sample, np.int32 if n < 2**31 else np.int64)
     else:
         labels = components(n, lo, hi)
     rep = pick_representatives(labels, score)

@@ -369,11 +369,12 @@ def join_pairs(result: DuplicateResult, n: int, max_pairs: int | None = None):
 
 
 def find_run(values, empty, sizes, features, cfg: DedupConfig, corpus: Corpus, part=None,
-          texts_of=None, sets_of=None) -> DuplicateResult:
+          texts_of=None, sets_of=None, spill: str | None = None) -> DuplicateResult:
     """Clusters of the documents; with ``part`` (indexed documents the new rows matched) those come
     first as fixed rows, and the result is given back over the new documents only, an indexed
     representative p appearing as document n + p. ``texts_of(docs)``: (document, text) of documents,
-    for ``--verify borderline``; ``sets_of``: see :func:`~neardup.dedup.verify.exact_pairs_from_texts`."""
+    for ``--verify borderline``; ``sets_of`` and ``spill`` (a folder for the band's sets): see
+    :func:`~neardup.dedup.verify.exact_pairs_from_texts`."""
     lengths = np.asarray(corpus.lengths, dtype=np.int64)
     keys = None
     if cfg.keep == "key":   # numbers already (the readers refuse a row whose key is not one)
@@ -387,8 +388,8 @@ def find_run(values, empty, sizes, features, cfg: DedupConfig, corpus: Corpus, p
         if sizes is not None:     # containment: the index keeps each document's set size (else unused)
             fixed_sizes = np.zeros(m, np.int64) if part.sizes is None else np.asarray(part.sizes, dtype=np.int64)
             sizes = np.concatenate([fixed_sizes, sizes])
-    exact = (exact_pairs_from_texts(cfg, texts_of, m, sets_of) if cfg.method == "minhash" and cfg.verify == "borderline"
-             and texts_of is not None else None)
+    exact = (exact_pairs_from_texts(cfg, texts_of, m, sets_of, spill)
+             if cfg.method == "minhash" and cfg.verify == "borderline" and texts_of is not None else None)
     result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact)
     return _without_fixed(result, m) if m else result
 

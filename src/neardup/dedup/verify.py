@@ -12,6 +12,8 @@ One rule for both engines: the Spark engine calls these functions on its partiti
 """
 from __future__ import annotations
 
+import mmap
+import tempfile
 import time
 
 import numpy as np
@@ -193,47 +195,92 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
                  "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}, idx
 
 
-def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None):
+def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None, spill: str | None = None):
     """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
     run's documents), from their texts re-read from the inputs and shingled as when they were signed.
-    ``sets_of(docs)``, when the engine has it, gives the sets of some documents itself (documents,
-    hashes, sizes per batch, and the documents left to ``texts_of``)."""
+    ``sets_of(docs, take)``, when the engine has it, gives the sets of some documents itself (calls
+    ``take(documents, hashes, sizes)`` per batch; returns the documents left to ``texts_of``).
+    ``spill``: a folder where the sets are written as they come and read back through a memory map
+    (:class:`BandSets`), so that the band's sets — 9 GB at 10 M documents — are pages the system can
+    drop, not memory of the run."""
     from .signing import minhasher  # noqa: PLC0415
 
     shingler = minhasher(cfg).shingler
 
     def exact(lo, hi):
         # texts arrive one by one and are shingled a batch at a time: what stays is each batch's
-        # distinct shingle hashes (8 bytes each) in one array, never all the texts at once
+        # distinct shingle hashes (8 bytes each), never all the texts at once
         rows = np.unique(np.concatenate([lo, hi]))
         docs: list = []
         texts: list = []
-        got_docs, got_hashes, got_sizes = [], [], []
+        with BandSets(spill) as band:
+            def flush():
+                u = shingler.features(texts).distinct_sets()
+                band.take(np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets))
+                docs.clear()
+                texts.clear()
 
-        def flush():
-            u = shingler.features(texts).distinct_sets()
-            got_docs.append(np.asarray(docs, dtype=np.int64))
-            got_hashes.append(u.hashes)
-            got_sizes.append(np.diff(u.offsets))
-            docs.clear()
-            texts.clear()
-
-        wanted = {d - offset for d in rows.tolist()}
-        if sets_of is not None:
-            docs_got, hashes_got, sizes_got, wanted = sets_of(wanted)
-            got_docs.extend(d + offset for d in docs_got)
-            got_hashes.extend(hashes_got)
-            got_sizes.extend(sizes_got)
-        for d, text in texts_of(wanted):
-            docs.append(d + offset)
-            texts.append(text)
-            if len(docs) >= 8192:
+            wanted = {d - offset for d in rows.tolist()}
+            if sets_of is not None:
+                wanted = sets_of(wanted, lambda d, h, z: band.take(d + offset, h, z))
+            for d, text in texts_of(wanted):
+                docs.append(d + offset)
+                texts.append(text)
+                if len(docs) >= 8192:
+                    flush()
+            if docs:
                 flush()
-        if docs:
-            flush()
-        feats = rows_csr(rows, got_docs, got_hashes, got_sizes)
-        return exact_similarity(feats, np.searchsorted(rows, lo), np.searchsorted(rows, hi), cfg.metric)
+            feats = band.csr(rows)
+            out = exact_similarity(feats, np.searchsorted(rows, lo), np.searchsorted(rows, hi), cfg.metric)
+            del feats
+        return out
     return exact
+
+
+class BandSets:
+    """The borderline band's shingle sets as batches come in (documents, hashes, sizes), kept in
+    memory, or with ``folder`` appended to a temporary file there (removed at the end, and with the
+    run's work folder if the run dies) and read back through a read-only memory map: clean file pages,
+    which the system reclaims under memory pressure instead of failing the run."""
+
+    def __init__(self, folder: str | None):
+        self.docs: list = []
+        self.sizes: list = []
+        self.hashes: list = []
+        self.file = None if folder is None else tempfile.TemporaryFile(dir=folder, prefix="band-sets-")
+        self.map = None
+
+    def take(self, docs, hashes, sizes) -> None:
+        self.docs.append(np.asarray(docs, dtype=np.int64))
+        self.sizes.append(np.asarray(sizes, dtype=np.int64))
+        if self.file is None:
+            self.hashes.append(hashes)
+        else:
+            self.file.write(np.ascontiguousarray(hashes, dtype=np.uint64).data)
+
+    def csr(self, rows: np.ndarray):
+        """The sets of ``rows`` (sorted), as :func:`rows_csr`."""
+        if self.file is None:
+            return rows_csr(rows, self.docs, self.hashes, self.sizes)
+        self.file.flush()
+        size = self.file.tell()
+        if size == 0:
+            return rows_csr(rows, self.docs, [], self.sizes)
+        self.map = mmap.mmap(self.file.fileno(), size, access=mmap.ACCESS_READ)
+        return rows_csr(rows, self.docs, [np.frombuffer(self.map, dtype=np.uint64)], self.sizes)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.hashes.clear()
+        if self.map is not None:
+            try:
+                self.map.close()
+            except BufferError:        # an array still reads it: the map closes with that array
+                pass
+        if self.file is not None:
+            self.file.close()
 
 
 def rows_csr(rows: np.ndarray, docs: list, hashes: list, sizes: list):
@@ -241,7 +288,7 @@ def rows_csr(rows: np.ndarray, docs: list, hashes: list, sizes: list):
     concatenated, their sizes); a row no batch holds (its text could not be read) gets no hashes."""
     empty = np.zeros(0, np.uint64)
     d = np.concatenate(docs) if docs else np.zeros(0, np.int64)
-    h = concatenate_freeing(hashes) if hashes else empty     # (the batches freed as they are copied)
+    h = hashes[0] if len(hashes) == 1 else concatenate_freeing(hashes) if hashes else empty   # (freed as copied)
     z = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
     if d.shape[0] > 1 and np.any(d[1:] < d[:-1]):       # batches out of row order: reorder the CSR
         old_start = np.cumsum(z) - z

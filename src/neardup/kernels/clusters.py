@@ -59,13 +59,14 @@ def _sim(kind, a, b, sig, empty, h, off, fps):
     if kind == 0:
         k = sig.shape[1]
         eq = 0
-        nonempty = False
-        for j in range(k):
-            if sig[a, j] == sig[b, j]:
-                eq += 1
-            if sig[a, j] != empty or sig[b, j] != empty:
-                nonempty = True
-        return eq / k if nonempty else 0.0
+        for j in range(k):          # (a count of equal slots: vectorised)
+            eq += sig[a, j] == sig[b, j]
+        if eq < k:                  # a slot differs, so one of the rows is not empty
+            return eq / k
+        for j in range(k):          # equal rows: 1, unless both are the empty row
+            if sig[a, j] != empty:
+                return 1.0
+        return 0.0
     if kind == 1:
         na = off[a + 1] - off[a]
         nb = off[b + 1] - off[b]
@@ -84,13 +85,14 @@ def _sim(kind, a, b, sig, empty, h, off, fps):
 
 
 @njit(cache=True)
-def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, sample):
+def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, sample, samp_dtype=np.int64):
     """Merge verified edges in ``order`` (most similar first, like single linkage), but join two
     groups only when every pair between their samples — the ``sample`` smallest members of each —
     has similarity ≥ ``floor``. Chains of pairwise-similar documents whose ends are far apart stop
-    growing where the next merge would bring in a document unlike the group. Labels: smallest member."""
+    growing where the next merge would bring in a document unlike the group. Labels: smallest member.
+    ``samp_dtype``: of the n × sample member table (int32 below 2^31 documents: 640 MB at 10 M)."""
     parent = np.arange(n, dtype=np.int64)
-    samp = np.full((n, sample), -1, dtype=np.int64)
+    samp = np.full((n, sample), -1, dtype=samp_dtype)
     cnt = np.ones(n, dtype=np.int64)
     for x in range(n):
         samp[x, 0] = x

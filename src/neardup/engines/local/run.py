@@ -184,7 +184,7 @@ def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, comman
     compiled = warm_up(cfg, announce=shows_progress(cfg))
     try:
         specs = spool(specs, work)
-        return _run(specs, cfg, out, command, t_start + (compiled or 0.0), index, compiled, checkpoint), specs
+        return _run(specs, cfg, out, command, t_start + (compiled or 0.0), index, compiled, checkpoint, work), specs
     except OSError as exc:
         if is_write_error(exc):
             raise OutputError(f"{label}: cannot write the outputs ({exc.strerror or exc}); nothing was "
@@ -252,7 +252,7 @@ def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | N
 
 
 def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None,
-         compiled: float | None = None, checkpoint: str | None = None) -> dict:
+         compiled: float | None = None, checkpoint: str | None = None, work: str | None = None) -> dict:
     from ...dedup.spans import SpanStage, run_spans, stage_config  # noqa: PLC0415
 
     timings = {} if compiled is None else {"compile": compiled}   # apart from the run's own "total"
@@ -296,11 +296,12 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
             g = corpus.doc_row[d]
             yield d, (edited(t, by_row[g]) if g in by_row else t)
 
-    def sets_of(docs):    # JSON lines files: the band's sets re-read and shingled on all cores
-        return read_sets(specs, cfg, corpus, docs)
+    def sets_of(docs, take):    # JSON lines files: the band's sets re-read and shingled on all cores
+        return read_sets(specs, cfg, corpus, docs, take)
 
     parallel = cfg.workers > 1 and not by_row and corpus.blocks
-    result = find_run(values, empty, sizes, features, cfg, corpus, part, texts_of, sets_of if parallel else None)
+    result = find_run(values, empty, sizes, features, cfg, corpus, part, texts_of, sets_of if parallel else None,
+                      spill=work)
     timings.update({k: v for k, v in result.timings.items()})
     clusters = result.clusters
     kept_doc = clusters.kept

@@ -170,11 +170,11 @@ def _sets_job(job):
     return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
 
 
-def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs) -> tuple[list, list, list, set]:
+def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs, take) -> set:
     """``--verify borderline``: the shingle sets of documents ``docs``, their lines re-read, parsed and
     shingled in the signing processes, for the JSON lines files pass 1 cut into blocks
-    (``corpus.blocks``). Returns (documents, hashes, sizes) per block, and the documents left to the
-    caller (other inputs)."""
+    (``corpus.blocks``); ``take(documents, hashes, sizes)`` receives them a block at a time, in order.
+    Returns the documents left to the caller (other inputs)."""
     want_rows = sorted((corpus.doc_row[d], d) for d in docs)
     rows = np.asarray([r for r, _ in want_rows], dtype=np.int64)
     dd = np.asarray([d for _, d in want_rows], dtype=np.int64)
@@ -193,14 +193,11 @@ def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs) ->
             x, y = np.searchsorted(lines, first), np.searchsorted(lines, first + n)
             if x < y:
                 jobs.append((spec, first, (offset, length), list(zip(lines[x:y].tolist(), mine[x:y].tolist()))))
-    got: tuple[list, list, list] = ([], [], [])
     if jobs:
         with worker_pool(cfg) as pool:
             for d, h, z in pool.map(_sets_job, jobs):
-                got[0].append(d)
-                got[1].append(h)
-                got[2].append(z)
-    return (*got, rest)
+                take(d, h, z)
+    return rest
 
 
 def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edits: tuple | None = None):

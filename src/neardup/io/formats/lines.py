@@ -164,6 +164,8 @@ class LineFormat(Format):
 
     def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str,
                      text_field: str) -> int:
+        if touched is None:
+            return self._copy_kept(spec, keep, dest)
         written = n = 0
         with open_write(dest, spec.compression) as out:
             for n, raw in raw_lines(spec):
@@ -178,6 +180,35 @@ class LineFormat(Format):
                 else:
                     out.write(raw if raw.endswith(b"\n") else raw + b"\n")
                 written += 1
+        check_count(spec, keep.shape[0], n)
+        return written
+
+    def _copy_kept(self, spec: InputSpec, keep: np.ndarray, dest: str) -> int:
+        """The kept lines copied byte for byte a block at a time (:func:`raw_blocks`): each run of
+        consecutive kept lines is one slice of its block, found with NumPy, so the cost is per run
+        of kept lines, not per line (a final line without ``\\n`` gets one)."""
+        keep = np.asarray(keep, dtype=bool)
+        written = n = 0
+        with open_write(dest, spec.compression) as out:
+            for first, block, m in raw_blocks(spec, 1 << 62):
+                k0, n = first - 1, first - 1 + m
+                kk = np.zeros(m, dtype=bool)
+                have = keep[k0:n]
+                kk[:have.shape[0]] = have
+                if not kk.any():
+                    continue
+                ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10) + 1
+                if ends.shape[0] < m:                 # the last line, without its newline
+                    ends = np.append(ends, len(block))
+                edge = np.diff(kk.astype(np.int8), prepend=0, append=0)
+                run_start, run_end = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+                byte_end = ends[run_end - 1]
+                byte_start = np.where(run_start > 0, ends[np.maximum(run_start - 1, 0)], 0)
+                view = memoryview(block)
+                out.write(b"".join([view[a:b] for a, b in zip(byte_start.tolist(), byte_end.tolist())]))
+                if not block.endswith(b"\n") and kk[-1]:
+                    out.write(b"\n")
+                written += int(kk.sum())
         check_count(spec, keep.shape[0], n)
         return written
 
