@@ -231,10 +231,17 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
             if docs:
                 flush()
             feats = band.csr(rows)
-            out = exact_similarity(feats, np.searchsorted(rows, lo), np.searchsorted(rows, hi), cfg.metric)
+            out = np.empty(lo.shape[0], dtype=np.float64)
+            for s in range(0, lo.shape[0], _PAIRS_AT_ONCE):     # (the kernel's arrays: per stretch)
+                e = min(s + _PAIRS_AT_ONCE, lo.shape[0])
+                out[s:e] = exact_similarity(feats, np.searchsorted(rows, lo[s:e]), np.searchsorted(rows, hi[s:e]),
+                                            cfg.metric)
             del feats
         return out
     return exact
+
+
+_PAIRS_AT_ONCE = 1 << 23     # pairs decided at once: 8 M × 40 bytes of positions and counts, not 59 M × 40 at 10 M
 
 
 class BandSets:
