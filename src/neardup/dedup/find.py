@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..clusters import Clusters, SimilarityOracle, build_clusters
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..config import DedupConfig
@@ -293,7 +294,7 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     timings["clusters"] = time.perf_counter() - t0
     return DuplicateResult(clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
                            {"method": "simhash", "bits": k, "keep": keep, "linkage": linkage,
-                            "max_drift_bits": max_drift_bits, "fingerprints": int(np.unique(fps[idx]).size)},
+                            "max_drift_bits": max_drift_bits, "fingerprints": int(sorted_unique(fps[idx]).size)},
                            timings, how)
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..config import DedupConfig
 from ..errors import ConfigError, InputFormatError
 from ..index.disk import AtLeast, AtMost, ContainmentDiskIndex, DiskIndex, IndexConfigError, SimHashDiskIndex
@@ -163,7 +164,7 @@ def matched_rows(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig)
     if cfg.method == "simhash":
         values = values.reshape(-1, 1)
     _, ci, _, keys, ids, cvals = index._matches(values, empty, accept_rule(cfg))
-    used = np.unique(ci)
+    used = sorted_unique(ci)
     used = used[np.argsort(ids[used], kind="stable")]      # by document id: older documents first
     vals = cvals[used]
     if cfg.method == "simhash":

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..config import DedupConfig
 from ..errors import InputChangedError
 from ..features.units import UnitHasher, Units, pack_raw, repeated_units, utf8
@@ -96,7 +97,7 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
         units = replace(units, docs=docs).take(docs >= 0)
         removed, first = repeated_units(units, cfg.min_docs)
         r = np.flatnonzero(removed)
-        distinct = int(np.unique(units.hashes).shape[0]) if len(units) else 0
+        distinct = int(sorted_unique(units.hashes).shape[0]) if len(units) else 0
         info = {"units": len(units), "distinct_units": distinct, "removed_units": int(r.shape[0])}
         return _Ranges(n_docs, units.docs[r], units.starts[r], units.ends[r], units.digests[r],
                        source=units.docs[first[r]], key=units.hashes[r]), info
@@ -185,7 +186,7 @@ class SpanStage:
     def by_row(self, doc_row) -> dict:
         """Input row → (starts, ends) of its ranges, for the rows that have some."""
         r = self.ranges
-        docs = np.unique(r.docs).tolist()
+        docs = sorted_unique(r.docs).tolist()
         return {int(doc_row[d]): (r.starts[r.off[d]:r.off[d + 1]].tolist(), r.ends[r.off[d]:r.off[d + 1]].tolist())
                 for d in docs}
 
@@ -198,7 +199,7 @@ class SpanStage:
         keep_row = np.zeros(corpus.n_rows, dtype=bool)
         keep_row[doc_row[keep_doc]] = True
         touched_row = np.zeros(corpus.n_rows, dtype=bool)
-        touched_row[doc_row[np.unique(self.ranges.docs)]] = True
+        touched_row[doc_row[sorted_unique(self.ranges.docs)]] = True
         doc_of_row, _ = row_documents(corpus)
         self.top = self.ranges.top(TOP_SPANS)
         wanted = {i: b"" for i, _, _ in self.top}

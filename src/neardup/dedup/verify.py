@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .._arrays import concatenate_freeing
+from .._arrays import concatenate_freeing, sorted_unique
 from ..config import DedupConfig
 from ..features.shingles import Features
 from ..similarity.jaccard import exact_jaccard_pairs, max_containment_pairs
@@ -190,7 +190,7 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
         sim[idx] = ex
     else:
         flipped = 0
-    docs = int(np.unique(np.concatenate([ea[idx], eb[idx]])).shape[0]) if idx.shape[0] else 0
+    docs = int(sorted_unique(np.concatenate([ea[idx], eb[idx]])).shape[0]) if idx.shape[0] else 0
     return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": int(idx.shape[0]),
                  "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}, idx
 
@@ -210,7 +210,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
     def exact(lo, hi):
         # texts arrive one by one and are shingled a batch at a time: what stays is each batch's
         # distinct shingle hashes (8 bytes each), never all the texts at once
-        rows = np.unique(np.concatenate([lo, hi]))
+        rows = sorted_unique(np.concatenate([lo, hi]))   # (not np.unique: see sorted_unique)
         docs: list = []
         texts: list = []
         with BandSets(spill) as band:

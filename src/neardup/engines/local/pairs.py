@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..._arrays import sorted_unique
 from ..._version import __version__
 from ...config import _DOCUMENTS, DEFAULTS, DedupConfig
 from ...dedup.find import HOW, TooManyPairsError, join_pairs
@@ -116,7 +117,7 @@ def _run(specs, cfg: DedupConfig, work: str, out: str, command: str, t_start: fl
                    "candidate_pairs": int(result.candidates), "verified_pairs": int(result.pairs_lo.shape[0]),
                    "pairs": int(a.shape[0]),
                    "pairs_by_decision": {h: int((how == k).sum()) for k, h in enumerate(HOW) if (how == k).any()},
-                   "documents_in_pairs": int(np.unique(np.concatenate([a, b])).shape[0]),
+                   "documents_in_pairs": int(sorted_unique(np.concatenate([a, b])).shape[0]),
                    "accounted": corpus.n_rows == n + len(corpus.skipped)},
         "skipped": [{"file": f, "line": line, "reason": reason} for _, f, line, reason in corpus.skipped[:1000]],
         "timings": {k: round(v, 4) for k, v in timings.items()},

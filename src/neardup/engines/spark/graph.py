@@ -17,6 +17,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..._arrays import sorted_unique
 from ...clusters.cluster import LINKAGE_SAMPLE
 from ...config import DedupConfig
 from ...dedup.candidates import MAX_BUCKET
@@ -302,7 +303,7 @@ def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int
         t = edges.select("lo", "hi").toArrow()
         lo = t.column("lo").to_numpy().astype(np.int64)
         hi = t.column("hi").to_numpy().astype(np.int64)
-        nodes = np.unique(np.concatenate([lo, hi]))
+        nodes = sorted_unique(np.concatenate([lo, hi]))
         labels = components(nodes.shape[0], np.searchsorted(nodes, lo), np.searchsorted(nodes, hi))
         table = pa.table({"row": pa.array(nodes, pa.int64()), "label": pa.array(nodes[labels], pa.int64())})
         comps = spark.createDataFrame(table).repartition(_shuffle_partitions(spark), "row")
