@@ -206,8 +206,9 @@ def _distinct(lo, hi) -> np.ndarray:
 def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None, spill: str | None = None):
     """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
     run's documents), from their texts re-read from the inputs and shingled as when they were signed.
-    ``sets_of(docs, take)``, when the engine has it, gives the sets of some documents itself (calls
-    ``take(documents, hashes, sizes)`` per batch; returns the documents left to ``texts_of``).
+    ``sets_of(docs, take)``, when the engine has it, gives the sets of some documents (an array)
+    itself (calls ``take(documents, hashes, sizes)`` per batch; returns the array of documents left
+    to ``texts_of``).
     ``spill``: a folder where the sets are written as they come and read back through a memory map
     (:class:`BandSets`), so that the band's sets — 9 GB at 10 M documents — are pages the system can
     drop, not memory of the run."""
@@ -228,10 +229,10 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
                 docs.clear()
                 texts.clear()
 
-            wanted = {d - offset for d in rows.tolist()}
+            wanted = rows - offset
             if sets_of is not None:
                 wanted = sets_of(wanted, lambda d, h, z: band.take(d + offset, h, z))
-            for d, text in texts_of(wanted):
+            for d, text in texts_of(set(wanted.tolist())):
                 docs.append(d + offset)
                 texts.append(text)
                 if len(docs) >= 8192:
