@@ -175,7 +175,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         if verify == "borderline":
             sim, border, checked = decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed,
                                                       features, exact_pairs, same,
-                                                      j=sim if metric == "jaccard" else None)
+                                                      j=sim if metric == "jaccard" else None, copy=False)
             how[checked] = EXACT
         ok = sim >= threshold
     lo, hi, sim, how = lo[ok], hi[ok], sim[ok], how[ok]
