@@ -373,6 +373,26 @@ def _worker_context():
     return ctx
 
 
+def _noop():
+    return None
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM held back while the workers are forked: a signal's SystemExit raised inside
+    fork's at-fork handlers (logging's lock) is printed as "Exception ignored" with a traceback and
+    lost. A signal that came meanwhile is delivered as the block ends. (The workers inherit the mask;
+    they ignore both signals anyway.)"""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 @contextlib.contextmanager
 def worker_pool(cfg: DedupConfig):
     """The signing processes. On any exception (a bad row, Ctrl-C, SIGTERM turned into SystemExit)
@@ -381,6 +401,8 @@ def worker_pool(cfg: DedupConfig):
     pool = ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
                                initargs=(asdict(cfg), os.getpid()))
     try:
+        with _signals_held():     # the workers start (fork) at the first submission
+            pool.submit(_noop)
         yield pool
     except BaseException as exc:
         # queued batches are dropped; running ones finish and are sent whole, then the workers exit.
