@@ -5,7 +5,9 @@ The runs here are real processes (what a shell starts); a run is kept busy for s
 small corpus in one-row batches, so the kill always lands while the workers exist."""
 from __future__ import annotations
 
+import json
 import os
+import random
 import resource
 import signal
 import subprocess
@@ -201,3 +203,32 @@ def test_a_worker_killed_from_outside_is_one_line(tmp_path):
     assert "a signing worker process died" in one_line_error(err.decode())
     _assert_all_gone(workers, 10, "the other worker outlived the failed run")
     assert not out.exists()
+
+
+def test_a_full_disk_while_the_band_spills_is_one_line(tmp_path):
+    """The borderline band's sets go to a file in the run's work folder: a write failure there (disk
+    full: EFBIG past RLIMIT_FSIZE) is the run's write error in one line, and nothing is left behind
+    (the spill file is unlinked from the start; the staged folder is removed)."""
+    rng = random.Random(4)
+    vocab = [f"w{i}" for i in range(3000)]
+    texts = []
+    for _ in range(600):
+        words = [rng.choice(vocab) for _ in range(60)]
+        texts.append(" ".join(words))
+        words[rng.randrange(60)] = "changed"
+        texts.append(" ".join(words))          # J ≈ 0.85 on word 5-grams: inside the band
+    src = tmp_path / "pairs.jsonl"
+    src.write_bytes(jsonl_bytes(texts))
+    limit = _limit_file_size(300_000)      # the outputs fit (each file < 300 kB); the band's sets (540 kB) do not
+    fits = cli_proc("dedup", src, "-o", tmp_path / "o1", "--workers", "2", "--no-html", "--verify", "minhash",
+                    preexec_fn=limit)
+    assert fits.returncode == 0, fits.stderr.decode()
+    out = tmp_path / "o"
+    res = cli_proc("dedup", src, "-o", out, "--workers", "2", "--no-html", preexec_fn=limit)
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    line = one_line_error(err)
+    assert "cannot write the outputs" in line and "File too large" in line
+    assert not out.exists() or not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
+    ok = cli_proc("dedup", src, "-o", tmp_path / "o2", "--workers", "2", "--no-html")      # without the limit
+    assert ok.returncode == 0 and json.loads((tmp_path / "o2" / "report.json").read_text())["borderline"]["pairs"] > 100
