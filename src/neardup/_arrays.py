@@ -1,7 +1,6 @@
 """Small array helpers shared across the package."""
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
@@ -120,17 +119,14 @@ def concatenate_freeing(chunks: list) -> np.ndarray:
     return out
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def in_threads(run, n: int, min_chunk: int = 1 << 18) -> list:
     """``[run(start, end), …]`` over [0, n) cut into one stretch per usable CPU (none shorter than
     ``min_chunk``), run in threads: for compiled kernels that release the GIL (``nogil=True``),
     which need no process pool and none of numba's thread pools (those may not be entered from two
     threads at once, nor survive a fork). Results in stretch order."""
-    t = max(1, min(usable_cpus(), n // max(1, min_chunk)))
+    from .config import cpu_count  # noqa: PLC0415  (config imports this module)
+
+    t = max(1, min(cpu_count(), n // max(1, min_chunk)))
     if t == 1:
         return [run(0, n)]
     bounds = [n * i // t for i in range(t + 1)]

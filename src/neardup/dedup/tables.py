@@ -27,10 +27,10 @@ from ..features.shingles import Features
 class Corpus:
     """Pass 1's bookkeeping of every input row (see the module's docstring)."""
 
-    ids: list = field(default_factory=list)
-    lengths: list = field(default_factory=list)
+    ids: array | list = field(default_factory=lambda: array("q"))   # the row while every id is; else a list
+    lengths: array = field(default_factory=lambda: array("q"))
     keys: list = field(default_factory=list)
-    doc_row: list = field(default_factory=list)       # global row index of each document
+    doc_row: array = field(default_factory=lambda: array("q"))      # global row index of each document
     doc_line: array = field(default_factory=lambda: array("q"))   # its line / record number in its input
     row_source: list = field(default_factory=list)    # per input: number of rows read
     skipped: list = field(default_factory=list)       # (global row, file, line, reason)

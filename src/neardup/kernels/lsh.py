@@ -12,18 +12,24 @@ from numba import njit
 from .hashing import P1, P2, P4, P5, _avalanche, _round, rotl
 
 
+@njit(inline="always", cache=True)
+def _band_key(values, x, band, r):
+    """The key of row ``x``, band ``band``: a fold of its r values seeded with the band."""
+    h = np.uint64(band) * P1 + P5 + np.uint64(r)
+    base = band * r
+    for t in range(r):
+        h ^= _round(np.uint64(0), np.uint64(values[x, base + t]))
+        h = rotl(h, 27) * P1 + P4
+    return _avalanche(h)
+
+
 @njit(cache=True, nogil=True)
 def band_keys(values, b, r):
     n = values.shape[0]
     out = np.empty((n, b), dtype=np.uint64)
     for x in range(n):
         for i in range(b):
-            h = np.uint64(i) * P1 + P5 + np.uint64(r)
-            base = i * r
-            for t in range(r):
-                h ^= _round(np.uint64(0), np.uint64(values[x, base + t]))
-                h = rotl(h, 27) * P1 + P4
-            out[x, i] = _avalanche(h)
+            out[x, i] = _band_key(values, x, i, r)
     return out
 
 
@@ -33,14 +39,8 @@ def band_key_rows(values, rows, band, r):
     read in place: no copy of the matrix or of its selected rows."""
     n = rows.shape[0]
     out = np.empty(n, dtype=np.uint64)
-    base = band * r
     for x in range(n):
-        row = rows[x]
-        h = np.uint64(band) * P1 + P5 + np.uint64(r)
-        for t in range(r):
-            h ^= _round(np.uint64(0), np.uint64(values[row, base + t]))
-            h = rotl(h, 27) * P1 + P4
-        out[x] = _avalanche(h)
+        out[x] = _band_key(values, rows[x], band, r)
     return out
 
 

@@ -215,8 +215,6 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
     bar = progress(cfg, total, "read+sign", unit="char")
     rows_of = [0] * len(specs)
     key_field = cfg.keep_field if cfg.keep == "key" else None
-    if not corpus.n_rows:     # per-document columns as arrays; ids too while every id is the row
-        corpus.lengths, corpus.doc_row, corpus.doc_line, corpus.ids = array("q"), array("q"), array("q"), array("q")
 
     def jobs():
         """(input index, job, row metadata known here or None, bytes for the progress bar). When

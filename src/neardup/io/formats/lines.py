@@ -76,22 +76,32 @@ def raw_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) 
                 return
 
 
+def _cuts(buf: bytes, end: int, max_lines: int) -> list[tuple[int, int, int]]:
+    """``buf[:end]`` (whole lines; the last may lack its ``\\n`` at the end of the input) cut into
+    pieces of at most ``max_lines`` lines: (start, end, lines) per piece, in order."""
+    nl = np.frombuffer(buf, dtype=np.uint8, count=end) == 10
+    n = int(np.count_nonzero(nl)) + (0 if buf[end - 1] == 10 else 1)
+    if n <= max_lines:
+        return [(0, end, n)]
+    ends = np.flatnonzero(nl) + 1
+    out, start, k = [], 0, 0
+    while n - k > max_lines:
+        cut = int(ends[k + max_lines - 1])
+        out.append((start, cut, max_lines))
+        k += max_lines
+        start = cut
+    out.append((start, end, n - k))
+    return out
+
+
 def _blocks(first: int, buf: bytes, max_lines: int):
-    """``buf`` (whole lines; the last may lack its ``\\n`` at the end of the input) in blocks of at
-    most ``max_lines`` lines; returns the number of the line after them."""
+    """``buf`` (whole lines) in blocks of :func:`_cuts`; returns the number of the line after them."""
     if not buf:
         return first
-    n = buf.count(b"\n") + (0 if buf.endswith(b"\n") else 1)
-    start = k = 0
-    if n > max_lines:
-        ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
-        while n - k > max_lines:
-            cut = int(ends[k + max_lines - 1]) + 1
-            yield first + k, buf[start:cut], max_lines
-            k += max_lines
-            start = cut
-    yield first + k, (buf[start:] if start else buf), n - k
-    return first + n
+    for start, end, n in _cuts(buf, len(buf), max_lines):
+        yield first, (buf[start:end] if start or end < len(buf) else buf), n
+        first += n
+    return first
 
 
 def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, int, int, int]]:
@@ -118,25 +128,13 @@ def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES)
                 cut = got + at + 1 if at >= 0 else 0
                 got += len(more)
             if got == 0:
-                raise InputChangedError(f"{spec.label}: shorter than when the run listed it: the input changed "
-                                        "during the run (nothing was written)")
+                raise _shrunk(spec)
             buf = b"".join(parts) if len(parts) > 1 else parts[0]
             end = got if pos + got >= size or cut == 0 else cut   # the end of the input: the rest, whole
-            nl = np.frombuffer(buf, dtype=np.uint8, count=end) == 10
-            n = int(np.count_nonzero(nl)) + (0 if buf[end - 1] == 10 else 1)
-            start = pos
-            if n > max_lines:
-                ends = np.flatnonzero(nl) + start
-                k = 0
-                while n - k > max_lines:
-                    cut_at = int(ends[k + max_lines - 1]) + 1
-                    yield first + k, pos, cut_at - pos, max_lines
-                    k += max_lines
-                    pos = cut_at
-                first += k
-                n -= k
-            yield first, pos, start + end - pos, n
-            pos, first = start + end, first + n
+            for a, b, n in _cuts(buf, end, max_lines):
+                yield first, pos + a, b - a, n
+                first += n
+            pos += end
 
 
 def read_block(spec: InputSpec, offset: int, length: int) -> bytes:
@@ -144,9 +142,13 @@ def read_block(spec: InputSpec, offset: int, length: int) -> bytes:
     with open(spec.path, "rb") as fh:
         block = os.pread(fh.fileno(), length, offset)
     if len(block) != length:
-        raise InputChangedError(f"{spec.label}: shorter than when the run listed it: the input changed during the "
-                                "run (nothing was written)")
+        raise _shrunk(spec)
     return block
+
+
+def _shrunk(spec: InputSpec) -> InputChangedError:
+    return InputChangedError(f"{spec.label}: shorter than when the run listed it: the input changed during the run "
+                             "(nothing was written)")
 
 
 def block_lines(first: int, block: bytes) -> Iterator[tuple[int, bytes]]:
