@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from neardup.errors import InputChangedError, InputFormatError
@@ -187,10 +187,12 @@ def test_kept_lines_copied_by_runs_equal_the_line_by_line_copy(tmp_path_factory,
     """Pass 2 copies kept lines a block at a time, one slice per run of kept lines: the same bytes
     as the line-by-line copy (which edits use), for any keep mask, last line with or without its
     newline, compressed or not; a row count that differs from pass 1's is still an error."""
+    from neardup.io.compression import sniff
     from neardup.io.formats import REGISTRY
     from neardup.io.formats.lines import raw_lines
 
     body = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    assume(packed is not None or sniff(body[:16]) is None)   # a plain file that starts like gzip is refused
     folder = tmp_path_factory.mktemp("copy")
     name = "in.txt" + {None: "", "gz": ".gz", "zst": ".zst"}[packed]
     raw = {None: lambda b: b, "gz": gzip.compress, "zst": zstandard.ZstdCompressor().compress}[packed](body)

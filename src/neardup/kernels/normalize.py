@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit
 
 from .shingle import decode_next
-from .swar import HIGH, load_u64
+from .swar import HIGH, any_non_ascii, load_u64
 
 
 @njit(cache=True)
@@ -42,3 +42,56 @@ def nfkc_unsafe_batch(buf, offsets, docs, unsafe, lead_clean):
                 break
             i += ln
     return out
+
+
+@njit(cache=True, nogil=True)
+def non_ascii_docs(buf, offsets):
+    """For each document of the batch: whether it holds a byte >= 0x80 (eight bytes at a time)."""
+    n = offsets.shape[0] - 1
+    out = np.zeros(n, dtype=np.bool_)
+    for d in range(n):
+        out[d] = any_non_ascii(buf, offsets[d], offsets[d + 1])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def splice_docs(buf, offsets, docs, new_buf, new_offsets):
+    """The batch with documents ``docs`` (ascending) replaced by the documents of ``(new_buf,
+    new_offsets)``, in that order: ``(buf, offsets)`` of the result, one copy."""
+    n = offsets.shape[0] - 1
+    out_off = np.empty(n + 1, dtype=np.int64)
+    out_off[0] = 0
+    k = 0
+    for d in range(n):
+        if k < docs.shape[0] and docs[k] == d:
+            ln = new_offsets[k + 1] - new_offsets[k]
+            k += 1
+        else:
+            ln = offsets[d + 1] - offsets[d]
+        out_off[d + 1] = out_off[d] + ln
+    out = np.zeros(max(out_off[n], 1), dtype=np.uint8)
+    k = 0
+    for d in range(n):
+        o = out_off[d]
+        if k < docs.shape[0] and docs[k] == d:
+            a, b = new_offsets[k], new_offsets[k + 1]
+            out[o:o + b - a] = new_buf[a:b]
+            k += 1
+        else:
+            a, b = offsets[d], offsets[d + 1]
+            out[o:o + b - a] = buf[a:b]
+    return out, out_off
+
+
+@njit(cache=True, nogil=True)
+def take_docs(buf, offsets, docs):
+    """Documents ``docs`` of the batch, in that order: ``(buf, offsets)`` of a new batch."""
+    out_off = np.empty(docs.shape[0] + 1, dtype=np.int64)
+    out_off[0] = 0
+    for k in range(docs.shape[0]):
+        out_off[k + 1] = out_off[k] + offsets[docs[k] + 1] - offsets[docs[k]]
+    out = np.zeros(max(out_off[-1], 1), dtype=np.uint8)
+    for k in range(docs.shape[0]):
+        a = offsets[docs[k]]
+        out[out_off[k]:out_off[k + 1]] = buf[a:a + out_off[k + 1] - out_off[k]]
+    return out, out_off

@@ -20,7 +20,8 @@ from functools import lru_cache
 import numpy as np
 
 from .._arrays import arrow_strings, utf8_buffer
-from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch
+from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch, non_ascii_docs, splice_docs
+from .packed import PackedTexts
 from .unicode import char_map, nfkc_clean_leads, nfkc_unsafe
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -149,6 +150,10 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
             raise ValueError("kernel_maps is for the word kernel, which ignores white space: pass whitespace=False")
         kernel_nfkc = kernel_maps and normalizer.nfkc
         unsafe = nfkc_unsafe() if kernel_nfkc else None
+    if isinstance(texts, PackedTexts):
+        if not ws:
+            return _encode_packed(texts, normalizer, fold_here, nfkc_here, kernel_nfkc)
+        texts = list(texts)             # white space is folded per document in Python, as below
     wide: list[int] = []             # kernel NFKC: the non-ASCII documents, checked in one call below
     for i, t in enumerate(texts):
         if type(t) is str:
@@ -179,6 +184,40 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
     if fold_here and offsets[-1] > 0:
         ascii_lower_inplace(buf)  # the buffer is Arrow's fresh copy: folding in place is safe
     return buf, offsets
+
+
+def _encode_packed(texts: PackedTexts, normalizer: Normalizer | None, fold_here: bool, nfkc_here: bool,
+                   kernel_nfkc: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode_batch` of a batch already packed (no white-space step): the same bytes and
+    offsets as for its documents as ``str``. ASCII documents stay where they are; only the
+    documents with a byte >= 0x80 that a step changes are decoded, normalised in Python and spliced
+    back (:func:`~neardup.kernels.normalize.splice_docs`, one copy)."""
+    buf, offsets = texts.buf, texts.offsets
+    if normalizer is None or offsets[-1] == 0:
+        return buf, offsets
+    python_step = normalizer.convert is not None or fold_here or nfkc_here
+    wide = np.flatnonzero(non_ascii_docs(buf, offsets)) if (python_step or kernel_nfkc) else None
+    if python_step and wide.size:
+        new = [to_utf8(normalizer.apply(texts[i], False, False, casefold=fold_here, nfkc=nfkc_here), normalizer)
+               for i in wide.tolist()]
+        buf, offsets = _splice(buf, offsets, wide, new)
+    if kernel_nfkc and wide.size:
+        flagged = wide[nfkc_unsafe_batch(buf, offsets, wide, nfkc_unsafe(), nfkc_clean_leads())]
+        if flagged.size:
+            new = [to_utf8(_nfkc(buf[offsets[i]:offsets[i + 1]].tobytes().decode("utf-8")))
+                   for i in flagged.tolist()]
+            buf, offsets = _splice(buf, offsets, flagged, new)
+    if fold_here:
+        if buf is texts.buf:           # the caller's batch is not changed
+            buf = buf.copy()
+        ascii_lower_inplace(buf)
+    return buf, offsets
+
+
+def _splice(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, new: list) -> tuple[np.ndarray, np.ndarray]:
+    new_off = np.zeros(len(new) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in new], out=new_off[1:])
+    return splice_docs(buf, offsets, docs.astype(np.int64), utf8_buffer(new), new_off)
 
 
 # Past this many bytes packed by one process, pa.array (which imports pandas on its first call

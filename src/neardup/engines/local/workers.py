@@ -34,7 +34,16 @@ from ...dedup.spans import SPAN_METHODS, edited
 from ...dedup.tables import Corpus, Signed
 from ...errors import InputFormatError, WorkerError
 from ...features.shingles import Features
-from ...io.formats import InputSpec, block_lines, file_blocks, parse_jsonl_line, raw_blocks, read_block, read_rows
+from ...io.formats import (
+    InputSpec,
+    block_lines,
+    file_blocks,
+    parse_jsonl_block,
+    parse_jsonl_line,
+    raw_blocks,
+    read_block,
+    read_rows,
+)
 from ...io.outdir import release_inherited_locks
 
 _SIGNER = None
@@ -139,6 +148,13 @@ def _run_job(job, cfg: DedupConfig, sign):
         if isinstance(block, tuple):        # (offset, length) in an uncompressed file
             block = read_block(spec, *block)
         key_field = cfg.keep_field if cfg.keep == "key" else None
+        if key_field is None and not edits:
+            fast = parse_jsonl_block(spec, first, block, cfg.text_field, cfg.id_field)
+            if fast is not None:
+                n = len(fast.texts)
+                meta = RowsMeta(np.arange(first, first + n, dtype=np.int64), np.arange(n, dtype=np.int64), fast.chars,
+                                fast.ids, None, 0, [])
+                return meta, (sign(fast.texts) if n else None)
         rows = [parse_jsonl_line(spec, i, raw, cfg.text_field, cfg.id_field, key_field)
                 for i, raw in block_lines(first, block)]
         meta = rows_meta(rows, key_field is not None)
@@ -157,15 +173,20 @@ def _sets_job(job):
     from ...dedup.signing import minhasher  # noqa: PLC0415
 
     spec, first, place, (lines, docs_of) = job
-    want = dict(zip(lines.tolist(), docs_of.tolist()))
-    docs, texts = [], []
-    for i, raw in block_lines(first, read_block(spec, *place)):
-        d = want.get(i)
-        if d is not None:
-            row = parse_jsonl_line(spec, i, raw, _CFG.text_field, None, None)
-            if row.error is None:
-                docs.append(d)
-                texts.append(row.text)
+    block = read_block(spec, *place)
+    whole = parse_jsonl_block(spec, first, block, _CFG.text_field, None)
+    if whole is not None:                  # every line a document: the wanted ones taken from the batch
+        docs, texts = docs_of, whole.texts.take(lines - first)
+    else:
+        want = dict(zip(lines.tolist(), docs_of.tolist()))
+        docs, texts = [], []
+        for i, raw in block_lines(first, block):
+            d = want.get(i)
+            if d is not None:
+                row = parse_jsonl_line(spec, i, raw, _CFG.text_field, None, None)
+                if row.error is None:
+                    docs.append(d)
+                    texts.append(row.text)
     u = minhasher(_CFG).shingler.features(texts).distinct_sets()
     return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
 

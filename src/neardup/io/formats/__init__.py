@@ -36,7 +36,7 @@ from .base import DirEntry, Fields, Format, InputSpec, Row, check_stamp, decode,
 from .delimited import Delimited
 from .directory import Directory, list_entries
 from .document import Document
-from .jsonl import JSONL, parse_jsonl_line
+from .jsonl import JSONL, parse_jsonl_block, parse_jsonl_line
 from .lines import Lines, block_lines, content, file_blocks, line_text, raw_blocks, raw_lines, read_block
 from .parquet import Parquet
 
@@ -98,6 +98,6 @@ def output_name(spec: InputSpec, used: set) -> str:
 
 __all__ = ["DirEntry", "Fields", "Format", "InputSpec", "Row", "REGISTRY", "FORMATS", "InputFormatError",
            "check_fields_apply", "check_format", "check_stamp", "content", "decode", "fmt_for_name", "format_of",
-           "line_text", "list_entries", "output_name", "parse_jsonl_line", "raw_blocks", "file_blocks", "read_block",
-           "block_lines", "raw_lines", "read_rows", "row_place", "safe_name",
+           "line_text", "list_entries", "output_name", "parse_jsonl_block", "parse_jsonl_line", "raw_blocks",
+           "file_blocks", "read_block", "block_lines", "raw_lines", "read_rows", "row_place", "safe_name",
            "write_edited", "write_kept", "Delimited", "Directory", "Document", "JSONL", "Lines", "Parquet"]

@@ -9,10 +9,16 @@ counted. Ids must not be null, NaN or ±Infinity (see :func:`~.base.id_problem`)
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
+from typing import NamedTuple
 
+import numpy as np
+
+from ...kernels.jsonl import scan_lines
+from ...text.packed import PackedTexts
 from .base import Fields, InputSpec, Row, decode, fields_present, id_problem, keep_value, key_problem
-from .lines import LineFormat, content, raw_lines
+from .lines import BOM, LineFormat, content, raw_lines
 
 
 def parse_jsonl_line(spec: InputSpec, i: int, raw: bytes, text_field: str, id_field: str | None,
@@ -65,6 +71,84 @@ def _record_row(spec: InputSpec, i: int, rec, text_field: str, id_field: str | N
     if problem is not None:
         return Row(i, None, None, error=f"{where}: id field {id_field!r} {problem}")
     return Row(i, rid, text, key=key)
+
+
+class ParsedBlock(NamedTuple):
+    """A block of JSON lines parsed whole (:func:`parse_jsonl_block`): every line a document."""
+    texts: PackedTexts
+    chars: np.ndarray            # int64: characters of each document
+    ids: list | None             # each document's id (None: no id field asked for)
+
+
+_ID_TYPES = ("int64", "string")
+_id_first: dict = {}             # (file, id field) → the id type that parsed its last block
+
+
+def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str,
+                      id_field: str | None) -> ParsedBlock | None:
+    """The lines of ``block`` (whole lines, the first numbered ``first``) parsed at once by Arrow's
+    JSON reader, or None when the block must be read line by line (:func:`parse_jsonl_line`).
+
+    The result is what :func:`parse_jsonl_line` gives for every line, or None: a block is taken
+    whole only when :func:`~neardup.kernels.jsonl.scan_lines` finds it well-formed UTF-8 (nothing to
+    replace) with every line led by ``{`` (no blank line), Arrow parses it with the text a string
+    (ids all integers or all strings) and no null, and it gives one row per line (so no line holds
+    two objects). A line with enough ``{``/``[`` to nest past half of Python's recursion limit is
+    parsed by ``json`` too, and a block with one that ``json`` cannot follow is read line by line,
+    where that line is an error row. Everything else Arrow refuses (duplicate keys, NaN, a lone
+    surrogate escape, numbers out of range, another type) sends the block line by line, where the
+    rules of :func:`parse_jsonl_line` decide."""
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.compute as pc  # noqa: PLC0415
+    import pyarrow.json as pj  # noqa: PLC0415
+
+    if not block or len(block) >= 1 << 31:
+        return None
+    arr = np.frombuffer(block, dtype=np.uint8)
+    head = 3 if first == 1 and block.startswith(BOM) else 0
+    lines, status, deep = scan_lines(arr, head, max(sys.getrecursionlimit() // 2, 1))
+    if status != 0:
+        return None
+    if deep.size:
+        starts = np.concatenate(([0], np.flatnonzero(arr == 10) + 1))
+        for k in deep.tolist():
+            try:
+                json.loads(block[starts[k]:starts[k + 1] if k + 1 < starts.shape[0] else len(block)])
+            except (RecursionError, ValueError):
+                return None
+    key = (spec.path, id_field)
+    types = [None] if id_field is None else sorted(_ID_TYPES, key=lambda t: t != _id_first.get(key, "int64"))
+    opts = pj.ReadOptions(use_threads=False, block_size=max(len(block) + 1, 1 << 16))
+    table = None
+    for t in types:
+        fields = [(text_field, pa.string())] + ([(id_field, getattr(pa, t)())] if t else [])
+        try:
+            table = pj.read_json(pa.BufferReader(block), read_options=opts,
+                                 parse_options=pj.ParseOptions(explicit_schema=pa.schema(fields),
+                                                               unexpected_field_behavior="ignore"))
+        except (pa.ArrowInvalid, ValueError):
+            continue
+        if t:
+            _id_first[key] = t
+        break
+    if table is None or table.num_rows != lines:
+        return None
+    text = table.column(text_field).combine_chunks()
+    if text.null_count:
+        return None                      # null or missing: parse_jsonl_line tells them apart
+    ids = None
+    if id_field is not None:
+        col = table.column(id_field)
+        if col.null_count:
+            return None
+        ids = col.to_pylist()
+    _, off_buf, data_buf = text.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int32, count=len(text) + 1, offset=4 * text.offset).astype(np.int64)
+    buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
+    lengths = pc.utf8_length(text)       # int32, no nulls; read from its buffer (np.asarray imports pandas)
+    chars = np.frombuffer(lengths.buffers()[1], dtype=np.int32, count=len(lengths),
+                          offset=4 * lengths.offset).astype(np.int64)
+    return ParsedBlock(PackedTexts(buf, offsets), chars, ids)
 
 
 class JSONL(LineFormat):

@@ -1,0 +1,225 @@
+"""A block of JSON lines parsed whole by Arrow (parse_jsonl_block) gives what the line-by-line
+parser gives, or nothing (the block is then read line by line); the packed batch it gives signs as
+the same documents as Python strings."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.io.formats import InputSpec, block_lines, parse_jsonl_block, parse_jsonl_line
+from neardup.kernels.jsonl import scan_lines
+from neardup.text.normalize import Normalizer, encode_batch
+from neardup.text.packed import PackedTexts
+
+SPEC = InputSpec("/nowhere/in.jsonl", "jsonl")
+
+# values that one parser or both refuse, or that they could read differently
+_ATOMS = ["0", "-0", "01", "1.5", "1e3", "+1", ".5", "1.", "NaN", "Infinity", "-Infinity", "true", "null",
+          '"x"', '"\\ud800"', '"\\udc00\\ud800"', '"\\ud83d\\ude00"', '"\\u00e9"', '"a\\/b"', '"\\x41"', "[]", "{}",
+          "[1,]", '{"a":1,}', "9223372036854775808", "1e400", "123456789012345678901234", '"\t"', '"é"',
+          '"\\u0000"', "'s'", '"\x7f"', "[[[[1]]]]", '"\\u12"', '"\\ud83dx"', "1E+2", "-", "0x10"]
+_TEXTS = ['"hello world"', '"Ünïcødé Text"', '"a\\nb"', '""', "null", "5", '"x\\u0000y"', '"日本語のテキスト"',
+          '"ﬁ ligature ½ ™"', '"\\ud83d\\ude00 emoji"', '"\\ud800 lone"', "true", '["a"]', '"TAB\\tq"', '"ＦＵＬＬ"']
+_IDS = ["1", '"a"', "-5", "1.0", "null", "true", '"1"', "0", "9223372036854775807", "[1]", '{"x":1}', "NaN", '"é"']
+_KEYS = ['"text"', '"id"', '"m"', '"te\\u0078t"', '"n"', '"id"']
+
+
+@st.composite
+def _line(draw) -> bytes:
+    keys = draw(st.permutations(_KEYS))[:draw(st.integers(1, len(_KEYS)))]
+    parts = []
+    for k in keys:
+        pool = _TEXTS if "te" in k else _IDS if k == '"id"' else _ATOMS
+        parts.append(k + draw(st.sampled_from(["", " "])) + ":" + draw(st.sampled_from(["", " "])) + draw(st.sampled_from(pool)))
+    s = "{" + ",".join(parts) + "}"
+    s = draw(st.sampled_from([s] * 12 + [s + "{}", "  " + s, s + "  ", "", s[:-1], "[" + s + "]", " "]))
+    b = s.encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 19)) == 0:         # a stray byte: invalid UTF-8, a NUL, a control character
+        p = draw(st.integers(0, len(b)))
+        b = b[:p] + bytes([draw(st.sampled_from([0xFF, 0xC0, 0xED, 0x80, 0xF4, 0x00, 0x0D, 0x0B]))]) + b[p:]
+    if draw(st.integers(0, 29)) == 0:
+        b = b"\xef\xbb\xbf" + b
+    return b + draw(st.sampled_from([b"\n"] * 9 + [b"\r\n"]))
+
+
+def _by_lines(first: int, block: bytes, id_field):
+    return [parse_jsonl_line(SPEC, i, raw, "text", id_field, None) for i, raw in block_lines(first, block)]
+
+
+def _same_as_lines(first: int, block: bytes, id_field) -> bool:
+    """Whether the block was taken whole; if it was, every line's row equals the line parser's."""
+    fast = parse_jsonl_block(SPEC, first, block, "text", id_field)
+    if fast is None:
+        return False
+    rows = _by_lines(first, block, id_field)
+    assert len(rows) == len(fast.texts) == fast.chars.shape[0]
+    for k, r in enumerate(rows):
+        assert r.error is None and not r.replaced, (block, r)
+        assert r.text == fast.texts[k] and len(r.text) == fast.chars[k]
+        if id_field is None:
+            assert fast.ids is None
+        else:
+            assert type(r.id) is type(fast.ids[k]) and r.id == fast.ids[k]
+    return True
+
+
+@settings(max_examples=600, deadline=None)
+@given(lines=st.lists(_line(), min_size=1, max_size=6), final_newline=st.booleans(), first=st.sampled_from([1, 7]),
+       id_field=st.sampled_from([None, "id"]))
+def test_a_block_parsed_whole_is_what_each_line_gives(lines, final_newline, first, id_field):
+    block = b"".join(lines)
+    if not final_newline:
+        block = block.rstrip(b"\n")
+    if block:
+        _same_as_lines(first, block, id_field)
+
+
+def test_the_common_blocks_are_taken_whole_and_the_doubtful_are_not():
+    ok = b'{"id": 1, "text": "Hello"}\n{"id": 2, "text": "caf\\u00e9 \xc3\xa9", "meta": {"a": [1, 2.5, null]}}\n'
+    assert _same_as_lines(1, ok, "id") and _same_as_lines(1, ok, None)
+    assert _same_as_lines(1, ok.rstrip(b"\n"), "id")                       # the last line without its newline
+    assert _same_as_lines(1, b'\xef\xbb\xbf' + ok, "id")                    # a byte-order mark on line 1 only
+    assert not _same_as_lines(5, b'\xef\xbb\xbf' + ok, "id")
+    strs = b'{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n'
+    assert _same_as_lines(1, strs, "id") and _same_as_lines(1, ok, "id")   # the id type follows the file
+    for doubtful in (
+        ok + b"\n",                                         # a blank line: a counted skip, line by line
+        ok + b'{"id": 3, "text": "a"}{"id": 4, "text": "b"}\n',   # two objects on a line
+        ok + b'{"id": 3}\n',                                # no text field (Arrow gives null)
+        ok + b'{"id": 3, "text": null}\n',                  # null text ("" line by line)
+        ok + b'{"id": 3, "text": "a", "text": "b"}\n',      # a duplicate key (json keeps the last)
+        ok + b'{"id": 3, "text": "bad \xff byte"}\n',       # invalid UTF-8: replaced and counted
+        ok + b'{"id": 3, "text": "a", "m": "\xff"}\n',      # ... even outside the text
+        ok + b'{"id": 3.0, "text": "a"}\n',                 # a float id stays a float
+        ok + b'{"id": "3", "text": "a"}\n',                 # mixed id types
+        ok + b'{"id": 3, "text": "\\ud800"}\n',             # a lone surrogate escape
+        ok + b'  {"id": 3, "text": "a"}\n',                 # led by white space
+    ):
+        assert not _same_as_lines(1, doubtful, "id"), doubtful
+
+
+def test_nesting_deeper_than_python_follows_is_left_to_the_line_parser():
+    deep = b'{"text": "a", "m": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    block = b'{"text": "b"}\n' + deep
+    assert parse_jsonl_block(SPEC, 1, block, "text", None) is None
+    rows = _by_lines(1, block, None)
+    assert rows[0].error is None and "nested too deeply" in rows[1].error
+    fair = b'{"text": "a", "m": ' + b"[" * 600 + b"]" * 600 + b"}\n"   # flagged, checked by json, taken
+    assert _same_as_lines(1, b'{"text": "b"}\n' + fair, None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.binary(max_size=64) | st.text(max_size=24).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_the_scan_checks_utf8_as_python_does(data):
+    block = b"{" + data.replace(b"\n", b"") + b"\n"
+    lines, status, _ = scan_lines(np.frombuffer(block, dtype=np.uint8), 0, 100)
+    try:
+        block.decode("utf-8")
+        assert status == 0 and lines == 1
+    except UnicodeDecodeError:
+        assert status == 1
+
+
+def test_the_scan_counts_lines_and_flags_bracket_heavy_ones():
+    block = b'{"a": 1}\n{"b": [[[[]]]]}\n{"c": "{{{{"}'
+    lines, status, deep = scan_lines(np.frombuffer(block, dtype=np.uint8), 0, 5)
+    assert (lines, status, deep.tolist()) == (3, 0, [1, 2])
+    assert scan_lines(np.frombuffer(b'{}\n\n{}\n', dtype=np.uint8), 0, 5)[1] == 2
+    assert scan_lines(np.frombuffer(b' {}\n', dtype=np.uint8), 0, 5)[1] == 2
+
+
+_DOC = st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
+    ["", "ASCII Only", "Ｆｕｌｌ ｗｉｄｔｈ", "ﬁ ½ ™ é", "Straße İstanbul", "日本語 テキスト", "a\u0301b", "  two  spaces\t"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(docs=st.lists(_DOC, max_size=20), nfkc=st.booleans(), casefold=st.booleans(), whitespace=st.booleans(),
+       kernel=st.booleans(), none=st.booleans())
+def test_a_packed_batch_encodes_as_its_strings(docs, nfkc, casefold, whitespace, kernel, none):
+    norm = None if none else Normalizer(nfkc=nfkc, casefold=casefold, whitespace=whitespace)
+    ws = False if kernel else None
+    if kernel and norm is None:
+        return
+    enc = [d.encode("utf-8") for d in docs]
+    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in enc], out=offsets[1:])
+    packed = PackedTexts(np.frombuffer(bytearray(b"".join(enc) or b"\0"), dtype=np.uint8), offsets)
+    before = packed.buf.copy()
+    want = encode_batch(docs, norm, whitespace=ws, kernel_maps=kernel)
+    got = encode_batch(packed, norm, whitespace=ws, kernel_maps=kernel)
+    n = int(want[1][-1])
+    assert got[1].tolist() == want[1].tolist() and got[0][:n].tobytes() == want[0][:n].tobytes()
+    assert np.array_equal(packed.buf, before)              # the caller's batch is left as it was
+    assert list(packed) == docs and list(packed[1:3]) == docs[1:3] and list(packed[::2]) == docs[::2]
+
+
+def test_a_run_gives_the_same_outputs_with_blocks_parsed_whole_or_by_line(tmp_path, monkeypatch):
+    """The whole pipeline over blocks that take either path (a blank line, a bad line, ids, NFKC
+    documents): every output file identical to the line-by-line run's."""
+    import neardup.engines.local.workers as workers
+    from neardup import DedupConfig, run_dedup
+
+    lines = []
+    for i in range(400):
+        text = f"document {i % 60} shares these words with its copies ﬁ Ｆｕｌｌ {i % 7}" + (" é" if i % 5 else "")
+        lines.append(json.dumps({"id": i, "text": text, "meta": {"n": i}}, ensure_ascii=i % 2 == 0))
+    lines[50] = ""
+    lines[120] = '{"id": 120, "text": 5}'
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cfg = DedupConfig(workers=1, batch_size=32, id_field="id", on_error="skip", quiet=True, html=False)
+    whole = []
+
+    def counted(*a):
+        got = parse_jsonl_block(*a)
+        whole.append(got is not None)
+        return got
+
+    monkeypatch.setattr(workers, "parse_jsonl_block", counted)
+    run_dedup([str(src)], str(tmp_path / "whole"), cfg)
+    assert sum(whole) == len(whole) - 2           # all but the blocks of the blank and the bad line
+    monkeypatch.setattr(workers, "parse_jsonl_block", lambda *a: None)
+    run_dedup([str(src)], str(tmp_path / "lines"), cfg)
+    names = sorted(p.relative_to(tmp_path / "whole") for p in (tmp_path / "whole").rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(tmp_path / "lines") for p in (tmp_path / "lines").rglob("*") if p.is_file())
+    for name in names:
+        if name.name not in ("report.json", "report.html", ".neardup-manifest.json"):
+            assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "lines" / name).read_bytes(), name
+    ra = json.loads((tmp_path / "whole" / "report.json").read_text())
+    rb = json.loads((tmp_path / "lines" / "report.json").read_text())
+    for key in ("counts", "skipped", "cluster_sizes", "similarity_histogram", "samples", "lsh", "borderline"):
+        assert ra[key] == rb[key], key
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_chinese_blocks_are_taken_whole(ensure_ascii):
+    block = "".join(json.dumps({"text": f"中文文本，第{i}段。ＡＢＣ"}, ensure_ascii=ensure_ascii) + "\n"
+                    for i in range(20)).encode()
+    assert _same_as_lines(1, block, None)
+
+
+def test_the_band_re_read_takes_the_same_sets_from_a_whole_block(tmp_path, monkeypatch):
+    """--verify borderline re-reads the band's documents a block at a time (``_sets_job``): the sets
+    taken from a block parsed whole are the ones the line-by-line read gives."""
+    import neardup.engines.local.workers as workers
+    from neardup import DedupConfig
+
+    lines = [json.dumps({"text": f"words of document {i} ﬁ Ｘ {'é' * (i % 3)} " + "common tail " * (i % 4)})
+             for i in range(60)]
+    data = ("\n".join(lines) + "\n").encode()
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    spec = InputSpec(str(src), "jsonl")
+    monkeypatch.setattr(workers, "_CFG", DedupConfig().resolved())
+    wanted = np.array([3, 4, 10, 11, 12, 40, 59, 60], dtype=np.int64)       # line numbers, block from line 1
+    job = (spec, 1, (0, len(data)), (wanted, wanted * 10))
+    got = workers._sets_job(job)
+    monkeypatch.setattr(workers, "parse_jsonl_block", lambda *a: None)
+    want = workers._sets_job(job)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+    assert got[0].tolist() == (wanted * 10).tolist() and got[2].shape == (8,)
