@@ -26,6 +26,8 @@ from hostile import (
     without_root,
     write_jsonl,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup import DedupConfig, run_dedup
 from neardup.errors import InputFormatError
@@ -550,3 +552,24 @@ def test_field_flags_without_records_are_refused(tmp_path):
     j = write_jsonl(tmp_path / "a.jsonl", docs(3), ids=["x", "y", "z"])
     run_dedup([str(p), str(j)], str(tmp_path / "mixed"), cfg(id_field="id"))   # applies to the JSONL input
     accounted(tmp_path / "mixed", 5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.integers(-3, 3), max_size=30) | st.lists(st.integers(-2**70, 2**70) | st.sampled_from([0, 1]),
+                                                                   max_size=12)
+       | st.lists(st.sampled_from(["a", "b", "1", "é"]), max_size=20)
+       | st.lists(st.sampled_from([1, 1.0, True, "1", None, 2, "a", 0, False]), max_size=20))
+def test_duplicate_ids_are_the_repeats_of_each_id_key_in_document_order(ids):
+    """The integer and string paths of duplicate_ids give what the definition gives: each repeat
+    (later document, first document with an equal id key), in document order."""
+    from neardup.dedup.records import duplicate_ids, id_key
+
+    first: dict = {}
+    want = []
+    for d, v in enumerate(ids):
+        k = id_key(v)
+        if k in first:
+            want.append((d, first[k]))
+        else:
+            first[k] = d
+    assert duplicate_ids(ids) == want

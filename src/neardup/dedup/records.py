@@ -141,8 +141,23 @@ def duplicate_ids(ids: list) -> list[tuple[int, int]]:
     n = len(ids)
     if n < 2:
         return []
-    keys = [id_key(v) for v in ids]
-    h = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=n)
+    kinds = set(map(type, ids))
+    if kinds == {int}:               # integers alone (the common case): equal ids are equal numbers
+        try:
+            v = np.fromiter(ids, dtype=np.int64, count=n)
+        except OverflowError:
+            v = None
+        if v is not None:
+            order = np.argsort(v, kind="stable")      # equal ids in document order
+            vs = v[order]
+            start = np.concatenate(([True], vs[1:] != vs[:-1]))
+            first = order[np.flatnonzero(start)][np.cumsum(start) - 1]
+            later = ~start
+            pairs = np.stack([order[later], first[later]], axis=1)
+            pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+            return [tuple(p) for p in pairs.tolist()]
+    keys = ids if kinds == {str} else [id_key(v) for v in ids]     # strings: equal as their keys are
+    h = np.fromiter(map(hash, keys), dtype=np.int64, count=n)
     order = np.argsort(h, kind="stable")
     hs = h[order]
     same = np.flatnonzero(hs[1:] == hs[:-1])

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...kernels.jsonl import scan_lines
+from ...kernels.normalize import char_counts
 from ...text.packed import PackedTexts
 from .base import Fields, InputSpec, Row, decode, fields_present, id_problem, keep_value, key_problem
 from .lines import BOM, LineFormat, content, raw_lines
@@ -99,7 +100,6 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
     surrogate escape, numbers out of range, another type) sends the block line by line, where the
     rules of :func:`parse_jsonl_line` decide."""
     import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.compute as pc  # noqa: PLC0415
     import pyarrow.json as pj  # noqa: PLC0415
 
     if not block or len(block) >= 1 << 31:
@@ -145,10 +145,8 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
     _, off_buf, data_buf = text.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int32, count=len(text) + 1, offset=4 * text.offset).astype(np.int64)
     buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
-    lengths = pc.utf8_length(text)       # int32, no nulls; read from its buffer (np.asarray imports pandas)
-    chars = np.frombuffer(lengths.buffers()[1], dtype=np.int32, count=len(lengths),
-                          offset=4 * lengths.offset).astype(np.int64)
-    return ParsedBlock(PackedTexts(buf, offsets), chars, ids)
+    texts = PackedTexts(buf, offsets)
+    return ParsedBlock(texts, char_counts(texts.buf, texts.offsets), ids)
 
 
 class JSONL(LineFormat):
