@@ -22,7 +22,7 @@ DEMO = ROOT / "examples" / "data" / "debian_copyright.jsonl.gz"
 
 
 def _cfg(**kw) -> DedupConfig:
-    return DedupConfig(workers=1, quiet=True, html=False, id_field="id", **kw)
+    return DedupConfig(**{"workers": 1, "quiet": True, "html": False, "id_field": "id", **kw})
 
 
 def _outputs(out: Path) -> dict:
@@ -170,3 +170,118 @@ def test_resume_with_unreadable_folder_entries_list_ids_and_a_stale_checkpoint(t
     out3 = _checkpointed(tmp_path / "stale", src)
     run_dedup([str(src)], str(out3), _cfg())
     assert not Path(checkpoint_dir(str(out3))).exists()
+
+
+PART_KILL = textwrap.dedent("""
+    import os, signal, sys
+    from neardup.config import DedupConfig
+    from neardup.dedup import resume
+    from neardup.engines.local import run as dedup
+
+    inputs, out, part_bytes, after, n_workers, batch = sys.argv[1:7]
+    os.environ["NEARDUP_RESUME_PART_MB"] = str(int(part_bytes) / 2**20)
+    orig = resume.Parts.write
+    def write(self, *a, **k):                 # killed once `after` parts of pass 1 are on disk
+        orig(self, *a, **k)
+        if self.count >= int(after):
+            os.kill(os.getpid(), signal.SIGKILL)
+    resume.Parts.write = write
+    cfg = DedupConfig(workers=int(n_workers), quiet=True, html=False, id_field="id", resume=True,
+                      batch_size=int(batch))
+    dedup.run_dedup(inputs.split(","), out, cfg)
+    print("finished")
+""")
+
+
+def _inputs(tmp_path: Path, kind: str) -> list[str]:
+    """The demo corpus as uncompressed JSON lines (a file the workers read by byte offsets), gzip
+    (read in blocks by this process), CSV (parsed row by row here) or two files."""
+    import csv
+    import gzip
+
+    rows = [json.loads(line) for line in gzip.open(DEMO, "rt", encoding="utf-8")]
+    plain = tmp_path / "in.jsonl"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    if kind == "plain":
+        return [str(plain)]
+    if kind == "gz":
+        return [str(DEMO)]
+    if kind == "csv":
+        path = tmp_path / "in.csv"
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["id", "text"])
+            w.writerows([r["id"], r["text"]] for r in rows)
+        return [str(path)]
+    second = tmp_path / "second.jsonl"
+    second.write_text("".join(json.dumps(dict(r, id="second-" + str(r["id"]))) + "\n" for r in rows), encoding="utf-8")
+    return [str(plain), str(second)]
+
+
+@pytest.mark.parametrize("kind, part_bytes, after, n_workers, batch", [
+    ("plain", 300_000, 3, 2, 16), ("plain", 300_000, 1, 1, 7), ("gz", 250_000, 4, 2, 16),
+    ("csv", 250_000, 2, 1, 16), ("two", 400_000, 9, 2, 32)])
+def test_a_run_killed_while_signing_goes_on_from_its_parts(tmp_path, kind, part_bytes, after, n_workers, batch):
+    """Killed with SIGKILL part-way through pass 1 (after some checkpoint parts are on disk, batches
+    in flight): the resumed run takes the parts, reads on from where they end — at a byte offset,
+    inside a block of other bounds (another --batch-size), past the rows of a parsed file, in the
+    second input — and gives the outputs of an uninterrupted run."""
+    inputs = _inputs(tmp_path, kind)
+    ref = tmp_path / "ref"
+    run_dedup(inputs, str(ref), _cfg())
+    script = tmp_path / "kill.py"
+    script.write_text(PART_KILL)
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, str(script), ",".join(inputs), str(out), str(part_bytes), str(after),
+                          str(n_workers), str(batch)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
+    ck = Path(checkpoint_dir(str(out)))
+    parts = sorted(p.name for p in ck.iterdir())
+    assert parts == [f"part-{k:06d}.npz" for k in range(1, after + 1)]
+    rep = run_dedup(inputs, str(out), _cfg(resume=True, batch_size=5, workers=n_workers))
+    assert 0 < rep["timings"]["resume_rows"] < rep["counts"]["input_rows"]
+    assert "resume_load" not in rep["timings"]
+    assert _outputs(out) == _outputs(ref)
+    assert not ck.exists()
+
+
+def _parted(tmp_path: Path, after: int = 3) -> tuple[list[str], Path]:
+    inputs = _inputs(tmp_path, "plain")
+    script = tmp_path / "kill.py"
+    script.write_text(PART_KILL)
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, str(script), inputs[0], str(out), "300000", str(after), "1", "16"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
+    return inputs, out
+
+
+def test_parts_of_a_changed_input_or_with_a_gap_are_refused(tmp_path):
+    inputs, out = _parted(tmp_path)
+    ck = Path(checkpoint_dir(str(out)))
+    with pytest.raises(ConfigError, match=r"made with threshold=0\.8, this run has threshold=0\.7"):
+        run_dedup(inputs, str(out), _cfg(resume=True, threshold=0.7))
+    (ck / "part-000002.npz").rename(ck / "gone.npz")
+    with pytest.raises(ConfigError, match="misses a part before part-000003"):
+        run_dedup(inputs, str(out), _cfg(resume=True))
+    (ck / "gone.npz").write_bytes(b"not an npz")
+    (ck / "gone.npz").rename(ck / "part-000002.npz")
+    with pytest.raises(ConfigError, match="part-000002.npz cannot be read"):
+        run_dedup(inputs, str(out), _cfg(resume=True))
+    with open(inputs[0], "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": 99999, "text": "one more line"}) + "\n")
+    with pytest.raises(ConfigError, match=r"in\.jsonl changed since \(size differs\)"):
+        run_dedup(inputs, str(out), _cfg(resume=True))
+    assert not (out / "report.json").exists()
+
+
+def test_a_bad_part_size_is_refused(tmp_path, monkeypatch):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": 1, "text": "a b c d e f"}) + "\n", encoding="utf-8")
+    for bad in ("zero", "0", "-1", "nan"):
+        monkeypatch.setenv("NEARDUP_RESUME_PART_MB", bad)
+        with pytest.raises(ConfigError, match="NEARDUP_RESUME_PART_MB must be a positive number of MiB"):
+            run_dedup([str(src)], str(tmp_path / "o"), _cfg(resume=True))
+    monkeypatch.setenv("NEARDUP_RESUME_PART_MB", "0.001")
+    rep = run_dedup([str(src)], str(tmp_path / "o"), _cfg(resume=True))
+    assert rep["counts"]["documents"] == 1

@@ -14,6 +14,7 @@ for the span methods (``--method lines|substrings``, ``--spans``).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -199,6 +200,95 @@ def restore(arrays: dict, fields: dict, corpus_cls):
         features = (Features(arrays["f_hashes"], arrays["f_offsets"], arrays["f_counts"]) if "f_counts" in arrays
                     else Features.distinct(arrays["f_hashes"], arrays["f_offsets"]))
     return (arrays["values"], arrays["empty"], arrays.get("sizes"), features), corpus
+
+
+#: input read between two checkpoints of a pass 1 under way, unless ``NEARDUP_RESUME_PART_MB`` says
+PART_BYTES = 512 << 20
+
+
+def part_bytes() -> int:
+    """Input bytes between two parts: ``NEARDUP_RESUME_PART_MB`` (MiB, a positive number) or
+    :data:`PART_BYTES`."""
+    raw = os.environ.get("NEARDUP_RESUME_PART_MB")
+    if raw is None:
+        return PART_BYTES
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = 0.0
+    if not 0 < mb < 1 << 30:
+        raise ConfigError(f"NEARDUP_RESUME_PART_MB must be a positive number of MiB, got {raw!r}")
+    return max(int(mb * (1 << 20)), 1)
+
+
+class Parts:
+    """Pass 1 checkpointed as it goes: after every :data:`PART_BYTES` of input read, the rows and
+    signatures read since the last part go to ``part-NNNNNN.npz`` in the checkpoint folder (written
+    to a temporary name and renamed: whole or absent), with the place where reading goes on. A run
+    killed while signing continues with ``--resume`` from the last whole part: the parts' rows are
+    taken as they are and reading starts after them (an uncompressed JSON lines file at that byte;
+    any other input re-reads and skips the rows already taken). The full checkpoint written when
+    pass 1 ends replaces the parts. Each part carries the run's fingerprint, checked as
+    :func:`load` checks the full one."""
+
+    def __init__(self, folder: str, cfg, specs):
+        self.folder = folder
+        self.fp = fingerprint(cfg, specs)
+        self.count = 0
+        self.ok = True
+        self.taken_rows = 0
+        self.part_bytes = part_bytes()
+
+    def load(self) -> list:
+        """The parts already written, in order, as (arrays, state); [] when there are none."""
+        if not os.path.isdir(self.folder) or os.path.exists(os.path.join(self.folder, "state.json")):
+            return []
+        names = sorted(n for n in os.listdir(self.folder) if n.startswith("part-") and n.endswith(".npz"))
+        out = []
+        for k, name in enumerate(names):
+            path = os.path.join(self.folder, name)
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    arrays = {key: z[key] for key in z.files}
+                state = json.loads(arrays.pop("state").tobytes().decode("utf-8"))
+            except (OSError, ValueError, KeyError) as exc:
+                raise ConfigError(f"resume (--resume): the checkpoint part {path} cannot be read ({exc}); remove "
+                                  f"{self.folder} to start over") from None
+            why = _difference(state["fingerprint"], self.fp)
+            if why:
+                raise ConfigError(f"resume (--resume): the checkpoint {self.folder} is of another run ({why}); "
+                                  "remove it to start over, or run without --resume")
+            if name != f"part-{k + 1:06d}.npz":
+                raise ConfigError(f"resume (--resume): the checkpoint {self.folder} misses a part before {name}; "
+                                  "remove it to start over")
+            out.append((arrays, state))
+        self.count = len(out)
+        return out
+
+    def write(self, arrays: dict, state: dict) -> None:
+        """The next part (nothing when ids or keep values are not JSON values: then no part at all)."""
+        if not self.ok:
+            return
+        if not all(_is_json(i) for i in state.get("ids") or ()) or not all(_is_json(k) for k in state["keys"]):
+            self.ok = False
+            remove(self.folder)
+            return
+        state = dict(state, fingerprint=self.fp)
+        raw = json.dumps(state, allow_nan=True).encode("utf-8")
+        os.makedirs(self.folder, exist_ok=True)
+        self.count += 1
+        path = os.path.join(self.folder, f"part-{self.count:06d}.npz")
+        tmp = os.path.join(self.folder, f".tmp-{secrets.token_hex(4)}.npz")
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, state=np.frombuffer(raw, dtype=np.uint8), **arrays)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
 
 def remove(folder: str) -> None:

@@ -1,4 +1,5 @@
-"""One pass over a block of JSON lines before a compiled parser takes it whole.
+"""Passes over blocks of lines: where to cut a file into blocks of whole lines (:func:`line_cuts`),
+and whether a block of JSON lines can go to a compiled parser whole (:func:`scan_lines`).
 
 Arrow's JSON reader (RapidJSON) parses a block of lines into columns at 380 MB/s, but it does not
 check UTF-8 and it does not refuse what Python's ``json`` refuses: two objects on one line, nesting
@@ -112,3 +113,25 @@ def scan_lines(buf, head, limit):
             n_deep += 1
         lines += 1
     return lines, 0, deep[:n_deep]
+
+
+@njit(cache=True, nogil=True)
+def line_cuts(buf, end, max_lines):
+    """In ``buf[:end]``: the number of newlines, and the position after every ``max_lines``-th one
+    (where a block of ``max_lines`` lines ends). Words without a newline are skipped eight bytes at
+    a time."""
+    cuts = np.empty(8, dtype=np.int64)
+    n_cuts = 0
+    count = 0
+    i = 0
+    while i < end:
+        if i + 8 <= end and _zero_bytes(load_u64(buf, i) ^ NEWLINE) == 0:
+            i += 8
+            continue
+        if buf[i] == 0x0A:
+            count += 1
+            if count % max_lines == 0:
+                cuts = _push(cuts, n_cuts, i + 1)
+                n_cuts += 1
+        i += 1
+    return count, cuts[:n_cuts]

@@ -218,8 +218,8 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
     return report
 
 
-def _read(specs, cfg: DedupConfig, corpus: Corpus, edits=None) -> tuple:
-    arrays = read_and_sign(specs, cfg, corpus, edits)
+def _read(specs, cfg: DedupConfig, corpus: Corpus, edits=None, parts=None) -> tuple:
+    arrays = read_and_sign(specs, cfg, corpus, edits, parts)
     if cfg.id_field is not None:
         arrays = _drop_duplicate_ids(specs, cfg, corpus, arrays)
     if corpus.payload_of_doc is None:
@@ -241,7 +241,10 @@ def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | N
                 check_stamp(spec)
             timings["resume_load"] = time.perf_counter() - t0     # (its presence: this run resumed)
             return values, empty, sizes, features, corpus
-    values, empty, sizes, features = _read(specs, cfg, corpus)
+    parts = resume.Parts(checkpoint, cfg, specs) if checkpoint is not None else None
+    values, empty, sizes, features = _read(specs, cfg, corpus, parts=parts)
+    if parts is not None and parts.taken_rows:
+        timings["resume_rows"] = parts.taken_rows     # (its presence: pass 1 went on from a stopped run's parts)
     if checkpoint is not None:
         t0 = time.perf_counter()
         if not resume.save(checkpoint, cfg, specs, values, empty, sizes, features, corpus) and not cfg.quiet:

@@ -45,6 +45,7 @@ from ...io.formats import (
     read_rows,
 )
 from ...io.outdir import release_inherited_locks
+from ...kernels.jsonl import line_cuts
 
 _SIGNER = None
 
@@ -223,10 +224,46 @@ def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs: np
     return np.concatenate(rest) if rest else np.zeros(0, dtype=np.int64)
 
 
-def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edits: tuple | None = None):
+def _take_part(arrays: dict, state: dict, corpus: Corpus, chunks: tuple, rows_of: list) -> tuple:
+    """A checkpoint part of pass 1 (:class:`~neardup.dedup.resume.Parts`) added to the run's corpus
+    and result chunks, as :func:`read_and_sign`'s ``collect`` added its batches. Returns where reading
+    goes on: (input, rows taken from it, byte offset after them or −1)."""
+    sigs, empties, sizes, shingles = chunks
+    if state["row0"] != corpus.n_rows:
+        raise ValueError("a checkpoint part out of order")      # the part files are numbered: a bug, never input
+    corpus.skipped.extend(tuple(x) for x in state["skipped"])
+    corpus.n_rows += state["n_rows"]
+    if "ids" in arrays and isinstance(corpus.ids, array):
+        corpus.ids.frombytes(arrays["ids"].astype(np.int64).tobytes())
+    else:
+        if isinstance(corpus.ids, array):
+            corpus.ids = corpus.ids.tolist()
+        corpus.ids.extend(arrays["ids"].tolist() if "ids" in arrays else state["ids"])
+    for name in ("doc_line", "lengths", "doc_row"):
+        getattr(corpus, name).frombytes(arrays[name].astype(np.int64).tobytes())
+    corpus.n_chars += state["n_chars"]
+    corpus.keys.extend(state["keys"])
+    corpus.replaced += state["replaced"]
+    for si, places in state["blocks"].items():
+        corpus.blocks.setdefault(int(si), []).extend(tuple(p) for p in places)
+    rows_of[:] = state["rows_of"]
+    if "values" in arrays:
+        sigs.append(arrays["values"])
+        empties.append(arrays["empty"])
+    if "sizes" in arrays:
+        sizes.append(arrays["sizes"])
+    if "shingles" in arrays:
+        shingles.append(arrays["shingles"])
+    return tuple(state["position"])
+
+
+def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edits: tuple | None = None,
+                  parts=None):
     """Pass 1: every row read, every document signed. ``edits`` = (input row → byte ranges, rows per
     input of an earlier read): ranges removed from those rows' texts before they are signed
-    (``--spans-order before``)."""
+    (``--spans-order before``). ``parts`` (:class:`~neardup.dedup.resume.Parts`, ``--resume``): the
+    parts a killed run left are taken first and reading goes on after them; new parts are written
+    as the run goes."""
     sigs, empties, sizes, shingles = [], [], [], []
     edits, bases = (edits[0], [sum(edits[1][:k]) for k in range(len(specs))]) if edits else ({}, [0] * len(specs))
     # progress in characters against the file sizes: exact for plain UTF-8 ASCII text, close for
@@ -236,25 +273,47 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
     bar = progress(cfg, total, "read+sign", unit="char")
     rows_of = [0] * len(specs)
     key_field = cfg.keep_field if cfg.keep == "key" else None
+    start = (0, 0, -1)             # (input, its rows already taken, byte offset after them or −1)
+    if parts is not None:
+        for arrays, state in parts.load():
+            start = _take_part(arrays, state, corpus, (sigs, empties, sizes, shingles), rows_of)
+            bar.update(state["bytes"])
+        parts.taken_rows = corpus.n_rows
+        if corpus.n_rows and not cfg.quiet:
+            print(f"neardup: --resume: pass 1 goes on after row {corpus.n_rows:,} ({parts.count} checkpoint parts "
+                  "of the stopped run)", file=sys.stderr, flush=True)
+    mark = _Mark.of(corpus, (sigs, sizes, shingles))
+
+    def skipped_rows(si):
+        return start[1] if si == start[0] else 0
 
     def jobs():
         """(input index, job, row metadata known here or None, bytes for the progress bar). When
         reading fails (a truncated file, a missing column), the rows read before still come out
         first, so that an earlier bad row is reported before the read error."""
         for si, spec in enumerate(specs):
-            base = bases[si]
+            if si < start[0]:
+                continue                 # read before the run was stopped (its checkpoint parts)
+            base, skip = bases[si], skipped_rows(si)
             if spec.fmt == "jsonl":  # blocks of whole lines: split and parsed where the batch is signed
                 def line_edits(first, n, base=base):
                     return {i: edits[base + i - 1] for i in range(first, first + n) if base + i - 1 in edits}
 
-                if spec.compression is None and os.path.isfile(spec.path):   # the worker reads the block
+                if spec.compression is None and os.path.isfile(spec.path) and (skip == 0 or start[2] >= 0):
                     places = corpus.blocks.setdefault(si, [])     # (kept: the band's re-read finds its lines)
-                    for first, offset, length, n in file_blocks(spec, cfg.batch_size):
-                        places.append((first, offset, length, n))
+                    at = (start[2], skip + 1) if skip else (0, 1)
+                    for first, offset, length, n in file_blocks(spec, cfg.batch_size, start=at):
+                        places.append((first, offset, length, n))      # the worker reads the block
                         yield si, ("jsonl", spec, first, (offset, length), line_edits(first, n) if edits else {}), \
                             None, length
                     continue
                 for first, block, n in raw_blocks(spec, cfg.batch_size):
+                    if first + n - 1 <= skip:
+                        continue
+                    if first <= skip:    # a resumed run: the lines already taken are dropped
+                        m = skip - first + 1
+                        cut = int(line_cuts(np.frombuffer(block, dtype=np.uint8), len(block), m)[1][0])
+                        first, block, n = skip + 1, block[cut:], n - m
                     yield si, ("jsonl", spec, first, block, line_edits(first, n) if edits else {}), None, len(block)
                 continue
             rows, texts = [], []
@@ -263,6 +322,8 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
                 return si, ("texts", texts), rows_meta(rows, key_field is not None), sum(len(t) for t in texts)
             try:
                 for k, row in enumerate(read_rows(spec, cfg.text_field, cfg.id_field, key_field)):
+                    if k < skip:
+                        continue
                     rows.append(row)
                     if row.error is None:
                         texts.append(row.text if base + k not in edits else edited(row.text, edits[base + k]))
@@ -276,7 +337,15 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
             if rows:
                 yield batch(rows, texts)
 
-    def collect(si, meta: RowsMeta, res, nbytes):
+    def collect(si, meta: RowsMeta, res, nbytes, job=None):
+        _collect(si, meta, res, nbytes)
+        if parts is not None:
+            mark.bytes += nbytes
+            if mark.bytes >= parts.part_bytes:
+                after = sum(job[3]) if job is not None and job[0] == "jsonl" and isinstance(job[3], tuple) else -1
+                mark.write(parts, corpus, (sigs, empties, sizes, shingles), rows_of, (si, rows_of[si], after))
+
+    def _collect(si, meta: RowsMeta, res, nbytes):
         spec = specs[si]
         g0 = corpus.n_rows
         for k, error, blank in meta.errors:
@@ -324,15 +393,15 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         sign = make_signer(cfg)
         for si, job, meta, nbytes in jobs():
             parsed, res = _run_job(job, cfg, sign)
-            collect(si, meta if meta is not None else parsed, res, nbytes)
+            collect(si, meta if meta is not None else parsed, res, nbytes, job)
     else:
         with worker_pool(cfg) as pool:
             window: deque = deque()
 
             def collect_oldest():
-                si, meta, nbytes, fut = window.popleft()
+                si, meta, nbytes, job, fut = window.popleft()
                 parsed, res = fut.result()
-                collect(si, meta if meta is not None else parsed, res, nbytes)
+                collect(si, meta if meta is not None else parsed, res, nbytes, job)
 
             it = jobs()
             while True:
@@ -344,7 +413,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
                     while window:  # and an earlier bad row raises instead
                         collect_oldest()
                     raise
-                window.append((si, meta, nbytes, pool.submit(_worker_job, job)))
+                window.append((si, meta, nbytes, job, pool.submit(_worker_job, job)))
                 if len(window) >= 2 * cfg.workers:
                     collect_oldest()
             while window:
@@ -370,6 +439,58 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         empty = np.zeros(0, dtype=bool)
         size = None
     return Signed(values, empty, size, features)
+
+
+class _Mark:
+    """Where the last checkpoint part of pass 1 ended: lengths of the corpus's columns and of the
+    result chunks then, and the input bytes read since."""
+
+    def __init__(self, **at):
+        self.__dict__.update(at)
+        self.bytes = 0
+
+    @classmethod
+    def of(cls, corpus: Corpus, chunks: tuple) -> _Mark:
+        return cls(docs=len(corpus.doc_row), skipped=len(corpus.skipped), n_rows=corpus.n_rows,
+                   n_chars=corpus.n_chars, replaced=corpus.replaced, keys=len(corpus.keys),
+                   chunks=tuple(len(c) for c in chunks),
+                   blocks={si: len(v) for si, v in corpus.blocks.items()})
+
+    def write(self, parts, corpus: Corpus, chunks: tuple, rows_of: list, position: tuple) -> None:
+        """The rows and results since the mark as the next part, then the mark moved to now."""
+        sigs, empties, sizes, shingles = chunks
+        d0, d1 = self.docs, len(corpus.doc_row)
+        arrays = {"doc_line": np.asarray(corpus.doc_line[d0:d1], dtype=np.int64),
+                  "lengths": np.asarray(corpus.lengths[d0:d1], dtype=np.int64),
+                  "doc_row": np.asarray(corpus.doc_row[d0:d1], dtype=np.int64)}
+        if sigs[self.chunks[0]:]:
+            arrays.update(values=_joined(sigs[self.chunks[0]:]), empty=_joined(empties[self.chunks[0]:]))
+        if sizes[self.chunks[1]:]:
+            arrays["sizes"] = _joined(sizes[self.chunks[1]:])
+        if shingles[self.chunks[2]:]:
+            arrays["shingles"] = _joined(shingles[self.chunks[2]:])
+        state = {"row0": self.n_rows, "n_rows": corpus.n_rows - self.n_rows,
+                 "n_chars": corpus.n_chars - self.n_chars, "replaced": corpus.replaced - self.replaced,
+                 "skipped": [list(x) for x in corpus.skipped[self.skipped:]], "keys": corpus.keys[self.keys:],
+                 "rows_of": list(rows_of), "position": list(position),
+                 "bytes": self.bytes, "ids": None, "blocks": {}}
+        if isinstance(corpus.ids, array):
+            arrays["ids"] = np.asarray(corpus.ids[d0:d1], dtype=np.int64)
+        else:
+            state["ids"] = corpus.ids[d0:d1]
+        for si, places in corpus.blocks.items():   # blocks handed out but not yet taken stay for the next part
+            done = [p for p in places[self.blocks.get(si, 0):] if p[0] + p[3] - 1 <= rows_of[si]]
+            if done:
+                state["blocks"][str(si)] = [list(p) for p in done]
+        parts.write(arrays, state)
+        new = _Mark.of(corpus, (sigs, sizes, shingles))
+        for si in corpus.blocks:
+            new.blocks[si] = self.blocks.get(si, 0) + len(state["blocks"].get(str(si), ()))
+        self.__dict__.update(new.__dict__)
+
+
+def _joined(chunks: list) -> np.ndarray:
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 
 def _worker_context():

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...errors import InputChangedError
+from ...kernels.jsonl import line_cuts
 from ..compression import open_write
 from .base import Fields, Format, InputSpec, Row, check_count, decode, open_input
 
@@ -79,18 +80,15 @@ def raw_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) 
 def _cuts(buf: bytes, end: int, max_lines: int) -> list[tuple[int, int, int]]:
     """``buf[:end]`` (whole lines; the last may lack its ``\\n`` at the end of the input) cut into
     pieces of at most ``max_lines`` lines: (start, end, lines) per piece, in order."""
-    nl = np.frombuffer(buf, dtype=np.uint8, count=end) == 10
-    n = int(np.count_nonzero(nl)) + (0 if buf[end - 1] == 10 else 1)
-    if n <= max_lines:
-        return [(0, end, n)]
-    ends = np.flatnonzero(nl) + 1
-    out, start, k = [], 0, 0
-    while n - k > max_lines:
-        cut = int(ends[k + max_lines - 1])
+    count, cuts = line_cuts(np.frombuffer(buf, dtype=np.uint8), end, min(max_lines, 1 << 62))
+    n = count + (0 if buf[end - 1] == 10 else 1)
+    out, start = [], 0
+    for cut in cuts.tolist():
+        if cut == end:              # the block's last line closes the last full piece
+            break
         out.append((start, cut, max_lines))
-        k += max_lines
         start = cut
-    out.append((start, end, n - k))
+    out.append((start, end, n - max_lines * len(out)))
     return out
 
 
@@ -104,17 +102,21 @@ def _blocks(first: int, buf: bytes, max_lines: int):
     return first
 
 
-def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, int, int, int]]:
+def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES,
+                start: tuple[int, int] = (0, 1)) -> Iterator[tuple[int, int, int, int]]:
     """:func:`raw_blocks` of an uncompressed file as places, not bytes: (first line, byte offset,
     byte length, lines) per block, found by reading the file a block at a time here (a newline
-    count per block, in NumPy) so that each signing worker reads its own block (:func:`read_block`)
+    count per block, in a kernel) so that each signing worker reads its own block (:func:`read_block`)
     and the bytes never pass through a pipe. (Not a memory map: its pages, once read, count in this
-    process's resident memory — the whole file's worth.)"""
+    process's resident memory — the whole file's worth.) ``start``: (byte offset, its line number),
+    the start of a line where reading begins (a resumed run)."""
     open_input(spec).close()           # the checks of every read (compressed bytes under a plain name, …)
     with open(spec.path, "rb") as fh:
         fd = fh.fileno()
         size = os.fstat(fd).st_size
-        pos, first = 0, 1
+        pos, first = start
+        if pos > size:
+            raise _shrunk(spec)
         while pos < size:
             parts = [os.pread(fd, block_bytes, pos)]
             got = len(parts[0])
