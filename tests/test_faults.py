@@ -232,3 +232,21 @@ def test_a_full_disk_while_the_band_spills_is_one_line(tmp_path):
     assert not out.exists() or not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
     ok = cli_proc("dedup", src, "-o", tmp_path / "o2", "--workers", "2", "--no-html")      # without the limit
     assert ok.returncode == 0 and json.loads((tmp_path / "o2" / "report.json").read_text())["borderline"]["pairs"] > 100
+
+
+def test_a_stop_inside_a_kernel_dispatch_is_a_stop_not_a_bug():
+    """Ctrl-C while numba loads a kernel from its cache surfaces as a SystemError raised from the
+    KeyboardInterrupt: the CLI finds the stop in the chain (and only a stop)."""
+    from neardup.cli import _stop_in
+
+    def dispatch_stopped():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as stop:
+            raise SystemError("CPUDispatcher(<function k>) returned a result with an exception set") from stop
+
+    with pytest.raises(SystemError) as info:
+        dispatch_stopped()
+    assert isinstance(_stop_in(info.value), KeyboardInterrupt)
+    assert _stop_in(SystemError("a real bug")) is None
+    assert _stop_in(SystemError("wrapped").with_traceback(None)) is None

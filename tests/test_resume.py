@@ -180,12 +180,13 @@ PART_KILL = textwrap.dedent("""
 
     inputs, out, part_bytes, after, n_workers, batch = sys.argv[1:7]
     os.environ["NEARDUP_RESUME_PART_MB"] = str(int(part_bytes) / 2**20)
-    orig = resume.Parts.write
-    def write(self, *a, **k):                 # killed once `after` parts of pass 1 are on disk
-        orig(self, *a, **k)
-        if self.count >= int(after):
+    orig = resume.Parts._write
+    def write(self, number, *a, **k):         # killed once `after` parts of pass 1 are on disk
+        done = orig(self, number, *a, **k)
+        if number >= int(after):
             os.kill(os.getpid(), signal.SIGKILL)
-    resume.Parts.write = write
+        return done
+    resume.Parts._write = write
     cfg = DedupConfig(workers=int(n_workers), quiet=True, html=False, id_field="id", resume=True,
                       batch_size=int(batch))
     dedup.run_dedup(inputs.split(","), out, cfg)
@@ -194,14 +195,15 @@ PART_KILL = textwrap.dedent("""
 
 
 def _inputs(tmp_path: Path, kind: str) -> list[str]:
-    """The demo corpus as uncompressed JSON lines (a file the workers read by byte offsets), gzip
-    (read in blocks by this process), CSV (parsed row by row here) or two files."""
+    """The demo corpus as uncompressed JSON lines with integer ids (a file the workers read by byte
+    offsets), gzip (read in blocks by this process), CSV (parsed row by row here) or two files (ids
+    of two types)."""
     import csv
     import gzip
 
     rows = [json.loads(line) for line in gzip.open(DEMO, "rt", encoding="utf-8")]
     plain = tmp_path / "in.jsonl"
-    plain.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    plain.write_text("".join(json.dumps(dict(r, id=k)) + "\n" for k, r in enumerate(rows)), encoding="utf-8")
     if kind == "plain":
         return [str(plain)]
     if kind == "gz":
@@ -237,7 +239,7 @@ def test_a_run_killed_while_signing_goes_on_from_its_parts(tmp_path, kind, part_
     assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
     ck = Path(checkpoint_dir(str(out)))
     parts = sorted(p.name for p in ck.iterdir())
-    assert parts == [f"part-{k:06d}.npz" for k in range(1, after + 1)]
+    assert parts == [f"part-{k:06d}" for k in range(1, after + 1)]
     rep = run_dedup(inputs, str(out), _cfg(resume=True, batch_size=5, workers=n_workers))
     assert 0 < rep["timings"]["resume_rows"] < rep["counts"]["input_rows"]
     assert "resume_load" not in rep["timings"]
@@ -261,12 +263,12 @@ def test_parts_of_a_changed_input_or_with_a_gap_are_refused(tmp_path):
     ck = Path(checkpoint_dir(str(out)))
     with pytest.raises(ConfigError, match=r"made with threshold=0\.8, this run has threshold=0\.7"):
         run_dedup(inputs, str(out), _cfg(resume=True, threshold=0.7))
-    (ck / "part-000002.npz").rename(ck / "gone.npz")
+    (ck / "part-000002").rename(ck / "gone")
     with pytest.raises(ConfigError, match="misses a part before part-000003"):
         run_dedup(inputs, str(out), _cfg(resume=True))
-    (ck / "gone.npz").write_bytes(b"not an npz")
-    (ck / "gone.npz").rename(ck / "part-000002.npz")
-    with pytest.raises(ConfigError, match="part-000002.npz cannot be read"):
+    (ck / "gone" / "values.npy").write_bytes(b"not an npy")
+    (ck / "gone").rename(ck / "part-000002")
+    with pytest.raises(ConfigError, match="part-000002 cannot be read"):
         run_dedup(inputs, str(out), _cfg(resume=True))
     with open(inputs[0], "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"id": 99999, "text": "one more line"}) + "\n")

@@ -37,6 +37,14 @@ class _Group(click.Group):
             except KeyboardInterrupt:
                 _INTERRUPTED = signal.SIGINT
                 raise
+            except SystemError as exc:     # a stop inside a compiled kernel's dispatch (numba loading it
+                stop = _stop_in(exc)       # from its cache) comes back as a SystemError caused by it
+                if stop is None:
+                    raise
+                if isinstance(stop, KeyboardInterrupt):
+                    _INTERRUPTED = signal.SIGINT
+                    raise KeyboardInterrupt from None
+                raise SystemExit(stop.code) from None
             except NeardupError as exc:
                 raise click.ClickException(str(exc)) from None
             except BrokenPipeError:        # `neardup … | head`: the reader left, not an error of ours
@@ -48,6 +56,18 @@ class _Group(click.Group):
 
 
 _INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+def _stop_in(exc: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM (KeyboardInterrupt, or the SystemExit of :meth:`_Group.invoke`'s handler)
+    that ``exc`` was raised from, if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, SystemExit) and _INTERRUPTED):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def entry() -> None:

@@ -14,13 +14,13 @@ for the span methods (``--method lines|substrings``, ``--spans``).
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import secrets
 import shutil
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 import numpy as np
@@ -223,13 +223,14 @@ def part_bytes() -> int:
 
 class Parts:
     """Pass 1 checkpointed as it goes: after every :data:`PART_BYTES` of input read, the rows and
-    signatures read since the last part go to ``part-NNNNNN.npz`` in the checkpoint folder (written
-    to a temporary name and renamed: whole or absent), with the place where reading goes on. A run
+    signatures read since the last part go to ``part-NNNNNN/`` in the checkpoint folder (written
+    under a temporary name and renamed: whole or absent), with the place where reading goes on. A run
     killed while signing continues with ``--resume`` from the last whole part: the parts' rows are
     taken as they are and reading starts after them (an uncompressed JSON lines file at that byte;
     any other input re-reads and skips the rows already taken). The full checkpoint written when
     pass 1 ends replaces the parts. Each part carries the run's fingerprint, checked as
-    :func:`load` checks the full one."""
+    :func:`load` checks the full one. What it costs: the signatures written once more (k × 4 bytes per
+    document), to the page cache."""
 
     def __init__(self, folder: str, cfg, specs):
         self.folder = folder
@@ -238,57 +239,100 @@ class Parts:
         self.ok = True
         self.taken_rows = 0
         self.part_bytes = part_bytes()
+        self._pool = None
+        self._pending = None
 
     def load(self) -> list:
         """The parts already written, in order, as (arrays, state); [] when there are none."""
         if not os.path.isdir(self.folder) or os.path.exists(os.path.join(self.folder, "state.json")):
             return []
-        names = sorted(n for n in os.listdir(self.folder) if n.startswith("part-") and n.endswith(".npz"))
+        names = sorted(n for n in os.listdir(self.folder) if n.startswith("part-"))
         out = []
         for k, name in enumerate(names):
             path = os.path.join(self.folder, name)
             try:
-                with np.load(path, allow_pickle=False) as z:
-                    arrays = {key: z[key] for key in z.files}
-                state = json.loads(arrays.pop("state").tobytes().decode("utf-8"))
-            except (OSError, ValueError, KeyError) as exc:
+                with open(os.path.join(path, "state.json"), encoding="utf-8") as fh:
+                    state = json.load(fh)
+                arrays = {f[:-4]: np.load(os.path.join(path, f), allow_pickle=False)
+                          for f in sorted(os.listdir(path)) if f.endswith(".npy")}
+            except (OSError, ValueError) as exc:
                 raise ConfigError(f"resume (--resume): the checkpoint part {path} cannot be read ({exc}); remove "
                                   f"{self.folder} to start over") from None
-            why = _difference(state["fingerprint"], self.fp)
+            why = _difference(state.get("fingerprint", {}), self.fp)
             if why:
                 raise ConfigError(f"resume (--resume): the checkpoint {self.folder} is of another run ({why}); "
                                   "remove it to start over, or run without --resume")
-            if name != f"part-{k + 1:06d}.npz":
+            if name != f"part-{k + 1:06d}":
                 raise ConfigError(f"resume (--resume): the checkpoint {self.folder} misses a part before {name}; "
                                   "remove it to start over")
+            if state.get("ids_int"):
+                state["ids"] = arrays.pop("ids_list").tolist()
             out.append((arrays, state))
         self.count = len(out)
         return out
 
     def write(self, arrays: dict, state: dict) -> None:
-        """The next part (nothing when ids or keep values are not JSON values: then no part at all)."""
+        """The next part: a folder of ``.npy`` files and ``state.json``, written under a temporary
+        name and renamed (no fsync, as for the full checkpoint: a part torn by a power cut fails to
+        load, naming itself). ``arrays``: name → array, or a list of arrays written one after another
+        as their concatenation. Written in a thread (the run reads on meanwhile); a part's failure is
+        raised by the next :meth:`write` or :meth:`close`. Nothing when ids or keep values are not
+        JSON values: then no part at all."""
+        self.close()
         if not self.ok:
             return
-        if not all(_is_json(i) for i in state.get("ids") or ()) or not all(_is_json(k) for k in state["keys"]):
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="neardup-resume-part")
+        self.count += 1
+        self._pending = self._pool.submit(self._write, self.count, arrays, state)
+
+    def close(self) -> None:
+        """Wait for the part being written (raising its failure)."""
+        pending, self._pending = self._pending, None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if pending is not None and not pending.result():
             self.ok = False
             remove(self.folder)
-            return
-        state = dict(state, fingerprint=self.fp)
-        raw = json.dumps(state, allow_nan=True).encode("utf-8")
+
+    def _write(self, number: int, arrays: dict, state: dict) -> bool:
+        ids = state.get("ids")
+        if ids is not None and set(map(type, ids)) == {int}:
+            try:                                       # integer ids (the usual ones) as an array, not JSON
+                arrays = dict(arrays, ids_list=np.fromiter(ids, dtype=np.int64, count=len(ids)))
+                state = dict(state, ids=None, ids_int=True)
+            except OverflowError:
+                pass
+        if not all(_is_json(i) for i in state.get("ids") or ()) or not all(_is_json(k) for k in state["keys"]):
+            return False
         os.makedirs(self.folder, exist_ok=True)
-        self.count += 1
-        path = os.path.join(self.folder, f"part-{self.count:06d}.npz")
-        tmp = os.path.join(self.folder, f".tmp-{secrets.token_hex(4)}.npz")
+        tmp = os.path.join(self.folder, f".tmp-{secrets.token_hex(4)}")
         try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, state=np.frombuffer(raw, dtype=np.uint8), **arrays)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
+            os.mkdir(tmp)
+            for name, arr in arrays.items():
+                _save_npy(os.path.join(tmp, f"{name}.npy"), arr)
+            with open(os.path.join(tmp, "state.json"), "w", encoding="utf-8") as fh:
+                json.dump(dict(state, fingerprint=self.fp), fh, allow_nan=True)
+            os.replace(tmp, os.path.join(self.folder, f"part-{number:06d}"))
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
             raise
+        return True
+
+
+def _save_npy(path: str, arr) -> None:
+    """``np.save`` of an array, or of the concatenation of a list of arrays (one dtype, rows of one
+    shape) without making it."""
+    if not isinstance(arr, list):
+        np.save(path, arr, allow_pickle=False)
+        return
+    first = arr[0]
+    shape = (sum(a.shape[0] for a in arr), *first.shape[1:])
+    with open(path, "wb") as fh:
+        np.lib.format.write_array_header_2_0(fh, {"descr": np.lib.format.dtype_to_descr(first.dtype),
+                                                  "fortran_order": False, "shape": shape})
+        for a in arr:
+            fh.write(np.ascontiguousarray(a, dtype=first.dtype).data)
 
 
 def remove(folder: str) -> None:

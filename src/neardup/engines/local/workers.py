@@ -389,35 +389,43 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         if len(res) > 3:
             shingles.append(res[3])
 
-    if cfg.workers <= 1:
-        sign = make_signer(cfg)
-        for si, job, meta, nbytes in jobs():
-            parsed, res = _run_job(job, cfg, sign)
-            collect(si, meta if meta is not None else parsed, res, nbytes, job)
-    else:
-        with worker_pool(cfg) as pool:
-            window: deque = deque()
-
-            def collect_oldest():
-                si, meta, nbytes, job, fut = window.popleft()
-                parsed, res = fut.result()
+    try:
+        if cfg.workers <= 1:
+            sign = make_signer(cfg)
+            for si, job, meta, nbytes in jobs():
+                parsed, res = _run_job(job, cfg, sign)
                 collect(si, meta if meta is not None else parsed, res, nbytes, job)
+        else:
+            with worker_pool(cfg) as pool:
+                window: deque = deque()
 
-            it = jobs()
-            while True:
-                try:
-                    si, job, meta, nbytes = next(it)
-                except StopIteration:
-                    break
-                except Exception:  # a read error: the batches read before it are accounted first,
-                    while window:  # and an earlier bad row raises instead
+                def collect_oldest():
+                    si, meta, nbytes, job, fut = window.popleft()
+                    parsed, res = fut.result()
+                    collect(si, meta if meta is not None else parsed, res, nbytes, job)
+
+                it = jobs()
+                while True:
+                    try:
+                        si, job, meta, nbytes = next(it)
+                    except StopIteration:
+                        break
+                    except Exception:  # a read error: the batches read before it are accounted first,
+                        while window:  # and an earlier bad row raises instead
+                            collect_oldest()
+                        raise
+                    window.append((si, meta, nbytes, job, pool.submit(_worker_job, job)))
+                    if len(window) >= 2 * cfg.workers:
                         collect_oldest()
-                    raise
-                window.append((si, meta, nbytes, job, pool.submit(_worker_job, job)))
-                if len(window) >= 2 * cfg.workers:
+                while window:
                     collect_oldest()
-            while window:
-                collect_oldest()
+    except BaseException:
+        if parts is not None:            # the part being written finishes (or fails) before the run ends
+            with contextlib.suppress(Exception):
+                parts.close()
+        raise
+    if parts is not None:
+        parts.close()
     corpus.row_source.extend(rows_of)
     bar.close()
     if cfg.method in SPAN_METHODS:   # documents numbered here; what the workers found is in corpus.spans
@@ -463,12 +471,12 @@ class _Mark:
         arrays = {"doc_line": np.asarray(corpus.doc_line[d0:d1], dtype=np.int64),
                   "lengths": np.asarray(corpus.lengths[d0:d1], dtype=np.int64),
                   "doc_row": np.asarray(corpus.doc_row[d0:d1], dtype=np.int64)}
-        if sigs[self.chunks[0]:]:
-            arrays.update(values=_joined(sigs[self.chunks[0]:]), empty=_joined(empties[self.chunks[0]:]))
+        if sigs[self.chunks[0]:]:          # (lists of the batches' arrays: written one after another)
+            arrays.update(values=sigs[self.chunks[0]:], empty=empties[self.chunks[0]:])
         if sizes[self.chunks[1]:]:
-            arrays["sizes"] = _joined(sizes[self.chunks[1]:])
+            arrays["sizes"] = sizes[self.chunks[1]:]
         if shingles[self.chunks[2]:]:
-            arrays["shingles"] = _joined(shingles[self.chunks[2]:])
+            arrays["shingles"] = shingles[self.chunks[2]:]
         state = {"row0": self.n_rows, "n_rows": corpus.n_rows - self.n_rows,
                  "n_chars": corpus.n_chars - self.n_chars, "replaced": corpus.replaced - self.replaced,
                  "skipped": [list(x) for x in corpus.skipped[self.skipped:]], "keys": corpus.keys[self.keys:],
@@ -488,9 +496,6 @@ class _Mark:
             new.blocks[si] = self.blocks.get(si, 0) + len(state["blocks"].get(str(si), ()))
         self.__dict__.update(new.__dict__)
 
-
-def _joined(chunks: list) -> np.ndarray:
-    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 
 def _worker_context():
