@@ -54,17 +54,6 @@ def _utf8_length(buf, i, end):
     return need + 1
 
 
-@njit(inline="always", cache=True)
-def _push(items, n, value):
-    """``items[:n]`` with ``value`` after them (the array doubled when full)."""
-    if n == items.shape[0]:
-        grown = np.empty(2 * n, dtype=items.dtype)
-        grown[:n] = items
-        items = grown
-    items[n] = value
-    return items
-
-
 @njit(cache=True, nogil=True)
 def scan_lines(buf, head, limit):
     """``buf`` a block of whole lines (the last may lack its ``\\n``), its first line starting at
@@ -75,8 +64,8 @@ def scan_lines(buf, head, limit):
     whose nesting can reach that depth. ASCII is skipped eight bytes at a time when a word holds no
     newline, brace or bracket."""
     end = buf.shape[0]
-    deep = np.empty(8, dtype=np.int64)
-    n_deep = 0
+    deep = np.empty(end // max(limit, 1) + 1, dtype=np.int64)   # (room for all: an array grown in the loop
+    n_deep = 0                                                  # slows the whole loop 20-fold)
     lines = 0
     count = 0
     if head >= end or buf[head] != 0x7B:
@@ -93,7 +82,7 @@ def scan_lines(buf, head, limit):
         if b < 0x80:
             if b == 0x0A:
                 if count >= limit:
-                    deep = _push(deep, n_deep, lines)
+                    deep[n_deep] = lines
                     n_deep += 1
                 lines += 1
                 count = 0
@@ -109,7 +98,7 @@ def scan_lines(buf, head, limit):
         i += ln
     if buf[end - 1] != 0x0A:            # the last line, without its newline
         if count >= limit:
-            deep = _push(deep, n_deep, lines)
+            deep[n_deep] = lines
             n_deep += 1
         lines += 1
     return lines, 0, deep[:n_deep]
@@ -120,9 +109,10 @@ def line_cuts(buf, end, max_lines):
     """In ``buf[:end]``: the number of newlines, and the position after every ``max_lines``-th one
     (where a block of ``max_lines`` lines ends). Words without a newline are skipped eight bytes at
     a time."""
-    cuts = np.empty(8, dtype=np.int64)
+    cuts = np.empty(end // max_lines + 1, dtype=np.int64)     # (room for all, as in scan_lines)
     n_cuts = 0
     count = 0
+    next_cut = max_lines
     i = 0
     while i < end:
         if i + 8 <= end and _zero_bytes(load_u64(buf, i) ^ NEWLINE) == 0:
@@ -130,8 +120,9 @@ def line_cuts(buf, end, max_lines):
             continue
         if buf[i] == 0x0A:
             count += 1
-            if count % max_lines == 0:
-                cuts = _push(cuts, n_cuts, i + 1)
+            if count == next_cut:
+                cuts[n_cuts] = i + 1
                 n_cuts += 1
+                next_cut += max_lines
         i += 1
     return count, cuts[:n_cuts]
