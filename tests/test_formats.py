@@ -142,9 +142,11 @@ def test_raw_blocks_give_the_lines_of_raw_lines(tmp_path_factory, lines, final_n
     (:func:`block_lines`): the same (number, bytes) as line by line, for any line lengths against the
     block size (a line longer than a block, empty lines, a last line without its newline, CR, a
     byte-order mark), compressed or not; no block holds more than ``max_lines`` lines."""
+    from neardup.io.compression import sniff
     from neardup.io.formats import block_lines, file_blocks, raw_blocks, raw_lines, read_block
 
     data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    assume(packed or sniff(data[:16]) is None)      # a plain file that starts like gzip or zstd is refused
     path = tmp_path_factory.mktemp("blocks") / ("in.jsonl.gz" if packed else "in.jsonl")
     path.write_bytes(gzip.compress(data) if packed else data)
     spec = expand_inputs([str(path)], None)[0]

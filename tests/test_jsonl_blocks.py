@@ -223,3 +223,49 @@ def test_the_band_re_read_takes_the_same_sets_from_a_whole_block(tmp_path, monke
     for a, b in zip(got, want):
         assert np.array_equal(a, b)
     assert got[0].tolist() == (wanted * 10).tolist() and got[2].shape == (8,)
+
+
+_ID_VALUES = st.one_of(st.integers(-2**70, 2**70), st.text(max_size=6), st.sampled_from(["\ud800", "é\udfff", 1.5, True, None]),
+                 st.lists(st.integers(0, 3), max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), n=st.integers(0, 40), n_extra=st.integers(0, 3), int_ids=st.booleans())
+def test_clusters_jsonl_written_by_arrow_is_the_line_by_line_text(data, n, n_extra, int_ids):
+    """clusters.jsonl assembled by Arrow (ids once, similarities once per value, lines joined in one
+    call, a million rows at a time) is byte for byte what the line-by-line definition writes through
+    a UTF-8 text file: skipped rows in their places, indexed representatives, lone surrogates in
+    ids escaped, integer ids beyond 64 bits, chunks of 7 rows here."""
+    import io
+    from array import array
+    from types import SimpleNamespace
+
+    from neardup.dedup import records
+    from neardup.dedup.tables import Corpus
+
+    rows = n + data.draw(st.integers(0, 5))
+    doc_row = sorted(data.draw(st.lists(st.integers(0, max(rows - 1, 0)), min_size=n, max_size=n, unique=True))
+                     if rows >= n else [])
+    n = len(doc_row)
+    ids = (array("q", doc_row) if int_ids else
+           data.draw(st.lists(_ID_VALUES, min_size=n, max_size=n)))
+    corpus = Corpus(ids=ids, doc_row=array("q", doc_row), n_rows=rows,
+                    skipped=[(g, "f", g + 1, f"bad row {g} \udcff") for g in range(rows) if g not in set(doc_row)])
+    extra = data.draw(st.lists(_ID_VALUES, min_size=n_extra, max_size=n_extra)) if n else []
+    rep = np.array([data.draw(st.integers(0, n + len(extra) - 1)) for _ in range(n)], dtype=np.int64)
+    sim = np.array(data.draw(st.lists(st.sampled_from([1.0, 0.8125, 0.0, 1 / 3, 0.999999999, 1e-7]), min_size=n,
+                                      max_size=n)), dtype=np.float32)
+    clusters = SimpleNamespace(cluster=rep, similarity=sim)
+    empty = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    want = io.BytesIO()
+    with io.TextIOWrapper(want, encoding="utf-8", errors="backslashreplace", write_through=True) as fh:
+        fh.writelines(records.clusters_jsonl_lines(corpus, clusters, empty, extra))
+        fh.flush()
+        expected = want.getvalue()
+    got = io.BytesIO()
+    at_once, records._ROWS_AT_ONCE = records._ROWS_AT_ONCE, 7
+    try:
+        records.write_clusters_jsonl(got, corpus, clusters, empty, extra)
+    finally:
+        records._ROWS_AT_ONCE = at_once
+    assert got.getvalue() == expected

@@ -79,6 +79,25 @@ def arrow_strings(texts: list):
     return b.finish()
 
 
+def arrow_int64(values: np.ndarray):
+    """An Arrow int64 array over a NumPy array's memory. Not ``pa.array``: that imports pandas on its
+    first call when pandas is installed (0.2–0.5 s in each process that does)."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), values.shape[0], [None, pa.py_buffer(values)])
+
+
+def arrow_binaries(parts: list):
+    """An Arrow ``large_binary`` array of ``bytes`` (no pandas, as :func:`arrow_int64`)."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_binary(), len(parts),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(parts))])
+
+
 def release_freed_memory() -> None:
     """Give the pages of freed heap memory back to the system (glibc's ``malloc_trim``; elsewhere a
     no-op). Pass 1 gathers its results in many arrays of a few MB, which glibc serves from the heap
