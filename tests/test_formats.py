@@ -157,13 +157,30 @@ def test_raw_blocks_give_the_lines_of_raw_lines(tmp_path_factory, lines, final_n
         assert len(split) == n and 1 <= n <= max_lines and split[0][0] == first
         got += split
     assert got == want
-    if not packed:          # an uncompressed file: blocks found on a memory map, read by offset
-        got = []
-        for first, offset, length, n in file_blocks(spec, max_lines, block_bytes):
-            split = list(block_lines(first, read_block(spec, offset, length)))
-            assert len(split) == n and 1 <= n <= max_lines and split[0][0] == first
-            got += split
-        assert got == want
+    if not packed:          # an uncompressed file: blocks found here (by the kernel or NumPy), read by offset
+        from neardup.io.formats import lines as lines_mod
+
+        for kernel_from in (0, 1 << 62):
+            got = []
+            at, lines_mod.KERNEL_CUTS_FROM = lines_mod.KERNEL_CUTS_FROM, kernel_from
+            try:
+                for first, offset, length, n in file_blocks(spec, max_lines, block_bytes):
+                    split = list(block_lines(first, read_block(spec, offset, length)))
+                    assert len(split) == n and 1 <= n <= max_lines and split[0][0] == first
+                    got += split
+            finally:
+                lines_mod.KERNEL_CUTS_FROM = at
+            assert got == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(min_size=1, max_size=300) | st.lists(st.sampled_from([b"\n", b"ab", b"x\n"]), min_size=1,
+                                                             max_size=80).map(b"".join),
+       max_lines=st.integers(1, 12) | st.just(1 << 62))
+def test_the_kernel_and_numpy_cut_blocks_alike(data, max_lines):
+    from neardup.io.formats.lines import _cuts
+
+    assert _cuts(data, len(data), max_lines, True) == _cuts(data, len(data), max_lines, False)
 
 
 def test_raw_blocks_keep_the_lines_before_a_truncated_stream(tmp_path):

@@ -77,10 +77,22 @@ def raw_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) 
                 return
 
 
-def _cuts(buf: bytes, end: int, max_lines: int) -> list[tuple[int, int, int]]:
+#: a file from this size on is cut by the kernel (0.47 ms per 4 MiB against NumPy's 2.7 ms: 0.25 s
+#: saved per 450 MiB); below, NumPy spares a process that needs no other kernel (``neardup sign``'s
+#: main process) numba's first-call set-up, 0.25 s
+KERNEL_CUTS_FROM = 512 << 20
+
+
+def _cuts(buf: bytes, end: int, max_lines: int, compiled: bool = True) -> list[tuple[int, int, int]]:
     """``buf[:end]`` (whole lines; the last may lack its ``\\n`` at the end of the input) cut into
-    pieces of at most ``max_lines`` lines: (start, end, lines) per piece, in order."""
-    count, cuts = line_cuts(np.frombuffer(buf, dtype=np.uint8), end, min(max_lines, 1 << 62))
+    pieces of at most ``max_lines`` lines: (start, end, lines) per piece, in order; by
+    :func:`~neardup.kernels.jsonl.line_cuts` or (``compiled=False``) NumPy, the same cuts."""
+    max_lines = min(max_lines, 1 << 62)
+    if compiled:
+        count, cuts = line_cuts(np.frombuffer(buf, dtype=np.uint8), end, max_lines)
+    else:
+        ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=end) == 10) + 1
+        count, cuts = ends.shape[0], ends[max_lines - 1::max_lines]
     n = count + (0 if buf[end - 1] == 10 else 1)
     out, start = [], 0
     for cut in cuts.tolist():
@@ -133,7 +145,7 @@ def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES,
                 raise _shrunk(spec)
             buf = b"".join(parts) if len(parts) > 1 else parts[0]
             end = got if pos + got >= size or cut == 0 else cut   # the end of the input: the rest, whole
-            for a, b, n in _cuts(buf, end, max_lines):
+            for a, b, n in _cuts(buf, end, max_lines, size >= KERNEL_CUTS_FROM):
                 yield first, pos + a, b - a, n
                 first += n
             pos += end
