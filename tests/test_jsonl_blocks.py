@@ -41,6 +41,9 @@ def _line(draw) -> bytes:
     if draw(st.integers(0, 19)) == 0:         # a stray byte: invalid UTF-8, a NUL, a control character
         p = draw(st.integers(0, len(b)))
         b = b[:p] + bytes([draw(st.sampled_from([0xFF, 0xC0, 0xED, 0x80, 0xF4, 0x00, 0x0D, 0x0B]))]) + b[p:]
+    if draw(st.integers(0, 14)) == 0:         # an object broken over two lines
+        p = draw(st.integers(0, len(b)))
+        b = b[:p] + b"\n" + b[p:]
     if draw(st.integers(0, 29)) == 0:
         b = b"\xef\xbb\xbf" + b
     return b + draw(st.sampled_from([b"\n"] * 9 + [b"\r\n"]))
@@ -108,15 +111,33 @@ def test_nesting_deeper_than_python_follows_is_left_to_the_line_parser():
     assert parse_jsonl_block(SPEC, 1, block, "text", None) is None
     rows = _by_lines(1, block, None)
     assert rows[0].error is None and "nested too deeply" in rows[1].error
-    fair = b'{"text": "a", "m": ' + b"[" * 600 + b"]" * 600 + b"}\n"   # flagged, checked by json, taken
-    assert _same_as_lines(1, b'{"text": "b"}\n' + fair, None)
+    for depth, whole in ((400, True), (600, False), (992, False)):   # half the recursion limit: line by line
+        line = b'{"text": "a", "m": ' + b"[" * depth + b"]" * depth + b"}\n"
+        assert _same_as_lines(1, b'{"text": "b"}\n' + line, None) == whole
+    brackets = b'{"text": "' + b"[{" * 3000 + b'"}\n'                  # inside a string they do not nest
+    assert _same_as_lines(1, brackets, None)
+
+
+def test_what_arrow_reads_across_lines_or_past_pythons_limits_is_left_to_the_line_parser():
+    """Found by review: an object continued on the next line can hide a second object there (Arrow
+    reads a newline as white space, and the row count still matches); Python refuses integers of
+    more than 4,300 digits, which Arrow skips in an ignored field."""
+    hidden = b'{"text": "a", "x":\n{}}{"text": "b"}\n'
+    assert not _same_as_lines(1, hidden, None)
+    assert all(r.error is not None for r in _by_lines(1, hidden, None))
+    long_int = b'{"text": "a", "x": ' + b"1" * 5000 + b"}\n"
+    assert not _same_as_lines(1, long_int, None)
+    assert "digits" in _by_lines(1, long_int, None)[0].error
+    assert _same_as_lines(1, b'{"text": "a", "x": ' + b"1" * 4000 + b"}\n", None)
+    assert _same_as_lines(1, b'{"text": "a", "x": 1.5}  \r\n{"text": "b"}\t\n', None)
 
 
 @settings(max_examples=400, deadline=None)
 @given(data=st.binary(max_size=64) | st.text(max_size=24).map(lambda t: t.encode("utf-8", "surrogatepass")))
 def test_the_scan_checks_utf8_as_python_does(data):
-    block = b"{" + data.replace(b"\n", b"") + b"\n"
-    lines, status, _ = scan_lines(np.frombuffer(block, dtype=np.uint8), 0, 100)
+    inner = data.replace(b"\n", b"").replace(b'"', b"").replace(b"\\", b"")
+    block = b'{"t": "' + inner + b'"}\n'
+    lines, status = scan_lines(np.frombuffer(block, dtype=np.uint8), 0, 100, 0)
     try:
         block.decode("utf-8")
         assert status == 0 and lines == 1
@@ -124,12 +145,22 @@ def test_the_scan_checks_utf8_as_python_does(data):
         assert status == 1
 
 
-def test_the_scan_counts_lines_and_flags_bracket_heavy_ones():
-    block = b'{"a": 1}\n{"b": [[[[]]]]}\n{"c": "{{{{"}'
-    lines, status, deep = scan_lines(np.frombuffer(block, dtype=np.uint8), 0, 5)
-    assert (lines, status, deep.tolist()) == (3, 0, [1, 2])
-    assert scan_lines(np.frombuffer(b'{}\n\n{}\n', dtype=np.uint8), 0, 5)[1] == 2
-    assert scan_lines(np.frombuffer(b' {}\n', dtype=np.uint8), 0, 5)[1] == 2
+def _scan(block: bytes, max_depth: int = 100, max_digits: int = 0):
+    return scan_lines(np.frombuffer(block, dtype=np.uint8), 0, max_depth, max_digits)
+
+
+def test_the_scan_follows_strings_depth_and_lines():
+    block = b'{"a": 1}\n{"b": [[[[]]]]}\n{"c": "{{{{ \\" ]]"}'
+    assert _scan(block, 6) == (3, 0)
+    assert _scan(block, 5)[1] == 2                         # five deep on line 2
+    assert _scan(b'{}\n\n{}\n')[1] == 2                 # a blank line
+    assert _scan(b' {}\n')[1] == 2                        # led by white space
+    assert _scan(b'{"a":\n1}\n')[1] == 2                 # an object over two lines
+    assert _scan(b'{}{}\n')[1] == 2 and _scan(b'{} x\n')[1] == 2
+    assert _scan(b'{"a": "x\ny"}\n')[1] == 2             # a line break inside a string
+    assert _scan(b'{"a": 12345}\n', max_digits=5)[1] == 2 and _scan(b'{"a": 1234}\n', max_digits=5)[1] == 0
+    assert _scan(b'{"a": "12345"}\n', max_digits=5)[1] == 0   # digits inside a string
+    assert _scan(b'{"a": 1} \r\n{"b": 2}') == (2, 0)     # the last line without its newline
 
 
 _DOC = st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(

@@ -36,3 +36,16 @@ class OutputError(NeardupError, OSError):
 class WorkerError(NeardupError, RuntimeError):
     """A worker process died before finishing its batch (killed by a signal or by the system for
     lack of memory); the run stops and writes nothing."""
+
+
+def stop_cause(exc: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM (``KeyboardInterrupt``, ``SystemExit``) that ``exc`` was raised from
+    (``raise … from``), if any: numba turns a stop that lands while it loads a kernel from its cache
+    into a ``SystemError`` caused by it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            return exc
+        exc = exc.__cause__
+    return None

@@ -15,7 +15,7 @@ import sys
 import click
 
 from .._version import __version__
-from ..errors import NeardupError
+from ..errors import NeardupError, stop_cause
 
 
 class _Group(click.Group):
@@ -60,14 +60,11 @@ _INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one
 
 def _stop_in(exc: BaseException) -> BaseException | None:
     """The Ctrl-C or SIGTERM (KeyboardInterrupt, or the SystemExit of :meth:`_Group.invoke`'s handler)
-    that ``exc`` was raised from, if any."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, SystemExit) and _INTERRUPTED):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-    return None
+    that ``exc`` was raised from, if any (:func:`~neardup.errors.stop_cause`)."""
+    stop = stop_cause(exc)
+    if isinstance(stop, SystemExit) and not _INTERRUPTED:
+        return None
+    return stop
 
 
 def entry() -> None:

@@ -276,8 +276,9 @@ def write_clusters_jsonl(fh, corpus: Corpus, clusters, empty, extra_ids=()) -> N
     if len(extra_ids):
         ids = pa.concat_arrays([ids, _id_texts(list(extra_ids))])
     rep = np.asarray(clusters.cluster, dtype=np.int64)
-    values, which = np.unique(np.asarray(clusters.similarity, dtype=np.float64), return_inverse=True)
-    sims = arrow_binaries([repr(round(float(x), 6)).encode() for x in values.tolist()])
+    sim = np.asarray(clusters.similarity, dtype=np.float64)
+    bits, first, which = np.unique(sim.view(np.int64), return_index=True, return_inverse=True)  # (−0.0 ≠ 0.0)
+    sims = arrow_binaries([repr(round(float(x), 6)).encode() for x in sim[first].tolist()])
     empty = np.asarray(empty, dtype=bool)
 
     def either(mask, yes: bytes, no: bytes):

@@ -162,9 +162,11 @@ def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> boo
             json.dump(state, fh, allow_nan=True)
             fh.flush()
             os.fsync(fh.fileno())
+        old = f"{folder}.old-{secrets.token_hex(4)}"      # the parts stay until the whole checkpoint is in
         if os.path.lexists(folder):
-            shutil.rmtree(folder)
+            os.replace(folder, old)
         os.replace(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -246,7 +248,8 @@ class Parts:
         """The parts already written, in order, as (arrays, state); [] when there are none."""
         if not os.path.isdir(self.folder) or os.path.exists(os.path.join(self.folder, "state.json")):
             return []
-        names = sorted(n for n in os.listdir(self.folder) if n.startswith("part-"))
+        names = sorted((n for n in os.listdir(self.folder) if n.startswith("part-") and n[5:].isdigit()),
+                       key=lambda n: int(n[5:]))
         out = []
         for k, name in enumerate(names):
             path = os.path.join(self.folder, name)

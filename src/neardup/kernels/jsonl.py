@@ -2,8 +2,9 @@
 and whether a block of JSON lines can go to a compiled parser whole (:func:`scan_lines`).
 
 Arrow's JSON reader (RapidJSON) parses a block of lines into columns at 380 MB/s, but it does not
-check UTF-8 and it does not refuse what Python's ``json`` refuses: two objects on one line, nesting
-deeper than Python's recursion limit. :func:`scan_lines` finds, in one pass, whether the block is one
+check UTF-8 and it does not refuse what Python's ``json`` refuses: two objects on one line, an
+object over two lines, nesting deeper than Python's recursion limit, integers of more digits than
+Python converts. :func:`scan_lines` finds, in one pass, whether the block is one
 that both parsers read the same way (:func:`neardup.io.formats.jsonl.parse_jsonl_block`).
 """
 from __future__ import annotations
@@ -14,8 +15,8 @@ from numba import njit
 from .swar import HIGH, LOW7, ONES, load_u64
 
 NEWLINE = np.uint64(0x0A) * ONES
-BRACE = np.uint64(0x7B) * ONES
-BRACKET = np.uint64(0x5B) * ONES
+QUOTE = np.uint64(0x22) * ONES
+BACKSLASH = np.uint64(0x5C) * ONES
 
 
 @njit(inline="always", cache=True)
@@ -55,53 +56,97 @@ def _utf8_length(buf, i, end):
 
 
 @njit(cache=True, nogil=True)
-def scan_lines(buf, head, limit):
+def scan_lines(buf, head, max_depth, max_digits):
     """``buf`` a block of whole lines (the last may lack its ``\\n``), its first line starting at
-    byte ``head`` (3 after a byte-order mark). Returns ``(lines, status, deep)``: ``status`` 0 when
-    every byte is well-formed UTF-8 and every line starts with ``{``, 1 at the first ill-formed UTF-8
-    sequence, 2 at the first line (blank, or led by white space or anything else) that does not;
-    ``deep``: the lines (0-based) holding at least ``limit`` bytes ``{`` or ``[``, the only ones
-    whose nesting can reach that depth. ASCII is skipped eight bytes at a time when a word holds no
-    newline, brace or bracket."""
+    byte ``head`` (3 after a byte-order mark). Returns ``(lines, status)``: ``status`` 0 when every
+    byte is well-formed UTF-8 and every line holds exactly one object — led by ``{``, closed on its
+    own line, followed by white space only — nested less than ``max_depth`` deep and with no run of
+    ``max_digits`` digits or more outside strings (0: no limit); 1 at the first ill-formed UTF-8
+    sequence; 2 at the first line that breaks the rest (blank, led by anything else, an object that
+    goes on past its line or is followed by another, deep nesting, a long integer). It follows
+    strings (quotes and backslash escapes) so that brackets inside them do not count; inside a
+    string, ASCII is skipped eight bytes at a time when a word holds no quote, backslash or newline."""
     end = buf.shape[0]
-    deep = np.empty(end // max(limit, 1) + 1, dtype=np.int64)   # (room for all: an array grown in the loop
-    n_deep = 0                                                  # slows the whole loop 20-fold)
     lines = 0
-    count = 0
     if head >= end or buf[head] != 0x7B:
-        return 0, 2, deep[:0]
+        return 0, 2
+    in_str = False
+    closed = False
+    depth = 0
+    digits = 0
     i = head
     while i < end:
-        if i + 8 <= end:
-            x = load_u64(buf, i)
-            if (x & HIGH) == 0 and (_zero_bytes(x ^ NEWLINE) | _zero_bytes(x ^ BRACE)
-                                    | _zero_bytes(x ^ BRACKET)) == 0:
-                i += 8
+        if in_str:
+            if i + 8 <= end:
+                x = load_u64(buf, i)
+                if (x & HIGH) == 0 and (_zero_bytes(x ^ QUOTE) | _zero_bytes(x ^ BACKSLASH)
+                                        | _zero_bytes(x ^ NEWLINE)) == 0:
+                    i += 8
+                    continue
+            b = buf[i]
+            if b == 0x22:
+                in_str = False
+            elif b == 0x5C:
+                if i + 1 < end and buf[i + 1] < 0x80 and buf[i + 1] != 0x0A:
+                    i += 1                # the escaped character (a non-ASCII one is checked as UTF-8)
+            elif b == 0x0A:
+                return lines, 2           # a line break inside a string
+            elif b >= 0x80:
+                ln = _utf8_length(buf, i, end)
+                if ln == 0:
+                    return lines, 1
+                i += ln
                 continue
-        b = buf[i]
-        if b < 0x80:
-            if b == 0x0A:
-                if count >= limit:
-                    deep[n_deep] = lines
-                    n_deep += 1
-                lines += 1
-                count = 0
-                if i + 1 < end and buf[i + 1] != 0x7B:
-                    return lines, 2, deep[:n_deep]
-            elif b == 0x7B or b == 0x5B:
-                count += 1
             i += 1
             continue
-        ln = _utf8_length(buf, i, end)
-        if ln == 0:
-            return lines, 1, deep[:n_deep]
-        i += ln
-    if buf[end - 1] != 0x0A:            # the last line, without its newline
-        if count >= limit:
-            deep[n_deep] = lines
-            n_deep += 1
+        b = buf[i]
+        if b >= 0x80:
+            ln = _utf8_length(buf, i, end)
+            if ln == 0:
+                return lines, 1
+            if closed:
+                return lines, 2
+            digits = 0
+            i += ln
+            continue
+        if b == 0x0A:
+            if not closed:
+                return lines, 2           # the object goes on past its line
+            lines += 1
+            closed = False
+            if i + 1 < end and buf[i + 1] != 0x7B:
+                return lines, 2
+            i += 1
+            continue
+        if closed:
+            if b != 0x20 and b != 0x09 and b != 0x0D:
+                return lines, 2           # something after the line's object
+            i += 1
+            continue
+        if b >= 0x30 and b <= 0x39:
+            digits += 1
+            if max_digits > 0 and digits >= max_digits:
+                return lines, 2
+        else:
+            digits = 0
+            if b == 0x22:
+                in_str = True
+            elif b == 0x7B or b == 0x5B:
+                depth += 1
+                if depth >= max_depth:
+                    return lines, 2
+            elif b == 0x7D or b == 0x5D:
+                depth -= 1
+                if depth <= 0:
+                    if depth < 0:
+                        return lines, 2
+                    closed = True
+        i += 1
+    if buf[end - 1] != 0x0A:              # the last line, without its newline
+        if not closed:
+            return lines, 2
         lines += 1
-    return lines, 0, deep[:n_deep]
+    return lines, 0
 
 
 @njit(cache=True, nogil=True)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from ..._cache import KERNELS
 from ..._version import __version__
 from ...config import DedupConfig
+from ...errors import stop_cause
 
 _WARMING = False
 _LONG = ("Permission is hereby granted free of charge to any person obtaining a copy of this software and "
@@ -99,8 +100,8 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
             run_dedup([src], os.path.join(tmp, "out"), small)
             if explicit and cfg.method in ("minhash", "simhash"):
                 _warm_index(small, tmp, run_dedup)
-    except Exception:              # only a head start: the run reports its own errors
-        if explicit:
+    except Exception as exc:       # only a head start: the run reports its own errors
+        if explicit or stop_cause(exc) is not None:     # (but a Ctrl-C inside a kernel's load stops)
             raise
         return None
     finally:

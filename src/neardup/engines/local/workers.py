@@ -32,7 +32,7 @@ from ...dedup.progress import progress
 from ...dedup.signing import Both, make_signer
 from ...dedup.spans import SPAN_METHODS, edited
 from ...dedup.tables import Corpus, Signed
-from ...errors import InputFormatError, WorkerError
+from ...errors import ConfigError, InputFormatError, WorkerError
 from ...features.shingles import Features
 from ...io.formats import (
     InputSpec,
@@ -230,7 +230,8 @@ def _take_part(arrays: dict, state: dict, corpus: Corpus, chunks: tuple, rows_of
     goes on: (input, rows taken from it, byte offset after them or −1)."""
     sigs, empties, sizes, shingles = chunks
     if state["row0"] != corpus.n_rows:
-        raise ValueError("a checkpoint part out of order")      # the part files are numbered: a bug, never input
+        raise ConfigError(f"resume (--resume): a checkpoint part starts at row {state['row0']}, after row "
+                          f"{corpus.n_rows}; remove the checkpoint to start over")
     corpus.skipped.extend(tuple(x) for x in state["skipped"])
     corpus.n_rows += state["n_rows"]
     if "ids" in arrays and isinstance(corpus.ids, array):

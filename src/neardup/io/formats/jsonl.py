@@ -92,13 +92,12 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
 
     The result is what :func:`parse_jsonl_line` gives for every line, or None: a block is taken
     whole only when :func:`~neardup.kernels.jsonl.scan_lines` finds it well-formed UTF-8 (nothing to
-    replace) with every line led by ``{`` (no blank line), Arrow parses it with the text a string
-    (ids all integers or all strings) and no null, and it gives one row per line (so no line holds
-    two objects). A line with enough ``{``/``[`` to nest past half of Python's recursion limit is
-    parsed by ``json`` too, and a block with one that ``json`` cannot follow is read line by line,
-    where that line is an error row. Everything else Arrow refuses (duplicate keys, NaN, a lone
-    surrogate escape, numbers out of range, another type) sends the block line by line, where the
-    rules of :func:`parse_jsonl_line` decide."""
+    replace) with every line exactly one object on its own line (no blank line, no object over two
+    lines or two on one), nested less than half of Python's recursion limit deep and with no integer
+    of as many digits as Python refuses; then Arrow must parse it with the text a string (ids all
+    integers or all strings), no null, and one row per line. Everything else Arrow refuses
+    (duplicate keys, NaN, a lone surrogate escape, numbers out of range, another type) sends the
+    block line by line, where the rules of :func:`parse_jsonl_line` decide."""
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.json as pj  # noqa: PLC0415
 
@@ -106,16 +105,10 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
         return None
     arr = np.frombuffer(block, dtype=np.uint8)
     head = 3 if first == 1 and block.startswith(BOM) else 0
-    lines, status, deep = scan_lines(arr, head, max(sys.getrecursionlimit() // 2, 1))
+    max_digits = getattr(sys, "get_int_max_str_digits", lambda: 0)()    # Python ≥ 3.11: ints of 4,300 digits
+    lines, status = scan_lines(arr, head, max(sys.getrecursionlimit() // 2, 1), max_digits)
     if status != 0:
         return None
-    if deep.size:
-        starts = np.concatenate(([0], np.flatnonzero(arr == 10) + 1))
-        for k in deep.tolist():
-            try:
-                json.loads(block[starts[k]:starts[k + 1] if k + 1 < starts.shape[0] else len(block)])
-            except (RecursionError, ValueError):
-                return None
     key = (spec.path, id_field)
     types = [None] if id_field is None else sorted(_ID_TYPES, key=lambda t: t != _id_first.get(key, "int64"))
     opts = pj.ReadOptions(use_threads=False, block_size=max(len(block) + 1, 1 << 16))

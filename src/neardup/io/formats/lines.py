@@ -118,7 +118,8 @@ def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES,
                 start: tuple[int, int] = (0, 1)) -> Iterator[tuple[int, int, int, int]]:
     """:func:`raw_blocks` of an uncompressed file as places, not bytes: (first line, byte offset,
     byte length, lines) per block, found by reading the file a block at a time here (a newline
-    count per block, in a kernel) so that each signing worker reads its own block (:func:`read_block`)
+    count per block: a kernel from :data:`KERNEL_CUTS_FROM` bytes on, NumPy below) so that each
+    signing worker reads its own block (:func:`read_block`)
     and the bytes never pass through a pipe. (Not a memory map: its pages, once read, count in this
     process's resident memory — the whole file's worth.) ``start``: (byte offset, its line number),
     the start of a line where reading begins (a resumed run)."""
