@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from array import array
 
 import numpy as np
 
@@ -77,6 +78,18 @@ def arrow_strings(texts: list):
     b = pa.lib.StringBuilder()
     b.append_values(texts)
     return b.finish()
+
+
+def int64_values(values, kinds: set | None = None) -> np.ndarray | None:
+    """``values`` (an ``array('q')``, or a sequence of Python ints) as an int64 array; None when one of
+    them is not an ``int`` (bools, floats and strings are other ids) or does not fit in 64 bits, and
+    for an empty sequence. ``kinds``: ``set(map(type, values))`` when the caller has it already."""
+    if not isinstance(values, array) and (set(map(type, values)) if kinds is None else kinds) != {int}:
+        return None
+    try:
+        return np.fromiter(values, dtype=np.int64, count=len(values))
+    except OverflowError:
+        return None
 
 
 def arrow_int64(values: np.ndarray):

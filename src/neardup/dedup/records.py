@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-from array import array
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._arrays import arrow_binaries, arrow_int64
+from .._arrays import arrow_binaries, arrow_int64, int64_values
 from ..config import DedupConfig
 from ..errors import InputFormatError
 from ..io.formats import output_name, write_edited, write_kept
@@ -144,20 +143,16 @@ def duplicate_ids(ids: list) -> list[tuple[int, int]]:
     if n < 2:
         return []
     kinds = set(map(type, ids))
-    if kinds == {int}:               # integers alone (the common case): equal ids are equal numbers
-        try:
-            v = np.fromiter(ids, dtype=np.int64, count=n)
-        except OverflowError:
-            v = None
-        if v is not None:
-            order = np.argsort(v, kind="stable")      # equal ids in document order
-            vs = v[order]
-            start = np.concatenate(([True], vs[1:] != vs[:-1]))
-            first = order[np.flatnonzero(start)][np.cumsum(start) - 1]
-            later = ~start
-            pairs = np.stack([order[later], first[later]], axis=1)
-            pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
-            return [tuple(p) for p in pairs.tolist()]
+    v = int64_values(ids, kinds)
+    if v is not None:                # integers alone (the common case): equal ids are equal numbers
+        order = np.argsort(v, kind="stable")      # equal ids in document order
+        vs = v[order]
+        start = np.concatenate(([True], vs[1:] != vs[:-1]))
+        first = order[np.flatnonzero(start)][np.cumsum(start) - 1]
+        later = ~start
+        pairs = np.stack([order[later], first[later]], axis=1)
+        pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+        return [tuple(p) for p in pairs.tolist()]
     keys = ids if kinds == {str} else [id_key(v) for v in ids]     # strings: equal as their keys are
     h = np.fromiter(map(hash, keys), dtype=np.int64, count=n)
     order = np.argsort(h, kind="stable")
@@ -251,12 +246,9 @@ def _id_texts(ids) -> object:
     Arrow binary array; integer ids are formatted by Arrow (the same digits as ``str``)."""
     import pyarrow as pa  # noqa: PLC0415
 
-    if isinstance(ids, array) or (len(ids) and set(map(type, ids)) == {int}):
-        try:
-            return arrow_int64(np.fromiter(ids, dtype=np.int64, count=len(ids))).cast(pa.large_string()).cast(
-                pa.large_binary())
-        except OverflowError:
-            pass
+    v = int64_values(ids)
+    if v is not None:
+        return arrow_int64(v).cast(pa.large_string()).cast(pa.large_binary())
     return arrow_binaries([id_json(v).encode("utf-8", "backslashreplace") for v in ids])
 
 

@@ -25,6 +25,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from .._arrays import int64_values
 from .._version import __version__
 from ..errors import ConfigError
 
@@ -299,13 +300,10 @@ class Parts:
             remove(self.folder)
 
     def _write(self, number: int, arrays: dict, state: dict) -> bool:
-        ids = state.get("ids")
-        if ids is not None and set(map(type, ids)) == {int}:
-            try:                                       # integer ids (the usual ones) as an array, not JSON
-                arrays = dict(arrays, ids_list=np.fromiter(ids, dtype=np.int64, count=len(ids)))
-                state = dict(state, ids=None, ids_int=True)
-            except OverflowError:
-                pass
+        ints = int64_values(state["ids"]) if state.get("ids") is not None else None
+        if ints is not None:                           # integer ids (the usual ones) as an array, not JSON
+            arrays = dict(arrays, ids_list=ints)
+            state = dict(state, ids=None, ids_int=True)
         if not all(_is_json(i) for i in state.get("ids") or ()) or not all(_is_json(k) for k in state["keys"]):
             return False
         os.makedirs(self.folder, exist_ok=True)

@@ -215,9 +215,7 @@ def _encode_packed(texts: PackedTexts, normalizer: Normalizer | None, fold_here:
 
 
 def _splice(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, new: list) -> tuple[np.ndarray, np.ndarray]:
-    new_off = np.zeros(len(new) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in new], out=new_off[1:])
-    return splice_docs(buf, offsets, docs.astype(np.int64), utf8_buffer(new), new_off)
+    return splice_docs(buf, offsets, docs.astype(np.int64), *_pack(new))
 
 
 # Past this many bytes packed by one process, pa.array (which imports pandas on its first call
