@@ -22,6 +22,16 @@ def shared() -> Path:
 
 
 @pytest.fixture(scope="session")
+def chinese_pages(shared) -> list[tuple[str, str]]:
+    """(name, text) of every Chinese document of ../shared: the man pages (simplified and
+    traditional) and yanyiwu/simhash's test documents."""
+    root = shared / "corpora"
+    files = sorted((root / "manpages_zh_sample").glob("zh_*/*")) + sorted(
+        (root / "yanyiwu_simhash_testdata").glob("news_content*"))
+    return [(str(p.relative_to(root)), p.read_text(encoding="utf-8")) for p in files]
+
+
+@pytest.fixture(scope="session")
 def days(tmp_path_factory) -> Path:
     """The demo corpus (550 real copyright files with many near-copies) cut into two days, and whole."""
     folder = tmp_path_factory.mktemp("days")

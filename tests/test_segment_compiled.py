@@ -15,15 +15,8 @@ from neardup.sketches.compat import yanyiwu
 from neardup.text import jieba_dict
 
 
-def _pages(shared) -> list[tuple[str, str]]:
-    root = shared / "corpora"
-    files = sorted((root / "manpages_zh_sample").glob("zh_*/*")) + sorted(
-        (root / "yanyiwu_simhash_testdata").glob("news_content*"))
-    return [(str(p.relative_to(root)), p.read_text(encoding="utf-8")) for p in files]
-
-
-def test_every_shared_chinese_document_matches_the_port(shared):
-    pages = _pages(shared)
+def test_every_shared_chinese_document_matches_the_port(chinese_pages):
+    pages = chinese_pages
     assert len(pages) >= 100
     texts = [t for _, t in pages]
     for top_n in (5, None):

@@ -23,7 +23,7 @@ from ..kernels.shingle import (
     token_shingles_batch,
 )
 from ..text.normalize import Normalizer, encode_batch, kernel_char_map
-from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_cut, tokenize
+from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_cut, jieba_pieces, tokenize
 from ..text.unicode import char_map, class_table
 
 
@@ -224,14 +224,21 @@ class Shingler:
             [(rest, _select(words, rest)), (cjk, self._jieba(buf, offsets, cjk))], len(frac))
 
     def _jieba(self, buf: np.ndarray, offsets: np.ndarray, idx: np.ndarray) -> Features:
-        raw = buf.tobytes()
-        parts = []
-        for d in idx:
-            text = raw[offsets[d]:offsets[d + 1]].decode("utf-8")
-            parts.append("\x1f".join(jieba_cut(text, self.user_dict)).encode("utf-8"))  # non-word tokens: dropped
-        sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum([len(p) for p in parts], out=sub_off[1:])
-        sub_buf = utf8_buffer(parts)
+        """rjieba's pieces of documents ``idx``, joined by U+001F, then shingled as pre-split tokens
+        (pieces without a word character dropped). With jieba's own dictionary the pieces come from
+        the compiled segmenter (:func:`~neardup.kernels.segment.rs_pieces_batch`, the same pieces,
+        tested against rjieba); a user dictionary goes through rjieba itself."""
+        if self.user_dict is None:
+            sub_buf, sub_off = jieba_pieces(buf, offsets, np.asarray(idx, dtype=np.int64))
+        else:
+            raw = buf.tobytes()
+            parts = []
+            for d in idx:
+                text = raw[offsets[d]:offsets[d + 1]].decode("utf-8")
+                parts.append("\x1f".join(jieba_cut(text, self.user_dict)).encode("utf-8"))
+            sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
+            np.cumsum([len(p) for p in parts], out=sub_off[1:])
+            sub_buf = utf8_buffer(parts)
         return Features(*token_shingles_batch(sub_buf, sub_off, class_table(), *char_map(False, False), self.ngram,
                                               np.uint64(self.seed), 2))
 

@@ -133,14 +133,21 @@ def _emit(emit, c, y):
     return MIN_DOUBLE
 
 
+@njit(cache=True, inline="always")
+def _viterbi_start(cp, a, hstart, hemit, weight):
+    """Viterbi's first row: start probability + emission of cp[a], per state (cppjieba and jieba-rs
+    alike)."""
+    c = cp[a]
+    for y in range(4):
+        weight[0, y] = hstart[y] + _emit(hemit, c, y)
+
+
 @njit(cache=True)
 def _viterbi_cut(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, states):
     """HMMSegment::Viterbi over cp[a:b]; a word ends after every E or S state (``weight``, ``path``,
     ``states``: scratch of at least b − a rows)."""
     n = b - a
-    c = cp[a]
-    for y in range(4):
-        weight[0, y] = hstart[y] + _emit(hemit, c, y)
+    _viterbi_start(cp, a, hstart, hemit, weight)
     for x in range(1, n):
         c = cp[a + x]
         for y in range(4):
@@ -587,3 +594,375 @@ def cut_batch(buf, offsets, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, he
         at += p.shape[0]
         woff[d + 1] = at
     return ends, woff
+
+
+# -- jieba-rs's cut (rjieba's ``Jieba.cut(text, hmm=True)``), compiled ------------------------------
+#
+# The segmentation the ``jieba`` tokenizer uses (rjieba, jieba-rs 0.11) with its default dictionary,
+# rule for rule:
+#
+# 1. the text is split into maximal runs of "han" characters (CJK ideograph blocks, ASCII letters and
+#    digits, ``+#&._%-``) and runs of everything else; each character of the latter is a piece of its
+#    own (``\r\n`` is one piece);
+# 2. in a han run, route[k] = max over dictionary words text[k:m] of (ln freq − ln Σfreq + route[m], m)
+#    (ties to the longer word), or (−ln Σfreq + route[k+1], k+1) when no word starts at k — jieba's
+#    maximum-probability route, right to left;
+# 3. the route's consecutive one-character steps are buffered: one character stays a piece; a buffer
+#    that is a dictionary word is cut into its characters; any other goes to the HMM: its runs of
+#    U+4E00–U+9FD5 are cut by Viterbi over B/E/M/S (a word ends at each E or S; ties go to the later
+#    state in B < E < M < S order), the rest by the pattern ``[a-zA-Z0-9]+(?:[._-][a-zA-Z0-9]+)*%?``
+#    (each match a piece, and the text between matches a piece). jieba-rs 0.11's rule, found by
+#    comparing with rjieba (0.10 and Python jieba match ``[a-zA-Z0-9]+(?:.\d+)?%?`` instead).
+#
+# Every float is computed in jieba-rs's order of operations, so ties fall the same way; the
+# differential tests compare the pieces with rjieba's on ../shared's Chinese pages and generated text.
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_VAL_BITS = 22                  # a slot: key (node << 21 | code point, 41 bits) << 22 | child + 1
+
+
+@njit(cache=True)
+def edge_table(child_start, child_cp, child_node):
+    """Every trie edge (v, c) → child in one open-addressing table of uint64 slots (0: empty), at a
+    load of at most 1/4: a lookup reads one slot, or a few adjacent ones, where bisecting a
+    common character's hundreds of children read about eight scattered cache lines (100 ns per
+    character on the Chinese pages). A walk down the trie ends with a failed lookup at nearly every
+    character; those are answered by a filter of one bit per edge in 16 (1 MB, in L2; about 6 % of
+    absent edges pass it and read the table): 48 → 27 ns per character. Returns (table, shift,
+    filter, filter shift) for :func:`_edge`."""
+    n_edges = child_cp.shape[0]
+    bits = 4
+    while (1 << bits) < 4 * n_edges:
+        bits += 1
+    tab = np.zeros(1 << bits, dtype=np.uint64)
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    # the filter: 16 bits per edge (a power of two), one bit set per edge
+    fbits = bits + 2
+    filt = np.zeros(1 << (fbits - 6), dtype=np.uint64)
+    fshift = np.uint64(64 - fbits)
+    for v in range(child_start.shape[0] - 1):
+        for i in range(child_start[v], child_start[v + 1]):
+            key = (np.uint64(v) << np.uint64(21)) | np.uint64(child_cp[i])
+            h = key * _GOLDEN
+            s = np.int64(h >> shift)
+            while tab[s] != 0:
+                s = (s + 1) & mask
+            tab[s] = (key << np.uint64(_VAL_BITS)) | np.uint64(child_node[i] + 1)
+            f = h >> fshift
+            filt[f >> np.uint64(6)] |= np.uint64(1) << (f & np.uint64(63))
+    return tab, shift, filt, fshift
+
+
+@njit(cache=True)
+def ascii_pairs(child_start, child_cp, child_node, lf):
+    """pairs[c1 · 128 + c2]: some dictionary word (ln freq not NaN) of two or more characters starts
+    with the ASCII characters c1 c2. Where no pair of an ASCII run is marked, jieba's route through
+    the run is one character at a time, whatever the probabilities (:func:`rs_cut`'s fast path)."""
+    pairs = np.zeros(128 * 128, dtype=np.bool_)
+    stack = np.empty(child_node.shape[0] + 1, dtype=np.int64)
+    for i in range(child_start[0], child_start[1]):
+        c1 = child_cp[i]
+        if c1 >= 128:
+            continue
+        v1 = child_node[i]
+        for j in range(child_start[v1], child_start[v1 + 1]):
+            c2 = child_cp[j]
+            if c2 >= 128:
+                continue
+            top = 0
+            stack[0] = child_node[j]
+            found = False
+            while top >= 0 and not found:
+                v = stack[top]
+                top -= 1
+                if not np.isnan(lf[v]):
+                    found = True
+                for q in range(child_start[v], child_start[v + 1]):
+                    top += 1
+                    stack[top] = child_node[q]
+            pairs[c1 * 128 + c2] = found
+    return pairs
+
+
+@njit(cache=True, inline="always")
+def _edge(tab, shift, filt, fshift, v, c):
+    """The child of node v for code point c (−1: none), from :func:`edge_table`."""
+    key = (np.uint64(v) << np.uint64(21)) | np.uint64(c)
+    h = key * _GOLDEN
+    f = h >> fshift
+    if (filt[f >> np.uint64(6)] >> (f & np.uint64(63))) & np.uint64(1) == 0:
+        return -1
+    mask = tab.shape[0] - 1
+    s = np.int64(h >> shift)
+    while True:
+        x = tab[s]
+        if x == 0:
+            return -1
+        if (x >> np.uint64(_VAL_BITS)) == key:
+            return np.int64(x & np.uint64((1 << _VAL_BITS) - 1)) - 1
+        s = (s + 1) & mask
+
+
+@njit(cache=True, inline="always")
+def _is_cjk(c):
+    return ((0x3400 <= c <= 0x4DBF) or (0x4E00 <= c <= 0x9FFF) or (0xF900 <= c <= 0xFAFF)
+            or (0x20000 <= c <= 0x2A6DF) or (0x2A700 <= c <= 0x2EBEF) or (0x2F800 <= c <= 0x2FA1F))
+
+
+@njit(cache=True, inline="always")
+def _alnum(c):
+    return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122)
+
+
+@njit(cache=True, inline="always")
+def _han_default(c):
+    # + # & . _ % -
+    return _alnum(c) or _is_cjk(c) or c == 43 or c == 35 or c == 38 or c == 46 or c == 95 or c == 37 or c == 45
+
+
+@njit(cache=True, inline="always")
+def _rs_viterbi(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, states):
+    """jieba-rs ``hmm::viterbi`` + ``cut_internal`` over cp[a:b] (b − a ≥ 2)."""
+    n = b - a
+    _viterbi_start(cp, a, hstart, hemit, weight)
+    for x in range(1, n):
+        c = cp[a + x]
+        for y in range(4):
+            e = _emit(hemit, c, y)
+            # the two states allowed before y, the later in B < E < M < S order second: it wins ties
+            if y == _B:
+                p0, p1 = _E, _S
+            elif y == _E:
+                p0, p1 = _B, _M
+            elif y == _M:
+                p0, p1 = _B, _M
+            else:
+                p0, p1 = _E, _S
+            t0 = weight[x - 1, p0] + htrans[p0, y] + e
+            t1 = weight[x - 1, p1] + htrans[p1, y] + e
+            if t0 > t1:
+                weight[x, y] = t0
+                path[x, y] = p0
+            else:
+                weight[x, y] = t1
+                path[x, y] = p1
+    state = _E if weight[n - 1, _E] > weight[n - 1, _S] else _S
+    for x in range(n - 1, -1, -1):
+        states[x] = state
+        state = path[x, state]
+    # a piece ends at each E (it began at the last B: always the previous piece's end, as B follows
+    # only E or S) and at each S; what follows the last end (a path ending in B or M) is a piece too
+    nxt = a
+    for x in range(n):
+        s = states[x]
+        if s == _E or s == _S:
+            ends[n_ends] = a + x + 1
+            n_ends += 1
+            nxt = a + x + 1
+    if nxt < b:
+        ends[n_ends] = b
+        n_ends += 1
+    return n_ends
+
+
+@njit(cache=True, inline="always")
+def _rs_hmm_cut(cp, lo, hi, hstart, htrans, hemit, ends, n_ends, weight, path, states):
+    """jieba-rs ``hmm::cut_with_allocated_memory`` over cp[lo:hi]."""
+    i = lo
+    while i < hi:
+        c = cp[i]
+        if 0x4E00 <= c <= 0x9FD5:
+            j = i + 1
+            while j < hi and 0x4E00 <= cp[j] <= 0x9FD5:
+                j += 1
+            if j - i == 1:
+                ends[n_ends] = j
+                n_ends += 1
+            else:
+                n_ends = _rs_viterbi(cp, i, j, hstart, htrans, hemit, ends, n_ends, weight, path, states)
+            i = j
+            continue
+        j = i + 1
+        while j < hi and not (0x4E00 <= cp[j] <= 0x9FD5):
+            j += 1
+        # cp[i:j]: matches of [a-zA-Z0-9]+(?:.\d+)?%? and the text between them, each a piece
+        k = i
+        gap = i
+        while k < j:
+            if not _alnum(cp[k]):
+                k += 1
+                continue
+            m = k + 1
+            while m < j and _alnum(cp[m]):
+                m += 1
+            while m + 1 < j and (cp[m] == 46 or cp[m] == 95 or cp[m] == 45) and _alnum(cp[m + 1]):
+                m += 2
+                while m < j and _alnum(cp[m]):
+                    m += 1
+            if m < j and cp[m] == 37:
+                m += 1
+            if gap < k:
+                ends[n_ends] = k
+                n_ends += 1
+            ends[n_ends] = m
+            n_ends += 1
+            gap = m
+            k = m
+        if gap < j:
+            ends[n_ends] = j
+            n_ends += 1
+        i = j
+    return n_ends
+
+
+@njit(cache=True, inline="always")
+def _root_edge(rt, tab, shift, filt, fshift, c):
+    if c < 65536:
+        return rt[c]
+    return _edge(tab, shift, filt, fshift, 0, c)
+
+
+@njit(cache=True, inline="always")
+def _is_word(cp, a, b, tr):
+    rt, tab, shift, filt, fshift, lf = tr
+    v = _root_edge(rt, tab, shift, filt, fshift, cp[a])
+    k = a + 1
+    while v >= 0 and k < b:
+        v = _edge(tab, shift, filt, fshift, v, cp[k])
+        k += 1
+    return v >= 0 and not np.isnan(lf[v])
+
+
+@njit(cache=True, inline="always")
+def _rs_flush(cp, a, b, tr, hm, ends, n_ends, sc):
+    """A run cp[a:b] of one-character route steps: one character, the characters of a dictionary
+    word, or the HMM's pieces."""
+    if b - a == 1:
+        ends[n_ends] = b
+        return n_ends + 1
+    if _is_word(cp, a, b, tr):
+        for k in range(a + 1, b + 1):
+            ends[n_ends] = k
+            n_ends += 1
+        return n_ends
+    hstart, htrans, hemit = hm
+    weight, path, states = sc
+    return _rs_hmm_cut(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, states)
+
+
+@njit(cache=True, inline="always")
+def _rs_dag_hmm(cp, lo, hi, tr, log_total, hm, ends, n_ends, best, choice, sc):
+    """jieba-rs ``cut_dag_hmm`` over the han run cp[lo:hi] (``tr``: the trie, :func:`rs_cut`'s arguments;
+    ``hm``: the HMM; ``sc``: Viterbi's scratch)."""
+    rt, tab, shift, filt, fshift, lf = tr
+    best[hi] = 0.0
+    log1 = 0.0 - log_total
+    for k in range(hi - 1, lo - 1, -1):
+        bw = 0.0
+        bj = -1
+        v = _root_edge(rt, tab, shift, filt, fshift, cp[k])
+        m = k + 1
+        while v >= 0:
+            w = lf[v]
+            if not np.isnan(w):
+                val = w - log_total + best[m]
+                if bj < 0 or val >= bw:          # (value, end) compared as a pair: a tie goes to the longer
+                    bw = val
+                    bj = m
+            if m >= hi:
+                break
+            v = _edge(tab, shift, filt, fshift, v, cp[m])
+            m += 1
+        if bj < 0:
+            bw = log1 + best[k + 1]
+            bj = k + 1
+        best[k] = bw
+        choice[k] = bj
+    x = lo
+    left = -1
+    while x < hi:
+        y = choice[x]
+        if y - x == 1:
+            if left < 0:
+                left = x
+        else:
+            if left >= 0:
+                n_ends = _rs_flush(cp, left, x, tr, hm, ends, n_ends, sc)
+                left = -1
+            ends[n_ends] = y
+            n_ends += 1
+        x = y
+    if left >= 0:
+        n_ends = _rs_flush(cp, left, hi, tr, hm, ends, n_ends, sc)
+    return n_ends
+
+
+@njit(cache=True)
+def rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit):
+    """jieba-rs ``Jieba::cut(text, true)`` of the code points ``cp``: the end of each piece, in order
+    (pieces are cp[ends[k−1]:ends[k]], the first from 0). ``lf``: ln(freq) per trie node (NaN: not
+    a dictionary word); ``pairs``: :func:`ascii_pairs`; ``hemit``: the unrounded emissions."""
+    n = cp.shape[0]
+    ends = np.empty(n, dtype=np.int64)
+    best = np.empty(n + 1, dtype=np.float64)
+    choice = np.empty(n, dtype=np.int64)
+    weight = np.empty((max(n, 1), 4), dtype=np.float64)
+    path = np.empty((max(n, 1), 4), dtype=np.int8)
+    states = np.empty(max(n, 1), dtype=np.int8)
+    tr = (rt, tab, shift, filt, fshift, lf)
+    hm = (hstart, htrans, hemit)
+    sc = (weight, path, states)
+    n_ends = 0
+    i = 0
+    while i < n:
+        if _han_default(cp[i]):
+            j = i + 1
+            plain = cp[i] < 128
+            while j < n and _han_default(cp[j]):
+                if plain and (cp[j] >= 128 or pairs[cp[j - 1] * 128 + cp[j]]):
+                    plain = False
+                j += 1
+            if plain:       # ASCII, no word of two or more characters in it: the route steps one character
+                n_ends = _rs_hmm_cut(cp, i, j, hstart, htrans, hemit, ends, n_ends, weight, path, states)
+                i = j
+                continue
+            n_ends = _rs_dag_hmm(cp, i, j, tr, log_total, hm, ends, n_ends, best, choice, sc)
+            i = j
+        elif cp[i] == 13 and i + 1 < n and cp[i + 1] == 10:
+            ends[n_ends] = i + 2
+            n_ends += 1
+            i += 2
+        else:
+            ends[n_ends] = i + 1
+            n_ends += 1
+            i += 1
+    return ends[:n_ends]
+
+
+@njit(cache=True)
+def rs_pieces_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit):
+    """The pieces of documents ``docs`` (UTF-8 ``buf[offsets[d]:offsets[d+1]]``) joined by U+001F,
+    as ``"\\x1f".join(rjieba.cut(text, True))`` of each, packed: (bytes, offsets per document)."""
+    nd = docs.shape[0]
+    total = 0
+    for k in range(nd):
+        total += 2 * (offsets[docs[k] + 1] - offsets[docs[k]])     # a separator at most per byte
+    out = np.empty(total, dtype=np.uint8)
+    off = np.zeros(nd + 1, dtype=np.int64)
+    at = 0
+    for k in range(nd):
+        d = docs[k]
+        cp, bo = decode_utf8(buf, offsets[d], offsets[d + 1])
+        e = rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit)
+        prev = 0
+        for q in range(e.shape[0]):
+            if q:
+                out[at] = 31
+                at += 1
+            for i in range(bo[prev], bo[e[q]]):
+                out[at] = buf[i]
+                at += 1
+            prev = e[q]
+        off[k + 1] = at
+    return out[:at], off

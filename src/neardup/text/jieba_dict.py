@@ -16,8 +16,10 @@ about 150 MB and 1 s per process. Here one trie over every word of the three tab
 
 Walking extra nodes (prefixes of IDF or stop words) never changes a segmentation: the maximum-
 probability route uses only nodes with a word weight, and a node that is no dictionary prefix
-has none below it. Memory: about 25 MB of arrays (memory-mapped from the cache), loaded in
-about 20 ms; the first build reads jieba's files in about 2 s.
+has none below it. Memory: about 35 MB of arrays (memory-mapped from the cache), loaded in
+about 20 ms; the first build reads jieba's files in about 2 s. The jieba-rs segmenter
+(:func:`neardup.kernels.segment.rs_cut`) also reads ``log_freq`` (ln freq of each dict.txt word),
+the unrounded emissions, and builds the edge hash table (17 MB) on first use.
 """
 from __future__ import annotations
 
@@ -31,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-BUILD = 3                     # bump when the layout or the rules change (a new cache file)
+BUILD = 4                     # bump when the layout or the rules change (a new cache file)
 MIN_DOUBLE = -3.14e100        # cppjieba's "log(0)"
 _FIELDS = ("child_start", "child_cp", "child_node", "word_weight", "solo", "idf", "stop", "hmm_start", "hmm_trans",
-           "hmm_emit")
+           "hmm_emit", "log_freq", "hmm_emit_full")
 _lock = threading.Lock()
 _loaded: dict[tuple, JiebaTables] = {}
 
@@ -51,8 +53,11 @@ class JiebaTables:
     hmm_start: np.ndarray     # float64 (4,)
     hmm_trans: np.ndarray     # float64 (4, 4)
     hmm_emit: np.ndarray      # float64 (65536, 4)
+    log_freq: np.ndarray      # float64 per node: ln(freq) of a word of jieba's dict.txt, NaN for other nodes
+    hmm_emit_full: np.ndarray  # float64 (65536, 4): jieba's emissions unrounded (jieba / jieba-rs's model)
     min_weight: float
     idf_average: float
+    log_total: float          # ln(Σ freq) over dict.txt's distinct words (a repeated word: its last line)
 
     @property
     def root(self) -> np.ndarray:
@@ -66,6 +71,29 @@ class JiebaTables:
             r[cps[bmp]] = self.child_node[lo:hi][bmp]
             object.__setattr__(self, "_root", r)
         return r
+
+    @property
+    def edges(self) -> tuple:
+        """Every trie edge in one hash table and its filter (:func:`neardup.kernels.segment.edge_table`):
+        17 MB, built on first use."""
+        e = self.__dict__.get("_edges")
+        if e is None:
+            from ..kernels.segment import edge_table  # noqa: PLC0415
+
+            e = edge_table(self.child_start, self.child_cp, self.child_node)
+            object.__setattr__(self, "_edges", e)
+        return e
+
+    @property
+    def ascii_pairs(self) -> np.ndarray:
+        """:func:`neardup.kernels.segment.ascii_pairs` (16 KB), made on first use."""
+        p = self.__dict__.get("_pairs")
+        if p is None:
+            from ..kernels.segment import ascii_pairs  # noqa: PLC0415
+
+            p = ascii_pairs(self.child_start, self.child_cp, self.child_node, self.log_freq)
+            object.__setattr__(self, "_pairs", p)
+        return p
 
     @property
     def nbytes(self) -> int:
@@ -149,7 +177,7 @@ def _load_or_build(files: tuple = (None, None, None), shas: tuple = (None, None,
         with np.load(path, allow_pickle=False) as z:
             arrays = {f: z[f] for f in _FIELDS}
             scal = z["scalars"]
-        return JiebaTables(**arrays, min_weight=float(scal[0]), idf_average=float(scal[1]))
+        return JiebaTables(**arrays, min_weight=float(scal[0]), idf_average=float(scal[1]), log_total=float(scal[2]))
     except (OSError, KeyError, ValueError):
         pass
     t = build(*files)
@@ -158,7 +186,7 @@ def _load_or_build(files: tuple = (None, None, None), shas: tuple = (None, None,
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, **{f: getattr(t, f) for f in _FIELDS},
-                     scalars=np.array([t.min_weight, t.idf_average], dtype=np.float64))
+                     scalars=np.array([t.min_weight, t.idf_average, t.log_total], dtype=np.float64))
         os.replace(tmp, path)
     except OSError:
         pass                      # no cache: built again by the next process
@@ -203,10 +231,12 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
 
     weights: dict[int, float] = {}
     min_w = math.inf
+    last_freq: dict[int, float] = {}        # jieba-rs: a repeated word keeps its last frequency
     for word, freq in units:
         w = math.log(freq / total)
         min_w = min(min_w, w)
         weights[node(word)] = w
+        last_freq[node(word)] = freq
     solo_nodes = []
     if user_dict is not None:
         for word, w in user_words(units, total, user_dict):
@@ -225,6 +255,9 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
     cp = np.zeros(n, dtype=np.int32)
     cp[rank] = np.asarray(cps, dtype=np.int32)
     weights = {int(rank[v]): w for v, w in weights.items()}
+    log_freq = np.full(n, np.nan)
+    log_freq[[int(rank[v]) for v in last_freq]] = [math.log(f) if f > 0 else -math.inf for f in last_freq.values()]
+    log_total = math.log(sum(int(f) for f in last_freq.values()))
     idf = {int(rank[v]): w for v, w in idf.items()}
     stops = rank[np.asarray(stops, dtype=np.int64)] if stops else np.zeros(0, np.int64)
     solo = np.zeros(n, dtype=bool)
@@ -241,15 +274,18 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
     stop[stops] = True
     names = "BEMS"
     emit_arr = np.full((65536, 4), MIN_DOUBLE)
+    emit_full = np.full((65536, 4), MIN_DOUBLE)
     for y, s in enumerate(names):
         for ch, p in emit[s].items():
             emit_arr[ord(ch), y] = float(f"{p:.6f}")
+            emit_full[ord(ch), y] = p
     return JiebaTables(
         child_start=child_start, child_cp=cp[order].copy(), child_node=order.astype(np.int32),
         word_weight=word_weight, solo=solo, idf=idf_arr, stop=stop,
         hmm_start=np.array([start[s] for s in names], dtype=np.float64),
         hmm_trans=np.array([[trans[a].get(b, MIN_DOUBLE) for b in names] for a in names], dtype=np.float64),
-        hmm_emit=emit_arr, min_weight=float(min_w), idf_average=idf_average)
+        hmm_emit=emit_arr, log_freq=log_freq, hmm_emit_full=emit_full, min_weight=float(min_w),
+        idf_average=idf_average, log_total=log_total)
 
 
 # -- jieba's files, read by cppjieba's rules (also the Python port's reader) ------------------------

@@ -97,6 +97,18 @@ def jieba_cut(text: str, user_dict=None) -> list[str]:
     return segmenter(user_dict).cut(text, True)
 
 
+def jieba_pieces(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``"\\x1f".join(jieba_cut(text))`` of documents ``docs`` of a UTF-8 batch, packed (bytes,
+    offsets), by the compiled segmenter over jieba's dictionary (:func:`neardup.kernels.segment.rs_cut`:
+    rjieba's pieces at about twice its speed, and no Python string per piece)."""
+    from ..kernels.segment import rs_pieces_batch  # noqa: PLC0415
+    from .jieba_dict import tables  # noqa: PLC0415
+
+    t = tables()
+    return rs_pieces_batch(buf, offsets, docs, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total, t.hmm_start,
+                           t.hmm_trans, t.hmm_emit_full)
+
+
 def jieba_tokens(text: str, user_dict=None) -> list[str]:
     """rjieba segmentation (HMM on), keeping tokens that contain a word character."""
     table = class_table()

@@ -1,0 +1,106 @@
+"""The compiled jieba-rs cut (kernels/segment.rs_cut, text/tokenize.jieba_pieces) against rjieba itself
+(``Jieba.cut(text, True)``, jieba-rs 0.11, the ``jieba`` tokenizer's definition): the same pieces on
+every Chinese page of ../shared, on generated mixed text, on ASCII runs (its fast path and its
+regular-expression rule), and the same shingles through the ``jieba`` tokenizer."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import rjieba
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from neardup.features.shingles import Shingler
+from neardup.text.tokenize import jieba_pieces
+
+
+def pieces(texts: list[str]) -> list[list[str]]:
+    data = [t.encode("utf-8", "surrogatepass") for t in texts]
+    buf = np.frombuffer(b"".join(data) or b"\0", dtype=np.uint8)
+    off = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in data], out=off[1:])
+    out, o = jieba_pieces(buf, off, np.arange(len(data), dtype=np.int64))
+    b = out.tobytes()
+    return [b[o[k]:o[k + 1]].decode("utf-8", "surrogatepass").split("\x1f") if o[k + 1] > o[k] else []
+            for k in range(len(texts))]
+
+
+def test_every_shared_chinese_document_cuts_as_rjieba(chinese_pages):
+    pages = chinese_pages
+    assert len(pages) >= 100
+    got = pieces([t for _, t in pages])
+    for (name, text), g in zip(pages, got):
+        assert g == rjieba.cut(text, True), name
+    # and the normalised text the tokenizer actually cuts (case folded, NFKC)
+    folded = [Shingler(tokenizer="jieba").normalize(t) for _, t in pages[:30]]
+    assert pieces(folded) == [rjieba.cut(t, True) for t in folded]
+
+
+_CJK = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
+_WORDS = ["C++", "T恤", "B超", "中国", "人民", "北京烤鸭", "中华人民共和国", "A股", "iPhone", "卡拉OK", "3D",
+          "Linux", "manpage", "的", "了"]
+_MIXED = st.one_of(
+    _CJK, st.sampled_from(_WORDS),
+    st.sampled_from(list("的了是在一不人有我他这个们中来上大为和国地到以说时要就出会可也你对生能而子那得于着下自之年过发后作里")),
+    st.sampled_from(list(" \t\n\r，。、！？；：“”（）abcXYZ019.#+&-_%@/:　")),
+    st.characters(min_codepoint=0x3400, max_codepoint=0x4DBF),      # CJK extension A (jieba-rs "han", not HMM)
+    st.characters(min_codepoint=0x9FD0, max_codepoint=0x9FFF),      # past the HMM's U+9FD5
+    st.characters(min_codepoint=0xF900, max_codepoint=0xFAFF),
+    st.characters(min_codepoint=0x20000, max_codepoint=0x2A6DF),
+    st.characters(min_codepoint=0x20, max_codepoint=0x2FFF),
+    st.characters(min_codepoint=0x10000, max_codepoint=0x1F6FF))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(_MIXED, max_size=60).map("".join), min_size=1, max_size=6))
+@example(["2003-04-29 bugs.debian.org 1.47.3. a..b a.-b .abc abc. 12% 1.5% x_y a+b a&b C++"])
+@example(["中文abc.def中文 中国人民abc-def.ghi 㐀a.b 你好world\r\n\r\n\r"])
+@example(["", "。", "a", "鿖鿗", "𠀀𠀁中"])
+def test_generated_text_cuts_as_rjieba(texts):
+    assert pieces(texts) == [rjieba.cut(t, True) for t in texts]
+
+
+_ASCII = st.text(st.sampled_from(list("aZk09._-%+#&x")), min_size=1, max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ASCII, min_size=1, max_size=5).map(" ".join))
+def test_ascii_runs_cut_as_rjieba(text):
+    """Runs of ASCII letters, digits and ``._-%+#&``: the fast path (no dictionary word of two or
+    more characters starts in the run) and jieba-rs's ``[a-zA-Z0-9]+(?:[._-][a-zA-Z0-9]+)*%?``."""
+    assert pieces([text, "中" + text + "国"]) == [rjieba.cut(text, True), rjieba.cut("中" + text + "国", True)]
+
+
+def test_long_runs_and_lone_surrogates():
+    long = "䶵" * 50_000 + "的" * 50_000 + "a1." * 20_000
+    assert pieces([long]) == [rjieba.cut(long, True)]
+    # the kernel takes any well-formed UTF-8 (surrogates passed through); rjieba cannot take them
+    got = pieces(["x\ud800y 你好"])[0]
+    assert "".join(got) == "x\ud800y 你好"
+
+
+def _rjieba_pieces(buf, offsets, docs):
+    """The definition: rjieba's pieces of each document, joined by U+001F."""
+    raw = buf.tobytes()
+    parts = ["\x1f".join(rjieba.cut(raw[offsets[d]:offsets[d + 1]].decode("utf-8"), True)).encode("utf-8")
+             for d in docs]
+    off = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=off[1:])
+    return np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8)[:off[-1]].copy(), off
+
+
+@pytest.mark.parametrize("tokenizer", ["jieba", "auto"])
+def test_jieba_tokenizer_features_equal_those_of_rjieba_pieces(chinese_pages, monkeypatch, tokenizer):
+    """The ``jieba`` (and ``auto``) tokenizer's shingles from the compiled pieces equal those from
+    rjieba's pieces, document by document, for word 1- and 3-grams."""
+    import neardup.features.shingles as shingles
+
+    texts = [t for _, t in chinese_pages[:40]] + ["", "。。", "hello world", "中文 English 混合 text", "Ａ１２３ＫＧ"]
+    for n in (1, 3):
+        got = Shingler(tokenizer=tokenizer, ngram=n).features(texts)
+        with monkeypatch.context() as m:
+            m.setattr(shingles, "jieba_pieces", _rjieba_pieces)
+            want = Shingler(tokenizer=tokenizer, ngram=n).features(texts)
+        assert np.array_equal(got.offsets, want.offsets)
+        assert np.array_equal(got.hashes, want.hashes)
+        assert got.hashes.shape[0] > 1000
