@@ -11,7 +11,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from neardup.features.shingles import Shingler
-from neardup.text.tokenize import jieba_pieces
+from neardup.kernels.shingle import token_shingles_batch
+from neardup.text.normalize import encode_batch
+from neardup.text.tokenize import jieba_cut, jieba_pieces
+from neardup.text.unicode import char_map, class_table
 
 
 def pieces(texts: list[str]) -> list[list[str]]:
@@ -57,7 +60,9 @@ _MIXED = st.one_of(
 @example(["中文abc.def中文 中国人民abc-def.ghi 㐀a.b 你好world\r\n\r\n\r"])
 @example(["", "。", "a", "鿖鿗", "𠀀𠀁中"])
 def test_generated_text_cuts_as_rjieba(texts):
-    assert pieces(texts) == [rjieba.cut(t, True) for t in texts]
+    want = [rjieba.cut(t, True) for t in texts]
+    assert pieces(texts) == want
+    assert [jieba_cut(t) for t in texts] == want          # the one-document API, from code points
 
 
 _ASCII = st.text(st.sampled_from(list("aZk09._-%+#&x")), min_size=1, max_size=12)
@@ -76,7 +81,8 @@ def test_long_runs_and_lone_surrogates():
     assert pieces([long]) == [rjieba.cut(long, True)]
     # the kernel takes any well-formed UTF-8 (surrogates passed through); rjieba cannot take them
     got = pieces(["x\ud800y 你好"])[0]
-    assert "".join(got) == "x\ud800y 你好"
+    assert "".join(got) == "x\ud800y 你好" == "".join(jieba_cut("x\ud800y 你好"))
+    assert jieba_cut("a\x1fb") == rjieba.cut("a\x1fb", True) == ["a", "\x1f", "b"]
 
 
 def _rjieba_pieces(buf, offsets, docs):
@@ -89,18 +95,56 @@ def _rjieba_pieces(buf, offsets, docs):
     return np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8)[:off[-1]].copy(), off
 
 
-@pytest.mark.parametrize("tokenizer", ["jieba", "auto"])
-def test_jieba_tokenizer_features_equal_those_of_rjieba_pieces(chinese_pages, monkeypatch, tokenizer):
-    """The ``jieba`` (and ``auto``) tokenizer's shingles from the compiled pieces equal those from
-    rjieba's pieces, document by document, for word 1- and 3-grams."""
+def _rjieba_shingles(buf, offsets, docs, maps, table, n, seed):
+    """The definition, for a normalised buffer (identity map): rjieba's pieces, pre-split tokens."""
+    assert maps[0].shape[0] == 0
+    sub_buf, sub_off = _rjieba_pieces(buf, offsets, docs)
+    return token_shingles_batch(sub_buf, sub_off, table, *char_map(False, False), n, seed, 2)
+
+
+_TEXTS = ["", "。。", "hello world", "中文 English 混合 text", "Ａ１２３ＫＧ ＡＢＣ　ｄｅｆ", "ÀÉÎ Straße ﬁne ㎏ ﷺ 中文", "İstanbul ǅ",
+          "中\u0301文 e\u0301 ½ ™ x²", "Le CAFÉ du 北京烤鸭", "\r\n中国\r\n", "C++ T恤 B超 A股 iPhone卡拉OK"]
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_jieba_tokenizer_features_equal_those_of_normalised_rjieba_pieces(chinese_pages, n):
+    """The ``jieba`` tokenizer (one kernel: per-character normalisation, cut, token hashes, n-grams)
+    against its definition: the text normalised in Python, cut by rjieba, the pieces holding a word
+    character hashed as pre-split tokens — document by document, on the Chinese pages and on text
+    that case folding and NFKC change (fullwidth forms, ligatures, compatibility characters, and
+    the characters NFKC does not map one by one)."""
+    texts = [t for _, t in chinese_pages[:40]] + _TEXTS
+    sh = Shingler(tokenizer="jieba", ngram=n)
+    got = sh.features(texts)
+    buf, off = encode_batch(texts, sh.normalizer, whitespace=False)
+    want = _rjieba_shingles(buf, off, np.arange(len(texts)), char_map(False, False), class_table(), n,
+                            np.uint64(sh.seed))
+    assert np.array_equal(got.offsets, want[1])
+    assert np.array_equal(got.hashes, want[0])
+    assert got.hashes.shape[0] > 1000
+
+
+def test_auto_tokenizer_features_equal_those_of_rjieba_pieces(chinese_pages, monkeypatch):
     import neardup.features.shingles as shingles
 
-    texts = [t for _, t in chinese_pages[:40]] + ["", "。。", "hello world", "中文 English 混合 text", "Ａ１２３ＫＧ"]
+    texts = [t for _, t in chinese_pages[:40]] + _TEXTS
     for n in (1, 3):
-        got = Shingler(tokenizer=tokenizer, ngram=n).features(texts)
+        got = Shingler(tokenizer="auto", ngram=n).features(texts)
         with monkeypatch.context() as m:
-            m.setattr(shingles, "jieba_pieces", _rjieba_pieces)
-            want = Shingler(tokenizer=tokenizer, ngram=n).features(texts)
+            m.setattr(shingles, "jieba_shingles", _rjieba_shingles)
+            want = Shingler(tokenizer="auto", ngram=n).features(texts)
         assert np.array_equal(got.offsets, want.offsets)
         assert np.array_equal(got.hashes, want.hashes)
-        assert got.hashes.shape[0] > 1000
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.one_of(_MIXED, st.characters(min_codepoint=0xA0, max_codepoint=0x33FF),
+                                   st.characters(min_codepoint=0xFB00, max_codepoint=0xFFEF)),
+                         max_size=40).map("".join), min_size=1, max_size=5), st.integers(1, 4))
+def test_generated_text_features_equal_the_definition(texts, n):
+    sh = Shingler(tokenizer="jieba", ngram=n)
+    got = sh.features(texts)
+    buf, off = encode_batch(texts, sh.normalizer, whitespace=False)
+    want = _rjieba_shingles(buf, off, np.arange(len(texts)), char_map(False, False), class_table(), n,
+                            np.uint64(sh.seed))
+    assert np.array_equal(got.offsets, want[1]) and np.array_equal(got.hashes, want[0])

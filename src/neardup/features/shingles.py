@@ -23,7 +23,7 @@ from ..kernels.shingle import (
     token_shingles_batch,
 )
 from ..text.normalize import Normalizer, encode_batch, kernel_char_map
-from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_cut, jieba_pieces, tokenize
+from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_cut, jieba_shingles, tokenize
 from ..text.unicode import char_map, class_table
 
 
@@ -200,8 +200,14 @@ class Shingler:
         # white space only matters to character n-grams: the other tokenizers split on it anyway
         # the word kernel folds case while it scans; the other paths get a folded buffer
         buf, offsets = encode_batch(texts, self.normalizer, whitespace=self.tokenizer == "char",
-                                    kernel_maps=self.tokenizer == "word")
+                                    kernel_maps=self._kernel_maps)
         return self._from_buffer(buf, offsets)
+
+    @property
+    def _kernel_maps(self) -> bool:
+        """Whether the kernel applies the per-character normalisation (:func:`encode_batch`'s
+        ``kernel_maps``): the word kernel, and the compiled jieba cut (jieba's own dictionary)."""
+        return self.tokenizer == "word" or (self.tokenizer == "jieba" and self.user_dict is None)
 
     def _from_buffer(self, buf: np.ndarray, offsets: np.ndarray) -> Features:
         seed = np.uint64(self.seed)
@@ -211,7 +217,8 @@ class Shingler:
         if self.tokenizer == "char":
             return Features(*char_shingles_batch(buf, offsets, self.ngram, seed))
         if self.tokenizer == "jieba":
-            return self._jieba(buf, offsets, np.arange(offsets.shape[0] - 1))
+            maps = kernel_char_map(self.normalizer) if self._kernel_maps else char_map(False, False)
+            return self._jieba(buf, offsets, np.arange(offsets.shape[0] - 1), maps)
         # auto: CJK-heavy documents go through jieba, the rest through the word kernel
         frac = solo_fraction_batch(buf, offsets, class_table())
         cjk = np.flatnonzero(frac >= AUTO_CJK_FRACTION)
@@ -221,24 +228,25 @@ class Shingler:
             return words
         rest = np.flatnonzero(frac < AUTO_CJK_FRACTION)
         return Features.concat_interleaved(
-            [(rest, _select(words, rest)), (cjk, self._jieba(buf, offsets, cjk))], len(frac))
+            [(rest, _select(words, rest)), (cjk, self._jieba(buf, offsets, cjk, char_map(False, False)))], len(frac))
 
-    def _jieba(self, buf: np.ndarray, offsets: np.ndarray, idx: np.ndarray) -> Features:
-        """rjieba's pieces of documents ``idx``, joined by U+001F, then shingled as pre-split tokens
-        (pieces without a word character dropped). With jieba's own dictionary the pieces come from
-        the compiled segmenter (:func:`~neardup.kernels.segment.rs_pieces_batch`, the same pieces,
-        tested against rjieba); a user dictionary goes through rjieba itself."""
+    def _jieba(self, buf: np.ndarray, offsets: np.ndarray, idx: np.ndarray, maps: tuple) -> Features:
+        """The shingles of rjieba's pieces of documents ``idx`` (pieces without a word character
+        dropped), their text the buffer's with the per-character map ``maps`` applied. With jieba's
+        own dictionary all of it is one kernel (:func:`~neardup.kernels.segment.jieba_shingles_batch`:
+        the same pieces as rjieba, tested against it); a user dictionary goes through rjieba itself,
+        its pieces joined by U+001F and shingled as pre-split tokens."""
         if self.user_dict is None:
-            sub_buf, sub_off = jieba_pieces(buf, offsets, np.asarray(idx, dtype=np.int64))
-        else:
-            raw = buf.tobytes()
-            parts = []
-            for d in idx:
-                text = raw[offsets[d]:offsets[d + 1]].decode("utf-8")
-                parts.append("\x1f".join(jieba_cut(text, self.user_dict)).encode("utf-8"))
-            sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
-            np.cumsum([len(p) for p in parts], out=sub_off[1:])
-            sub_buf = utf8_buffer(parts)
+            return Features(*jieba_shingles(buf, offsets, np.asarray(idx, dtype=np.int64), maps, class_table(),
+                                            self.ngram, np.uint64(self.seed)))
+        raw = buf.tobytes()
+        parts = []
+        for d in idx:
+            text = raw[offsets[d]:offsets[d + 1]].decode("utf-8")
+            parts.append("\x1f".join(jieba_cut(text, self.user_dict)).encode("utf-8"))
+        sub_off = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in parts], out=sub_off[1:])
+        sub_buf = utf8_buffer(parts)
         return Features(*token_shingles_batch(sub_buf, sub_off, class_table(), *char_map(False, False), self.ngram,
                                               np.uint64(self.seed), 2))
 

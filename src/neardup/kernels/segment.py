@@ -28,6 +28,8 @@ import numpy as np
 from numba import njit, prange
 
 from .jenkins import jenkins64
+from .shingle import SEP, _finish, emit_shingles
+from .shingle import _push as _push_byte
 from .simhash import fold_one
 
 MIN_DOUBLE = -3.14e100
@@ -903,13 +905,27 @@ def rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htran
     """jieba-rs ``Jieba::cut(text, true)`` of the code points ``cp``: the end of each piece, in order
     (pieces are cp[ends[k−1]:ends[k]], the first from 0). ``lf``: ln(freq) per trie node (NaN: not
     a dictionary word); ``pairs``: :func:`ascii_pairs`; ``hemit``: the unrounded emissions."""
+    scratch = rs_scratch(cp.shape[0])
+    n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
+    return scratch[0][:n_ends].copy()
+
+
+@njit(cache=True)
+def rs_scratch(n):
+    """Scratch arrays for :func:`rs_cut_into` over up to n code points: (ends, best, choice, weight,
+    path, states). Reused across the documents of a batch: a fresh 200 KB array per page of text
+    is fresh pages for the system to fault in."""
+    m = max(n, 1)
+    return (np.empty(m, dtype=np.int64), np.empty(m + 1, dtype=np.float64), np.empty(m, dtype=np.int64),
+            np.empty((m, 4), dtype=np.float64), np.empty((m, 4), dtype=np.int8), np.empty(m, dtype=np.int8))
+
+
+@njit(cache=True)
+def rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch):
+    """:func:`rs_cut` with scratch from :func:`rs_scratch` (of at least ``len(cp)``); the piece ends
+    are ``scratch[0][:returned count]``."""
     n = cp.shape[0]
-    ends = np.empty(n, dtype=np.int64)
-    best = np.empty(n + 1, dtype=np.float64)
-    choice = np.empty(n, dtype=np.int64)
-    weight = np.empty((max(n, 1), 4), dtype=np.float64)
-    path = np.empty((max(n, 1), 4), dtype=np.int8)
-    states = np.empty(max(n, 1), dtype=np.int8)
+    ends, best, choice, weight, path, states = scratch
     tr = (rt, tab, shift, filt, fshift, lf)
     hm = (hstart, htrans, hemit)
     sc = (weight, path, states)
@@ -937,7 +953,7 @@ def rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htran
             ends[n_ends] = i + 1
             n_ends += 1
             i += 1
-    return ends[:n_ends]
+    return n_ends
 
 
 @njit(cache=True)
@@ -966,3 +982,136 @@ def rs_pieces_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf,
             prev = e[q]
         off[k + 1] = at
     return out[:at], off
+
+
+@njit(cache=True, inline="always")
+def _put_cp(cps, n, c):
+    cps[n] = c
+    return n + 1
+
+
+@njit(cache=True)
+def _mapped_code_points(buf, start, end, map_slot, map_utf8):
+    """The code points of ``buf[start:end]`` with the per-character map applied (the word kernel's
+    :func:`~neardup.text.unicode.char_map`: case folding, and NFKC where it is exact per
+    character), i.e. of the normalised text."""
+    nslot = map_slot.shape[0]
+    cap = end - start
+    for i in range(start, end):                  # room for expansions (one character → several)
+        b = buf[i]
+        if b >= 0xC0:
+            cap += 16
+    cps = np.empty(cap + 1, dtype=np.int32)
+    n = 0
+    i = start
+    while i < end:
+        b = buf[i]
+        if b < 0x80:
+            c = np.int64(b)
+            ln = 1
+        elif b < 0xE0:
+            c = ((np.int64(b) & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F)
+            ln = 2
+        elif b < 0xF0:
+            c = ((np.int64(b) & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6) | (np.int64(buf[i + 2]) & 0x3F)
+            ln = 3
+        else:
+            c = (((np.int64(b) & 0x07) << 18) | ((np.int64(buf[i + 1]) & 0x3F) << 12)
+                 | ((np.int64(buf[i + 2]) & 0x3F) << 6) | (np.int64(buf[i + 3]) & 0x3F))
+            ln = 4
+        i += ln
+        if c < nslot and map_slot[c] != 0:
+            r = np.int64(map_slot[c]) - 1
+            m = np.int64(map_utf8[r, 0])
+            q = 1
+            while q <= m:                       # the replacement's UTF-8, decoded
+                x = np.int64(map_utf8[r, q])
+                if x < 0x80:
+                    n = _put_cp(cps, n, x)
+                    q += 1
+                elif x < 0xE0:
+                    n = _put_cp(cps, n, ((x & 0x1F) << 6) | (np.int64(map_utf8[r, q + 1]) & 0x3F))
+                    q += 2
+                elif x < 0xF0:
+                    n = _put_cp(cps, n, ((x & 0x0F) << 12) | ((np.int64(map_utf8[r, q + 1]) & 0x3F) << 6)
+                                | (np.int64(map_utf8[r, q + 2]) & 0x3F))
+                    q += 3
+                else:
+                    n = _put_cp(cps, n, ((x & 0x07) << 18) | ((np.int64(map_utf8[r, q + 1]) & 0x3F) << 12)
+                                | ((np.int64(map_utf8[r, q + 2]) & 0x3F) << 6) | (np.int64(map_utf8[r, q + 3]) & 0x3F))
+                    q += 4
+        else:
+            n = _put_cp(cps, n, c)
+    return cps[:n]
+
+
+@njit(cache=True, inline="always")
+def _push_cp(h, w, pending, nw, c):
+    """The UTF-8 bytes of code point c into a token hash (:func:`~neardup.kernels.shingle._push`)."""
+    if c < 0x80:
+        return _push_byte(h, w, pending, nw, c)
+    if c < 0x800:
+        h, w, pending, nw = _push_byte(h, w, pending, nw, 0xC0 | (c >> 6))
+        return _push_byte(h, w, pending, nw, 0x80 | (c & 0x3F))
+    if c < 0x10000:
+        h, w, pending, nw = _push_byte(h, w, pending, nw, 0xE0 | (c >> 12))
+        h, w, pending, nw = _push_byte(h, w, pending, nw, 0x80 | ((c >> 6) & 0x3F))
+        return _push_byte(h, w, pending, nw, 0x80 | (c & 0x3F))
+    h, w, pending, nw = _push_byte(h, w, pending, nw, 0xF0 | (c >> 18))
+    h, w, pending, nw = _push_byte(h, w, pending, nw, 0x80 | ((c >> 12) & 0x3F))
+    h, w, pending, nw = _push_byte(h, w, pending, nw, 0x80 | ((c >> 6) & 0x3F))
+    return _push_byte(h, w, pending, nw, 0x80 | (c & 0x3F))
+
+
+@njit(cache=True)
+def jieba_shingles_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans,
+                         hemit, map_slot, map_utf8, table, n, seed):
+    """The ``jieba`` tokenizer's shingles of documents ``docs``, fused: the per-character map
+    (normalisation), :func:`rs_cut`, the pieces holding a word character (``table``) hashed as
+    tokens (:func:`~neardup.kernels.shingle.token_hash` of their UTF-8 bytes), n-grams
+    (:func:`~neardup.kernels.shingle.emit_shingles`). Returns (hashes, offsets per document), the
+    same as :func:`~neardup.kernels.shingle.token_shingles_batch` in mode 2 over the pieces of the
+    normalised text joined by U+001F."""
+    nd = docs.shape[0]
+    cps = []
+    cap = 1
+    for k in range(nd):
+        d = docs[k]
+        c = _mapped_code_points(buf, offsets[d], offsets[d + 1], map_slot, map_utf8)
+        cps.append(c)
+        cap += c.shape[0] + 1
+    out = np.empty(cap, dtype=np.uint64)
+    doc_off = np.zeros(nd + 1, dtype=np.int64)
+    seed = np.uint64(seed)
+    longest = 0
+    for k in range(nd):
+        longest = max(longest, cps[k].shape[0])
+    scratch = rs_scratch(longest)
+    tokh = np.empty(longest + 1, dtype=np.uint64)
+    ends = scratch[0]
+    o = 0
+    for k in range(nd):
+        cp = cps[k]
+        n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
+        m = 0
+        a = 0
+        for q in range(n_ends):
+            b = ends[q]
+            word = False
+            for i in range(a, b):
+                if table[cp[i]] != SEP:
+                    word = True
+                    break
+            if word:
+                h = seed
+                w = np.uint64(0)
+                pending = 0
+                nw = 0
+                for i in range(a, b):
+                    h, w, pending, nw = _push_cp(h, w, pending, nw, np.int64(cp[i]))
+                tokh[m] = _finish(h, w, pending, 8 * nw + pending)
+                m += 1
+            a = b
+        o = emit_shingles(tokh, m, n, seed, out, o)
+        doc_off[k + 1] = o
+    return out[:o].copy(), doc_off

@@ -93,12 +93,22 @@ def segmenter(user_dict=None):
 
 
 def jieba_cut(text: str, user_dict=None) -> list[str]:
-    """rjieba segmentation (HMM on), every piece."""
-    return segmenter(user_dict).cut(text, True)
+    """rjieba's segmentation (HMM on), every piece: with jieba's own dictionary from the compiled
+    cut (:func:`jieba_pieces`, tested piece for piece against rjieba), with ``user_dict`` from rjieba."""
+    if user_dict is not None:
+        return segmenter(user_dict).cut(text, True)
+    from ..kernels.segment import rs_cut  # noqa: PLC0415
+    from .jieba_dict import tables  # noqa: PLC0415
+
+    t = tables()
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int32)
+    ends = rs_cut(cp, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total, t.hmm_start, t.hmm_trans,
+                  t.hmm_emit_full).tolist()
+    return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
 def jieba_pieces(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``"\\x1f".join(jieba_cut(text))`` of documents ``docs`` of a UTF-8 batch, packed (bytes,
+    """``"\\x1f".join(rjieba.cut(text, True))`` of documents ``docs`` of a UTF-8 batch, packed (bytes,
     offsets), by the compiled segmenter over jieba's dictionary (:func:`neardup.kernels.segment.rs_cut`:
     rjieba's pieces at about twice its speed, and no Python string per piece)."""
     from ..kernels.segment import rs_pieces_batch  # noqa: PLC0415
@@ -107,6 +117,19 @@ def jieba_pieces(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> tupl
     t = tables()
     return rs_pieces_batch(buf, offsets, docs, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total, t.hmm_start,
                            t.hmm_trans, t.hmm_emit_full)
+
+
+def jieba_shingles(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, maps: tuple, table: np.ndarray, n: int,
+                   seed) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle hashes (and offsets per document) of the ``jieba`` tokenizer over documents ``docs``
+    of a UTF-8 batch, the per-character map ``maps`` (:func:`~neardup.text.unicode.char_map`) applied
+    first: :func:`neardup.kernels.segment.jieba_shingles_batch`."""
+    from ..kernels.segment import jieba_shingles_batch  # noqa: PLC0415
+    from .jieba_dict import tables  # noqa: PLC0415
+
+    t = tables()
+    return jieba_shingles_batch(buf, offsets, docs, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total,
+                                t.hmm_start, t.hmm_trans, t.hmm_emit_full, *maps, table, n, seed)
 
 
 def jieba_tokens(text: str, user_dict=None) -> list[str]:
