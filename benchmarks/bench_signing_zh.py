@@ -43,11 +43,11 @@ def methods():
     out = [
         ("neardup minhash oph, word (each ideograph a token)",
          neardup.MinHasher(num_perm=128, tokenizer="word", ngram=5).sign_batch),
-        ("neardup minhash oph, jieba (rjieba segmentation)",
+        ("neardup minhash oph, jieba (compiled jieba-rs cut)",
          neardup.MinHasher(num_perm=128, tokenizer="jieba", ngram=5).sign_batch),
         ("neardup simhash, word 3-grams", neardup.SimHasher().sign_batch),
         ("neardup simhash --compat yanyiwu --top-n 5 (compiled cppjieba)", _yanyiwu_compiled),
-        ("neardup simhash --idf jieba --top-n 20 (rjieba words, tf-idf)",
+        ("neardup simhash --idf jieba --top-n 20 (jieba words, tf-idf)",
          neardup.SimHasher(tokenizer="jieba", ngram=1, weighting="tfidf", idf="jieba", top_n=20).sign_batch),
         ("neardup yanyiwu Python port (the reference)", _Slow(_yanyiwu_port)),
     ]
