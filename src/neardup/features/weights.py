@@ -47,6 +47,17 @@ class IdfTable:
     def __len__(self) -> int:
         return self.keys.shape[0]
 
+    @property
+    def slots(self) -> tuple:
+        """(slots, shift): the keys in an open-addressing table for the compiled weighting
+        (:func:`neardup.kernels.simhash.weighted_fold_batch`), made on first use."""
+        s = self.__dict__.get("_slots")
+        if s is None:
+            from ..kernels.simhash import key_slots  # noqa: PLC0415
+
+            s = self.__dict__["_slots"] = key_slots(self.keys)
+        return s
+
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
         pos = np.searchsorted(self.keys, hashes)
         pos = np.minimum(pos, max(len(self) - 1, 0))

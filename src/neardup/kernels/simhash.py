@@ -132,3 +132,87 @@ def simhash_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed):
         sizes[d] = c
         out[d] = fold_unit(shingles, 0, c, _EXPAND, acc, ones)
     return out, sizes
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def key_slots(keys):
+    """An open-addressing table over ``keys`` (uint64, distinct): slot → index into ``keys`` (−1:
+    empty), at a load of at most 1/2. Returns (slots, shift) for :func:`_slot_value`."""
+    bits = 4
+    while (1 << bits) < 2 * keys.shape[0]:
+        bits += 1
+    slots = np.full(1 << bits, -1, dtype=np.int64)
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for i in range(keys.shape[0]):
+        s = np.int64((keys[i] * _GOLDEN) >> shift)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = i
+    return slots, shift
+
+
+@njit(cache=True, inline="always")
+def _slot_value(slots, shift, keys, values, default, key):
+    mask = slots.shape[0] - 1
+    s = np.int64((key * _GOLDEN) >> shift)
+    while slots[s] >= 0:
+        i = slots[s]
+        if keys[i] == key:
+            return values[i]
+        s = (s + 1) & mask
+    return default
+
+
+@njit(cache=True)
+def weighted_fold_batch(hashes, offsets, weighting, slots, shift, keys, values, default, top_n):
+    """SimHash of each document of a CSR batch of feature hashes, in one pass per document: its
+    distinct features (sorted), weighted 1 (``weighting`` 0), by count (1) or count × IDF (2: the
+    table ``keys``/``values`` through ``slots``, ``default`` for an unknown feature), the ``top_n``
+    heaviest kept (0: all; ties keep the smaller feature), folded in feature order — the steps of
+    :meth:`neardup.sketches.simhash.SimHasher.weights` and :func:`fold_batch`, with the same floats."""
+    nd = offsets.shape[0] - 1
+    out = np.empty(nd, dtype=np.uint64)
+    longest = 1
+    for d in range(nd):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    u = np.empty(longest, dtype=np.uint64)
+    w = np.empty(longest, dtype=np.float64)
+    ku = np.empty(longest, dtype=np.uint64)
+    kw = np.empty(longest, dtype=np.float64)
+    for d in range(nd):
+        h = np.sort(hashes[offsets[d]:offsets[d + 1]])
+        k = 0
+        i = 0
+        while i < h.shape[0]:
+            j = i + 1
+            while j < h.shape[0] and h[j] == h[i]:
+                j += 1
+            u[k] = h[i]
+            c = j - i
+            if weighting == 0:
+                w[k] = 1.0
+            elif weighting == 1:
+                w[k] = np.float64(c)
+            else:
+                w[k] = np.float64(c) * _slot_value(slots, shift, keys, values, default, h[i])
+            k += 1
+            i = j
+        if top_n > 0 and k > top_n:
+            order = np.argsort(-w[:k], kind="mergesort")
+            keep = np.zeros(k, dtype=np.bool_)
+            for t in range(top_n):
+                keep[order[t]] = True
+            m = 0
+            for t in range(k):
+                if keep[t]:
+                    ku[m] = u[t]
+                    kw[m] = w[t]
+                    m += 1
+            out[d] = fold_one(ku, kw, 0, m)
+        else:
+            out[d] = fold_one(u, w, 0, k)
+    return out

@@ -22,12 +22,20 @@ import numpy as np
 from .._checks import as_int
 from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, hash_words, top_n_mask
-from ..kernels.simhash import fold_batch, fold_unit_batch, hamming_many, popcount64, simhash_word_batch
+from ..kernels.simhash import (
+    fold_batch,
+    fold_unit_batch,
+    hamming_many,
+    popcount64,
+    simhash_word_batch,
+    weighted_fold_batch,
+)
 from ..text.normalize import encode_batch, kernel_char_map
 from ..text.tokenize import keyword_features, signing_tokenizer
 from ..text.unicode import class_table
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
+_NO_IDF = IdfTable(np.zeros(0, np.uint64), np.zeros(0, np.float64), 0.0)    # (weightings without IDF)
 
 
 def hamming(a: int, b: int) -> int:
@@ -131,6 +139,11 @@ class SimHasher:
     def sign_features(self, features: Features) -> np.ndarray:
         if self.weighting == "tf" and self.top_n is None and self._stop is None:
             return fold_unit_batch(features.hashes, features.offsets)  # no sort needed (same result)
+        if self._stop is None and features.counts is None and (self.weighting != "tfidf" or self.idf is not None):
+            # distinct features, weights, top N and the fold in one compiled pass (the steps below)
+            idf = self.idf if self.weighting == "tfidf" else _NO_IDF
+            return weighted_fold_batch(features.hashes, features.offsets, WEIGHTINGS.index(self.weighting),
+                                       *idf.slots, idf.keys, idf.values, idf.default, self.top_n or 0)
         uniq, w = self.weights(features)
         return fold_batch(uniq.hashes, np.ascontiguousarray(w, dtype=np.float64), uniq.offsets)
 
