@@ -107,8 +107,10 @@ def write_nfkc(classes: np.ndarray, out: Path) -> None:
     a class-2 character to one class-2 character; separators may map to separators).
     A document with an unsafe code point is normalised by Python instead.
     Stored: ``map_cps`` (safe characters that change, word or class 2), their NFKC as UTF-8
-    (``map_plain``) and its case folding (``map_folded``), each row [length, bytes…]; and the
-    unsafe set run-length encoded (``unsafe_starts``, ``unsafe``)."""
+    (``map_plain``) and its case folding (``map_folded``), each row [length, bytes…]; the same for
+    the safe separators that change (``sep_cps``, ``sep_plain``, ``sep_folded``: nothing for the
+    word tokenizer, but the jieba cut reads every character); and the unsafe set run-length
+    encoded (``unsafe_starts``, ``unsafe``)."""
     seconds = composition_seconds()
 
     def stable_starter(ch: str) -> bool:
@@ -118,6 +120,7 @@ def write_nfkc(classes: np.ndarray, out: Path) -> None:
 
     unsafe = np.zeros(0x110000, dtype=np.uint8)
     cps, plain, folded = [], [], []
+    sep_cps, sep_plain, sep_folded = [], [], []
     for cp in range(0x80, 0x110000):
         if 0xD800 <= cp < 0xE000:
             continue
@@ -135,22 +138,28 @@ def write_nfkc(classes: np.ndarray, out: Path) -> None:
         if not (same and all(stable_starter(c) for c in norm)):
             unsafe[cp] = 1
             continue
-        if cls == 0:
-            continue  # a separator that maps to separators: nothing for the tokenizer to do
+        if cls == 0:    # a separator that maps to separators: nothing for the word tokenizer to do
+            sep_cps.append(cp)
+            sep_plain.append(norm.encode("utf-8"))
+            sep_folded.append(norm.casefold().encode("utf-8"))
+            continue
         assert all(classes[ord(c)] == cls for c in norm.casefold()), hex(cp)
         cps.append(cp)
         plain.append(norm.encode("utf-8"))
         folded.append(norm.casefold().encode("utf-8"))
     width = max(len(b) for b in plain + folded)
+    sep_width = max(len(b) for b in sep_plain + sep_folded)
 
-    def rows(items):
+    def rows(items, width=width):
         return np.frombuffer(b"".join(bytes([len(b)]) + b.ljust(width, b"\0") for b in items),
                              dtype=np.uint8).reshape(len(items), width + 1)
 
     change = np.flatnonzero(np.diff(unsafe)) + 1
     starts = np.concatenate([[0], change]).astype(np.uint32)
     np.savez_compressed(out, map_cps=np.array(cps, dtype=np.int32), map_plain=rows(plain),
-                        map_folded=rows(folded), unsafe_starts=starts, unsafe=unsafe[starts],
+                        map_folded=rows(folded), sep_cps=np.array(sep_cps, dtype=np.int32),
+                        sep_plain=rows(sep_plain, sep_width), sep_folded=rows(sep_folded, sep_width),
+                        unsafe_starts=starts, unsafe=unsafe[starts],
                         unicode_version=np.array(unicodedata.unidata_version))
     print(f"{out}: {len(cps)} mapped code points, {int(unsafe.sum())} unsafe, rows of {width} bytes")
 

@@ -141,6 +141,7 @@ def test_auto_tokenizer_features_equal_those_of_rjieba_pieces(chinese_pages, mon
 @given(st.lists(st.lists(st.one_of(_MIXED, st.characters(min_codepoint=0xA0, max_codepoint=0x33FF),
                                    st.characters(min_codepoint=0xFB00, max_codepoint=0xFFEF)),
                          max_size=40).map("".join), min_size=1, max_size=5), st.integers(1, 4))
+@example(["一一一一一一一一一一一一一﬩"], 1)     # a separator whose NFKC is another ('+', a jieba "han" character)
 def test_generated_text_features_equal_the_definition(texts, n):
     sh = Shingler(tokenizer="jieba", ngram=n)
     got = sh.features(texts)
@@ -148,3 +149,23 @@ def test_generated_text_features_equal_the_definition(texts, n):
     want = _rjieba_shingles(buf, off, np.arange(len(texts)), char_map(False, False), class_table(), n,
                             np.uint64(sh.seed))
     assert np.array_equal(got.offsets, want[1]) and np.array_equal(got.hashes, want[0])
+
+
+def test_the_cut_s_character_map_is_python_s_normalisation_for_every_safe_code_point():
+    """Every code point the kernels may map themselves (not NFKC-unsafe, not a surrogate), in one
+    text: the jieba kernel's per-character map gives exactly Python's NFKC + case folding of it —
+    separators whose NFKC is another separator included, which the word kernel's map leaves out."""
+    from neardup.kernels.segment import _mapped_code_points
+    from neardup.text.normalize import kernel_char_map
+    from neardup.text.unicode import nfkc_unsafe
+
+    unsafe = nfkc_unsafe()
+    cps = [c for c in range(1, 0x110000) if not (0xD800 <= c < 0xE000) and not unsafe[c]]
+    text = "".join(map(chr, cps))
+    sh = Shingler(tokenizer="jieba")
+    data = text.encode("utf-8")
+    got = _mapped_code_points(np.frombuffer(data, dtype=np.uint8), 0, len(data),
+                              *kernel_char_map(sh.normalizer, separators=True))
+    buf, off = encode_batch([text], sh.normalizer, whitespace=False)
+    assert "".join(map(chr, got.tolist())) == buf.tobytes().decode("utf-8")
+    assert len(cps) > 250_000

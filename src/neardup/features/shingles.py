@@ -217,7 +217,7 @@ class Shingler:
         if self.tokenizer == "char":
             return Features(*char_shingles_batch(buf, offsets, self.ngram, seed))
         if self.tokenizer == "jieba":
-            maps = kernel_char_map(self.normalizer) if self._kernel_maps else char_map(False, False)
+            maps = kernel_char_map(self.normalizer, separators=True) if self._kernel_maps else char_map(False, False)
             return self._jieba(buf, offsets, np.arange(offsets.shape[0] - 1), maps)
         # auto: CJK-heavy documents go through jieba, the rest through the word kernel
         frac = solo_fraction_batch(buf, offsets, class_table())

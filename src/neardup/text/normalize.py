@@ -119,11 +119,12 @@ def to_utf8(text: str, counter: Normalizer | None = None) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
-def kernel_char_map(normalizer: Normalizer | None) -> tuple[np.ndarray, np.ndarray]:
-    """The word kernel's per-character map for ``normalizer`` (see :func:`encode_batch`)."""
+def kernel_char_map(normalizer: Normalizer | None, separators: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' per-character map for ``normalizer`` (see :func:`encode_batch`): the word
+    kernel's, or with ``separators`` the one for kernels that read every character (the jieba cut)."""
     if normalizer is None:
         return char_map(False, False)
-    return char_map(normalizer.nfkc, normalizer.casefold)
+    return char_map(normalizer.nfkc, normalizer.casefold, separators)
 
 
 def encode_batch(texts: Sequence, normalizer: Normalizer | None,

@@ -27,8 +27,8 @@ def _load(name: str) -> dict:
             return {k: data[k] for k in data.files}
 
 
-@lru_cache(maxsize=4)
-def char_map(nfkc: bool, casefold: bool) -> tuple[np.ndarray, np.ndarray]:
+@lru_cache(maxsize=8)
+def char_map(nfkc: bool, casefold: bool, separators: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Per-character replacements for the word kernel: ``(slot, utf8)``.
 
     ``slot`` (uint16, indexed by code point) is 0 for a code point left as it is and r + 1 for
@@ -42,7 +42,9 @@ def char_map(nfkc: bool, casefold: bool) -> tuple[np.ndarray, np.ndarray]:
     output equals normalising with ``unicodedata`` first; under another, every character
     Unicode 14 assigns is still normalised and folded as Unicode 14 says (which Unicode's
     stability policies keep in later versions), and a character assigned later is unsafe: its
-    document goes through the running Python's NFKC, and it is not case-folded."""
+    document goes through the running Python's NFKC, and it is not case-folded. ``separators``:
+    also the NFKC of the separators whose NFKC is other separators (``'﬩'`` → ``'+'``): nothing
+    to the word tokenizer, which never reads them, but the jieba cut reads every character."""
     rows: dict[int, bytes] = {}
     if casefold:
         fold = _load("unicode_casefold.npz")
@@ -55,6 +57,9 @@ def char_map(nfkc: bool, casefold: bool) -> tuple[np.ndarray, np.ndarray]:
         table = norm["map_folded"] if casefold else norm["map_plain"]
         for cp, row in zip(norm["map_cps"].tolist(), table):
             rows[cp] = bytes(row[1:1 + row[0]])
+        if separators:
+            for cp, row in zip(norm["sep_cps"].tolist(), norm["sep_folded"] if casefold else norm["sep_plain"]):
+                rows[cp] = bytes(row[1:1 + row[0]])
     if not rows:
         return np.zeros(0, dtype=np.uint16), np.zeros((1, 2), dtype=np.uint8)
     cps = sorted(rows)
