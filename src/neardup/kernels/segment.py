@@ -624,22 +624,19 @@ _VAL_BITS = 22                  # a slot: key (node << 21 | code point, 41 bits)
 
 
 @njit(cache=True)
-def edge_table(child_start, child_cp, child_node, lf):
-    """Every trie edge (v, c) → child in one open-addressing table of two-word slots (the first
-    word 0: empty): the key and the child, then the child's ln freq ``lf`` (NaN: no dictionary
-    word), so that a successful lookup reads one cache line and no per-node array. At a
-    load of at most 1/4, a lookup reads one slot, or a few adjacent ones, where bisecting a
+def edge_table(child_start, child_cp, child_node):
+    """Every trie edge (v, c) → child in one open-addressing table of uint64 slots (0: empty), at a
+    load of at most 1/4: a lookup reads one slot, or a few adjacent ones, where bisecting a
     common character's hundreds of children read about eight scattered cache lines (100 ns per
     character on the Chinese pages). A walk down the trie ends with a failed lookup at nearly every
     character; those are answered by a filter of one bit per edge in 16 (1 MB, in L2; about 6 % of
-    absent edges pass it and read the table): 48 → 27 ns per character. Returns (table, the same
-    memory as float64, shift, filter, filter shift) for :func:`_edge`."""
+    absent edges pass it and read the table): 48 → 27 ns per character. Returns (table, shift,
+    filter, filter shift) for :func:`_edge`."""
     n_edges = child_cp.shape[0]
     bits = 4
     while (1 << bits) < 4 * n_edges:
         bits += 1
-    tab = np.zeros(2 << bits, dtype=np.uint64)
-    tabw = tab.view(np.float64)
+    tab = np.zeros(1 << bits, dtype=np.uint64)
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
     # the filter: 16 bits per edge (a power of two), one bit set per edge
@@ -651,13 +648,12 @@ def edge_table(child_start, child_cp, child_node, lf):
             key = (np.uint64(v) << np.uint64(21)) | np.uint64(child_cp[i])
             h = key * _GOLDEN
             s = np.int64(h >> shift)
-            while tab[2 * s] != 0:
+            while tab[s] != 0:
                 s = (s + 1) & mask
-            tab[2 * s] = (key << np.uint64(_VAL_BITS)) | np.uint64(child_node[i] + 1)
-            tabw[2 * s + 1] = lf[child_node[i]]
+            tab[s] = (key << np.uint64(_VAL_BITS)) | np.uint64(child_node[i] + 1)
             f = h >> fshift
             filt[f >> np.uint64(6)] |= np.uint64(1) << (f & np.uint64(63))
-    return tab, tabw, shift, filt, fshift
+    return tab, shift, filt, fshift
 
 
 @njit(cache=True)
@@ -692,21 +688,21 @@ def ascii_pairs(child_start, child_cp, child_node, lf):
 
 
 @njit(cache=True, inline="always")
-def _edge(tab, tabw, shift, filt, fshift, v, c):
-    """(the child of node v for code point c, its ln freq) from :func:`edge_table` (−1, NaN: none)."""
+def _edge(tab, shift, filt, fshift, v, c):
+    """The child of node v for code point c (−1: none), from :func:`edge_table`."""
     key = (np.uint64(v) << np.uint64(21)) | np.uint64(c)
     h = key * _GOLDEN
     f = h >> fshift
     if (filt[f >> np.uint64(6)] >> (f & np.uint64(63))) & np.uint64(1) == 0:
-        return -1, np.nan
-    mask = (tab.shape[0] >> 1) - 1
+        return -1
+    mask = tab.shape[0] - 1
     s = np.int64(h >> shift)
     while True:
-        x = tab[2 * s]
+        x = tab[s]
         if x == 0:
-            return -1, np.nan
+            return -1
         if (x >> np.uint64(_VAL_BITS)) == key:
-            return np.int64(x & np.uint64((1 << _VAL_BITS) - 1)) - 1, tabw[2 * s + 1]
+            return np.int64(x & np.uint64((1 << _VAL_BITS) - 1)) - 1
         s = (s + 1) & mask
 
 
@@ -823,22 +819,21 @@ def _rs_hmm_cut(cp, lo, hi, hstart, htrans, hemit, ends, n_ends, weight, path, s
 
 
 @njit(cache=True, inline="always")
-def _root_edge(rt, rlf, tab, tabw, shift, filt, fshift, c):
-    """(the root's child for code point c, its ln freq): direct tables over the BMP."""
+def _root_edge(rt, tab, shift, filt, fshift, c):
     if c < 65536:
-        return rt[c], rlf[c]
-    return _edge(tab, tabw, shift, filt, fshift, 0, c)
+        return rt[c]
+    return _edge(tab, shift, filt, fshift, 0, c)
 
 
 @njit(cache=True, inline="always")
 def _is_word(cp, a, b, tr):
-    rt, rlf, tab, tabw, shift, filt, fshift = tr
-    v, w = _root_edge(rt, rlf, tab, tabw, shift, filt, fshift, cp[a])
+    rt, tab, shift, filt, fshift, lf = tr
+    v = _root_edge(rt, tab, shift, filt, fshift, cp[a])
     k = a + 1
     while v >= 0 and k < b:
-        v, w = _edge(tab, tabw, shift, filt, fshift, v, cp[k])
+        v = _edge(tab, shift, filt, fshift, v, cp[k])
         k += 1
-    return v >= 0 and not np.isnan(w)
+    return v >= 0 and not np.isnan(lf[v])
 
 
 @njit(cache=True, inline="always")
@@ -862,15 +857,16 @@ def _rs_flush(cp, a, b, tr, hm, ends, n_ends, sc):
 def _rs_dag_hmm(cp, lo, hi, tr, log_total, hm, ends, n_ends, best, choice, sc):
     """jieba-rs ``cut_dag_hmm`` over the han run cp[lo:hi] (``tr``: the trie, :func:`rs_cut`'s arguments;
     ``hm``: the HMM; ``sc``: Viterbi's scratch)."""
-    rt, rlf, tab, tabw, shift, filt, fshift = tr
+    rt, tab, shift, filt, fshift, lf = tr
     best[hi] = 0.0
     log1 = 0.0 - log_total
     for k in range(hi - 1, lo - 1, -1):
         bw = 0.0
         bj = -1
-        v, w = _root_edge(rt, rlf, tab, tabw, shift, filt, fshift, cp[k])
+        v = _root_edge(rt, tab, shift, filt, fshift, cp[k])
         m = k + 1
         while v >= 0:
+            w = lf[v]
             if not np.isnan(w):
                 val = w - log_total + best[m]
                 if bj < 0 or val >= bw:          # (value, end) compared as a pair: a tie goes to the longer
@@ -878,7 +874,7 @@ def _rs_dag_hmm(cp, lo, hi, tr, log_total, hm, ends, n_ends, best, choice, sc):
                     bj = m
             if m >= hi:
                 break
-            v, w = _edge(tab, tabw, shift, filt, fshift, v, cp[m])
+            v = _edge(tab, shift, filt, fshift, v, cp[m])
             m += 1
         if bj < 0:
             bw = log1 + best[k + 1]
@@ -905,13 +901,12 @@ def _rs_dag_hmm(cp, lo, hi, tr, log_total, hm, ends, n_ends, best, choice, sc):
 
 
 @njit(cache=True)
-def rs_cut(cp, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, hstart, htrans, hemit):
+def rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit):
     """jieba-rs ``Jieba::cut(text, true)`` of the code points ``cp``: the end of each piece, in order
-    (pieces are cp[ends[k−1]:ends[k]], the first from 0). ``rt``/``rlf``: the root's child and its ln
-    freq per BMP code point (NaN: not a dictionary word); ``tab``…``fshift``: :func:`edge_table`;
-    ``pairs``: :func:`ascii_pairs`; ``hemit``: the unrounded emissions."""
+    (pieces are cp[ends[k−1]:ends[k]], the first from 0). ``lf``: ln(freq) per trie node (NaN: not
+    a dictionary word); ``pairs``: :func:`ascii_pairs`; ``hemit``: the unrounded emissions."""
     scratch = rs_scratch(cp.shape[0])
-    n_ends = rs_cut_into(cp, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, hstart, htrans, hemit, scratch)
+    n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
     return scratch[0][:n_ends].copy()
 
 
@@ -926,12 +921,12 @@ def rs_scratch(n):
 
 
 @njit(cache=True)
-def rs_cut_into(cp, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, hstart, htrans, hemit, scratch):
+def rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch):
     """:func:`rs_cut` with scratch from :func:`rs_scratch` (of at least ``len(cp)``); the piece ends
     are ``scratch[0][:returned count]``."""
     n = cp.shape[0]
     ends, best, choice, weight, path, states = scratch
-    tr = (rt, rlf, tab, tabw, shift, filt, fshift)
+    tr = (rt, tab, shift, filt, fshift, lf)
     hm = (hstart, htrans, hemit)
     sc = (weight, path, states)
     n_ends = 0
@@ -962,8 +957,7 @@ def rs_cut_into(cp, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, h
 
 
 @njit(cache=True)
-def rs_pieces_batch(buf, offsets, docs, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, hstart, htrans,
-                    hemit):
+def rs_pieces_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit):
     """The pieces of documents ``docs`` (UTF-8 ``buf[offsets[d]:offsets[d+1]]``) joined by U+001F,
     as ``"\\x1f".join(rjieba.cut(text, True))`` of each, packed: (bytes, offsets per document)."""
     nd = docs.shape[0]
@@ -976,7 +970,7 @@ def rs_pieces_batch(buf, offsets, docs, rt, rlf, tab, tabw, shift, filt, fshift,
     for k in range(nd):
         d = docs[k]
         cp, bo = decode_utf8(buf, offsets[d], offsets[d + 1])
-        e = rs_cut(cp, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, hstart, htrans, hemit)
+        e = rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit)
         prev = 0
         for q in range(e.shape[0]):
             if q:
@@ -1070,7 +1064,7 @@ def _push_cp(h, w, pending, nw, c):
 
 
 @njit(cache=True)
-def jieba_shingles_batch(buf, offsets, docs, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, hstart, htrans,
+def jieba_shingles_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans,
                          hemit, map_slot, map_utf8, table, n, seed):
     """The ``jieba`` tokenizer's shingles of documents ``docs``, fused: the per-character map
     (normalisation), :func:`rs_cut`, the pieces holding a word character (``table``) hashed as
@@ -1098,8 +1092,7 @@ def jieba_shingles_batch(buf, offsets, docs, rt, rlf, tab, tabw, shift, filt, fs
     o = 0
     for k in range(nd):
         cp = cps[k]
-        n_ends = rs_cut_into(cp, rt, rlf, tab, tabw, shift, filt, fshift, pairs, log_total, hstart, htrans, hemit,
-                             scratch)
+        n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
         m = 0
         a = 0
         for q in range(n_ends):

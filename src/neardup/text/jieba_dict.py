@@ -73,32 +73,14 @@ class JiebaTables:
         return r
 
     @property
-    def root_lf(self) -> np.ndarray:
-        """ln freq of the root's child for every BMP code point (NaN: none, or not a dictionary
-        word), float64 (512 KB), made on first use: beside :attr:`root` for the jieba-rs cut."""
-        r = self.__dict__.get("_root_lf")
-        if r is None:
-            rt = self.root
-            r = np.full(65536, np.nan)
-            has = rt >= 0
-            r[has] = self.log_freq[rt[has]]
-            object.__setattr__(self, "_root_lf", r)
-        return r
-
-    def trie(self) -> tuple:
-        """The jieba-rs cut's view of the trie: (root, root_lf, *edges, ascii_pairs), the arguments
-        :func:`neardup.kernels.segment.rs_cut` takes first."""
-        return (self.root, self.root_lf, *self.edges, self.ascii_pairs)
-
-    @property
     def edges(self) -> tuple:
-        """Every trie edge in one hash table with its child's ln freq, and a filter
-        (:func:`neardup.kernels.segment.edge_table`): 33 MB, built on first use."""
+        """Every trie edge in one hash table and its filter (:func:`neardup.kernels.segment.edge_table`):
+        17 MB, built on first use."""
         e = self.__dict__.get("_edges")
         if e is None:
             from ..kernels.segment import edge_table  # noqa: PLC0415
 
-            e = edge_table(self.child_start, self.child_cp, self.child_node, self.log_freq)
+            e = edge_table(self.child_start, self.child_cp, self.child_node)
             object.__setattr__(self, "_edges", e)
         return e
 

@@ -102,7 +102,8 @@ def jieba_cut(text: str, user_dict=None) -> list[str]:
 
     t = tables()
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int32)
-    ends = rs_cut(cp, *t.trie(), t.log_total, t.hmm_start, t.hmm_trans, t.hmm_emit_full).tolist()
+    ends = rs_cut(cp, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total, t.hmm_start, t.hmm_trans,
+                  t.hmm_emit_full).tolist()
     return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
@@ -114,7 +115,8 @@ def jieba_pieces(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> tupl
     from .jieba_dict import tables  # noqa: PLC0415
 
     t = tables()
-    return rs_pieces_batch(buf, offsets, docs, *t.trie(), t.log_total, t.hmm_start, t.hmm_trans, t.hmm_emit_full)
+    return rs_pieces_batch(buf, offsets, docs, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total, t.hmm_start,
+                           t.hmm_trans, t.hmm_emit_full)
 
 
 def jieba_shingles(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, maps: tuple, table: np.ndarray, n: int,
@@ -126,8 +128,8 @@ def jieba_shingles(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, maps:
     from .jieba_dict import tables  # noqa: PLC0415
 
     t = tables()
-    return jieba_shingles_batch(buf, offsets, docs, *t.trie(), t.log_total, t.hmm_start, t.hmm_trans, t.hmm_emit_full,
-                                *maps, table, n, seed)
+    return jieba_shingles_batch(buf, offsets, docs, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total,
+                                t.hmm_start, t.hmm_trans, t.hmm_emit_full, *maps, table, n, seed)
 
 
 def jieba_tokens(text: str, user_dict=None) -> list[str]:
