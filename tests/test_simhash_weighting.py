@@ -1,5 +1,5 @@
-"""The compiled SimHash weighting (kernels/simhash.weighted_fold_batch: distinct features, uniform /
-tf / tf-idf weights, top N, fold in one pass) against the NumPy steps it replaces
+"""The compiled SimHash weighting (kernels/simhash.weighted_fold_batch: uniform / tf / tf-idf
+weights of the distinct features, top N, fold in one pass) against the NumPy steps it replaces
 (SimHasher.weights + fold_batch): the same fingerprints, bit for bit, on generated batches with
 repeated features, tied weights, features in and out of the IDF table, empty documents and every
 top N."""
@@ -33,8 +33,9 @@ def test_compiled_weighting_equals_the_numpy_steps(docs, weighting, top_n):
     hashes = _POOL[np.asarray([i for d in docs for i in d], dtype=np.int64)]
     feats = Features(hashes, offsets)
     idf = _IDF if weighting == "tfidf" else IdfTable(np.zeros(0, np.uint64), np.zeros(0), 0.0)
-    got = weighted_fold_batch(hashes, offsets, WEIGHTINGS.index(weighting), *idf.slots, idf.keys, idf.values,
-                              idf.default, top_n or 0)
+    u = feats.unique()
+    got = weighted_fold_batch(u.hashes, u.counts, u.offsets, WEIGHTINGS.index(weighting), *idf.slots, idf.keys,
+                              idf.values, idf.default, top_n or 0)
     assert np.array_equal(got, _reference(feats, weighting, top_n))
     # and through SimHasher.sign_features, which takes this path
     h = SimHasher(weighting=weighting, top_n=top_n, idf=_IDF if weighting == "tfidf" else None)
@@ -47,6 +48,7 @@ def test_idf_slots_find_every_key_and_only_those():
     probe = np.concatenate([keys, np.random.default_rng(4).integers(0, 2**64, 5000, dtype=np.uint64)])
     offs = np.arange(probe.shape[0] + 1, dtype=np.int64)
     # one feature per document, tf-idf weight = its value: the fold's sign pattern tells found from default
-    got = weighted_fold_batch(probe, offs, 2, *t.slots, t.keys, t.values, t.default, 0)
+    got = weighted_fold_batch(probe, np.ones(probe.shape[0], np.int64), offs, 2, *t.slots, t.keys, t.values,
+                              t.default, 0)
     want = fold_batch(probe, t.lookup(probe), offs)
     assert np.array_equal(got, want)

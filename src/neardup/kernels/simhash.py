@@ -168,39 +168,32 @@ def _slot_value(slots, shift, keys, values, default, key):
 
 
 @njit(cache=True)
-def weighted_fold_batch(hashes, offsets, weighting, slots, shift, keys, values, default, top_n):
-    """SimHash of each document of a CSR batch of feature hashes, in one pass per document: its
-    distinct features (sorted), weighted 1 (``weighting`` 0), by count (1) or count × IDF (2: the
-    table ``keys``/``values`` through ``slots``, ``default`` for an unknown feature), the ``top_n``
-    heaviest kept (0: all; ties keep the smaller feature), folded in feature order — the steps of
-    :meth:`neardup.sketches.simhash.SimHasher.weights` and :func:`fold_batch`, with the same floats."""
+def weighted_fold_batch(hashes, counts, offsets, weighting, slots, shift, keys, values, default, top_n):
+    """SimHash of each document of a CSR batch of distinct feature hashes (sorted per document, as
+    :meth:`~neardup.features.shingles.Features.unique` gives them, with their ``counts``): weights 1
+    (``weighting`` 0), the count (1) or count × IDF (2: the table ``keys``/``values`` through
+    ``slots``, ``default`` for an unknown feature), the ``top_n`` heaviest kept (0: all; ties keep
+    the smaller feature), folded in feature order — the steps of
+    :meth:`neardup.sketches.simhash.SimHasher.weights` and :func:`fold_batch`, with the same floats,
+    in one pass per document and no batch-wide weight or mask array."""
     nd = offsets.shape[0] - 1
     out = np.empty(nd, dtype=np.uint64)
     longest = 1
     for d in range(nd):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    u = np.empty(longest, dtype=np.uint64)
     w = np.empty(longest, dtype=np.float64)
     ku = np.empty(longest, dtype=np.uint64)
     kw = np.empty(longest, dtype=np.float64)
     for d in range(nd):
-        h = np.sort(hashes[offsets[d]:offsets[d + 1]])
-        k = 0
-        i = 0
-        while i < h.shape[0]:
-            j = i + 1
-            while j < h.shape[0] and h[j] == h[i]:
-                j += 1
-            u[k] = h[i]
-            c = j - i
+        s = offsets[d]
+        k = offsets[d + 1] - s
+        for t in range(k):
             if weighting == 0:
-                w[k] = 1.0
+                w[t] = 1.0
             elif weighting == 1:
-                w[k] = np.float64(c)
+                w[t] = np.float64(counts[s + t])
             else:
-                w[k] = np.float64(c) * _slot_value(slots, shift, keys, values, default, h[i])
-            k += 1
-            i = j
+                w[t] = np.float64(counts[s + t]) * _slot_value(slots, shift, keys, values, default, hashes[s + t])
         if top_n > 0 and k > top_n:
             order = np.argsort(-w[:k], kind="mergesort")
             keep = np.zeros(k, dtype=np.bool_)
@@ -209,10 +202,10 @@ def weighted_fold_batch(hashes, offsets, weighting, slots, shift, keys, values, 
             m = 0
             for t in range(k):
                 if keep[t]:
-                    ku[m] = u[t]
+                    ku[m] = hashes[s + t]
                     kw[m] = w[t]
                     m += 1
             out[d] = fold_one(ku, kw, 0, m)
         else:
-            out[d] = fold_one(u, w, 0, k)
+            out[d] = fold_one(hashes[s:s + k], w, 0, k)
     return out

@@ -139,10 +139,11 @@ class SimHasher:
     def sign_features(self, features: Features) -> np.ndarray:
         if self.weighting == "tf" and self.top_n is None and self._stop is None:
             return fold_unit_batch(features.hashes, features.offsets)  # no sort needed (same result)
-        if self._stop is None and features.counts is None and (self.weighting != "tfidf" or self.idf is not None):
-            # distinct features, weights, top N and the fold in one compiled pass (the steps below)
+        if self._stop is None and (self.weighting != "tfidf" or self.idf is not None):
+            # weights, top N and the fold of the distinct features in one compiled pass (the steps below)
+            u = features.unique()
             idf = self.idf if self.weighting == "tfidf" else _NO_IDF
-            return weighted_fold_batch(features.hashes, features.offsets, WEIGHTINGS.index(self.weighting),
+            return weighted_fold_batch(u.hashes, u.counts, u.offsets, WEIGHTINGS.index(self.weighting),
                                        *idf.slots, idf.keys, idf.values, idf.default, self.top_n or 0)
         uniq, w = self.weights(features)
         return fold_batch(uniq.hashes, np.ascontiguousarray(w, dtype=np.float64), uniq.offsets)
