@@ -169,3 +169,24 @@ def test_the_cut_s_character_map_is_python_s_normalisation_for_every_safe_code_p
     buf, off = encode_batch([text], sh.normalizer, whitespace=False)
     assert "".join(map(chr, got.tolist())) == buf.tobytes().decode("utf-8")
     assert len(cps) > 250_000
+
+
+def test_idf_fit_counts_the_words_of_the_per_document_tokenizer(chinese_pages):
+    """``neardup idf fit --tokenizer jieba`` counts pieces a batch at a time; the document frequencies
+    are those of the ``jieba`` tokenizer's words, document by document (hostile pieces included:
+    U+001F, lone surrogates, empty documents, white space)."""
+    from collections import Counter
+
+    from neardup.features.weights import fit_idf_words
+    from neardup.text.normalize import Normalizer
+    from neardup.text.tokenize import tokenize
+
+    texts = [t for _, t in chinese_pages[:60]] + ["", "a\x1fb 中\x1f文", "x\ud800y 你好", "   ", "Ａ１ ＫＧ 中文", "﬩+ C++"]
+    words, idf, n = fit_idf_words([texts[:31], texts[31:]], "jieba")
+    norm = Normalizer()
+    df: Counter = Counter()
+    for t in texts:
+        df.update(set(tokenize(norm(t).encode("utf-8", "replace").decode("utf-8"), "jieba")))
+    want = sorted(w for w in df if w and not any(c.isspace() for c in w))
+    assert n == len(texts) and words == want
+    assert np.allclose(idf, np.log((1.0 + n) / (1.0 + np.array([df[w] for w in want], dtype=np.float64))) + 1.0)
