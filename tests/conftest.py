@@ -43,6 +43,21 @@ def days(tmp_path_factory) -> Path:
     return folder
 
 
+def skip_unless_table_unicode() -> None:
+    """Skip a test that compares the shipped Unicode tables (the kernels' normalisation) with the
+    running Python's ``unicodedata`` when the two Unicode versions differ: the kernels follow the
+    tables' version on every Python, on purpose."""
+    import unicodedata
+    from importlib.resources import files
+
+    import numpy as np
+
+    with np.load(files("neardup.data").joinpath("unicode_casefold.npz").open("rb")) as data:
+        version = str(data["unicode_version"])
+    if unicodedata.unidata_version != version:
+        pytest.skip(f"Python's Unicode {unicodedata.unidata_version} is not the tables' {version}")
+
+
 def chi2_quantile(p_z: float, dof: int) -> float:
     """Wilson–Hilferty approximation of the chi-square quantile at standard-normal score z."""
     return dof * (1 - 2 / (9 * dof) + p_z * math.sqrt(2 / (9 * dof))) ** 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rjieba
+from conftest import skip_unless_table_unicode
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -102,6 +103,11 @@ def _rjieba_shingles(buf, offsets, docs, maps, table, n, seed):
     return token_shingles_batch(sub_buf, sub_off, table, *char_map(False, False), n, seed, 2)
 
 
+_ZH = ["今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。后天纽约的天气不好，昨天纽约的天气也不好。",
+       "此外，公司拟对全资子公司吉林欧亚置业有限公司增资4.3亿元，增资后注册资本由7000万元增加到5亿元。",
+       "我们中出了一个叛徒。小明硕士毕业于中国科学院计算所，后在日本京都大学深造。",
+       "使用 -v 选项显示详细信息；参见 bugs.debian.org 与 man(1) 手册页 2003-04-29 版。",
+       "区块链技术在金融领域的应用越来越广泛 C++ T恤 B超 A股 iPhone卡拉OK 3D打印 12.5% 的增长"]
 _TEXTS = ["", "。。", "hello world", "中文 English 混合 text", "Ａ１２３ＫＧ ＡＢＣ　ｄｅｆ", "ÀÉÎ Straße ﬁne ㎏ ﷺ 中文", "İstanbul ǅ",
           "中\u0301文 e\u0301 ½ ™ x²", "Le CAFÉ du 北京烤鸭", "\r\n中国\r\n", "C++ T恤 B超 A股 iPhone卡拉OK"]
 
@@ -113,6 +119,7 @@ def test_jieba_tokenizer_features_equal_those_of_normalised_rjieba_pieces(chines
     character hashed as pre-split tokens — document by document, on the Chinese pages and on text
     that case folding and NFKC change (fullwidth forms, ligatures, compatibility characters, and
     the characters NFKC does not map one by one)."""
+    skip_unless_table_unicode()
     texts = [t for _, t in chinese_pages[:40]] + _TEXTS
     sh = Shingler(tokenizer="jieba", ngram=n)
     got = sh.features(texts)
@@ -124,10 +131,12 @@ def test_jieba_tokenizer_features_equal_those_of_normalised_rjieba_pieces(chines
     assert got.hashes.shape[0] > 1000
 
 
-def test_auto_tokenizer_features_equal_those_of_rjieba_pieces(chinese_pages, monkeypatch):
+@pytest.mark.parametrize("with_pages", [False, True])
+def test_auto_tokenizer_features_equal_those_of_rjieba_pieces(request, monkeypatch, with_pages):
     import neardup.features.shingles as shingles
 
-    texts = [t for _, t in chinese_pages[:40]] + _TEXTS
+    pages = [t for _, t in request.getfixturevalue("chinese_pages")[:40]] if with_pages else []
+    texts = pages + _ZH + _TEXTS
     for n in (1, 3):
         got = Shingler(tokenizer="auto", ngram=n).features(texts)
         with monkeypatch.context() as m:
@@ -143,6 +152,7 @@ def test_auto_tokenizer_features_equal_those_of_rjieba_pieces(chinese_pages, mon
                          max_size=40).map("".join), min_size=1, max_size=5), st.integers(1, 4))
 @example(["一一一一一一一一一一一一一﬩"], 1)     # a separator whose NFKC is another ('+', a jieba "han" character)
 def test_generated_text_features_equal_the_definition(texts, n):
+    skip_unless_table_unicode()
     sh = Shingler(tokenizer="jieba", ngram=n)
     got = sh.features(texts)
     buf, off = encode_batch(texts, sh.normalizer, whitespace=False)
@@ -155,6 +165,7 @@ def test_the_cut_s_character_map_is_python_s_normalisation_for_every_safe_code_p
     """Every code point the kernels may map themselves (not NFKC-unsafe, not a surrogate), in one
     text: the jieba kernel's per-character map gives exactly Python's NFKC + case folding of it —
     separators whose NFKC is another separator included, which the word kernel's map leaves out."""
+    skip_unless_table_unicode()
     from neardup.kernels.segment import _mapped_code_points
     from neardup.text.normalize import kernel_char_map
     from neardup.text.unicode import nfkc_unsafe
@@ -171,7 +182,8 @@ def test_the_cut_s_character_map_is_python_s_normalisation_for_every_safe_code_p
     assert len(cps) > 250_000
 
 
-def test_idf_fit_counts_the_words_of_the_per_document_tokenizer(chinese_pages):
+@pytest.mark.parametrize("with_pages", [False, True])
+def test_idf_fit_counts_the_words_of_the_per_document_tokenizer(request, with_pages):
     """``neardup idf fit --tokenizer jieba`` counts pieces a batch at a time; the document frequencies
     are those of the ``jieba`` tokenizer's words, document by document (hostile pieces included:
     U+001F, lone surrogates, empty documents, white space)."""
@@ -179,14 +191,17 @@ def test_idf_fit_counts_the_words_of_the_per_document_tokenizer(chinese_pages):
 
     from neardup.features.weights import fit_idf_words
     from neardup.text.normalize import Normalizer
-    from neardup.text.tokenize import tokenize
 
-    texts = [t for _, t in chinese_pages[:60]] + ["", "a\x1fb 中\x1f文", "x\ud800y 你好", "   ", "Ａ１ ＫＧ 中文", "﬩+ C++"]
+    pages = [t for _, t in request.getfixturevalue("chinese_pages")[:60]] if with_pages else []
+    texts = pages + _ZH + ["", "a\x1fb 中\x1f文", "x\ud800y 你好", "   ", "Ａ１ ＫＧ 中文",
+                                                       "﬩+ C++"]
     words, idf, n = fit_idf_words([texts[:31], texts[31:]], "jieba")
     norm = Normalizer()
+    table = class_table()
     df: Counter = Counter()
-    for t in texts:
-        df.update(set(tokenize(norm(t).encode("utf-8", "replace").decode("utf-8"), "jieba")))
+    for t in texts:          # the definition: rjieba's pieces of the normalised text holding a word character
+        pieces_ = rjieba.cut(norm(t).encode("utf-8", "replace").decode("utf-8"), True)
+        df.update({p for p in pieces_ if any(table[ord(c)] for c in p)})
     want = sorted(w for w in df if w and not any(c.isspace() for c in w))
     assert n == len(texts) and words == want
     assert np.allclose(idf, np.log((1.0 + n) / (1.0 + np.array([df[w] for w in want], dtype=np.float64))) + 1.0)

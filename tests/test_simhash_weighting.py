@@ -37,18 +37,27 @@ def test_compiled_weighting_equals_the_numpy_steps(docs, weighting, top_n):
     got = weighted_fold_batch(u.hashes, u.counts, u.offsets, WEIGHTINGS.index(weighting), *idf.slots, idf.keys,
                               idf.values, idf.default, top_n or 0)
     assert np.array_equal(got, _reference(feats, weighting, top_n))
-    # and through SimHasher.sign_features, which takes this path
+    # and through SimHasher.sign_features (which takes this path, or for tf without top N the unsorted fold)
     h = SimHasher(weighting=weighting, top_n=top_n, idf=_IDF if weighting == "tfidf" else None)
     assert np.array_equal(h.sign_features(feats), got)
 
 
-def test_idf_slots_find_every_key_and_only_those():
+def test_idf_slots_give_every_key_its_value_and_others_the_default():
+    """Each document: a probe feature and an anchor absent from the table (the default, 2500.5): the
+    fold's bits where the two hashes differ follow the heavier one, so a value read for the wrong
+    key, or the default for a key in the table, changes the fingerprint."""
     keys = np.random.default_rng(3).integers(0, 2**64, 5000, dtype=np.uint64)
-    t = IdfTable(keys, np.arange(5000, dtype=np.float64), -1.0)
+    t = IdfTable(keys, np.random.default_rng(5).permutation(5000).astype(np.float64), 2500.5)
     probe = np.concatenate([keys, np.random.default_rng(4).integers(0, 2**64, 5000, dtype=np.uint64)])
-    offs = np.arange(probe.shape[0] + 1, dtype=np.int64)
-    # one feature per document, tf-idf weight = its value: the fold's sign pattern tells found from default
-    got = weighted_fold_batch(probe, np.ones(probe.shape[0], np.int64), offs, 2, *t.slots, t.keys, t.values,
+    anchor = np.uint64(0x5555555555555555)
+    assert anchor not in set(keys.tolist())
+    pairs = np.sort(np.stack([probe, np.full(probe.shape[0], anchor)], axis=1), axis=1).reshape(-1)
+    offs = np.arange(0, pairs.shape[0] + 1, 2, dtype=np.int64)
+    got = weighted_fold_batch(pairs, np.ones(pairs.shape[0], np.int64), offs, 2, *t.slots, t.keys, t.values,
                               t.default, 0)
-    want = fold_batch(probe, t.lookup(probe), offs)
-    assert np.array_equal(got, want)
+    assert np.array_equal(got, fold_batch(pairs, t.lookup(pairs), offs))
+    other = IdfTable(probe[2500:7500].copy(), np.arange(5000, dtype=np.float64), 2500.5)
+    t.keys, t.values = other.keys, other.values          # keys replaced: the slots are built again
+    got = weighted_fold_batch(pairs, np.ones(pairs.shape[0], np.int64), offs, 2, *t.slots, t.keys, t.values,
+                              t.default, 0)
+    assert np.array_equal(got, fold_batch(pairs, t.lookup(pairs), offs))

@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import skip_unless_table_unicode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,23 +93,13 @@ def _folding_code_points():
     return [cp for cp in range(0x80, slot.shape[0]) if slot[cp]], unicodedata.unidata_version
 
 
-def _skip_unless_table_unicode():
-    import unicodedata
-    from importlib.resources import files
-
-    with np.load(files("neardup.data").joinpath("unicode_casefold.npz").open("rb")) as data:
-        version = str(data["unicode_version"])
-    if unicodedata.unidata_version != version:
-        pytest.skip(f"Python's Unicode {unicodedata.unidata_version} is not the tables' {version}")
-
-
 def test_shipped_fold_table_is_pythons_casefold():
     """The table is str.casefold at the class table's Unicode version (14.0): where the running
     Python has that version, every code point must agree, folding or not."""
 
     from neardup.text.unicode import char_map
 
-    _skip_unless_table_unicode()
+    skip_unless_table_unicode()
     slot, utf8 = char_map(False, True)
     for cp in range(0x80, 0x110000):
         if 0xD800 <= cp < 0xE000:
@@ -292,7 +283,7 @@ def test_kernel_nfkc_equals_python_nfkc_for_every_mapped_character():
     """Each of the ~3,500 characters the kernel normalises (fullwidth forms, ligatures,
     superscripts, compatibility ideographs, ...) in contexts where a composition or a token
     boundary could go wrong, including next to characters that send the document to Python."""
-    _skip_unless_table_unicode()
+    skip_unless_table_unicode()
     texts = []
     for cp in _mapped_code_points():
         c = chr(cp)
@@ -307,7 +298,7 @@ def test_kernel_nfkc_property():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    _skip_unless_table_unicode()
+    skip_unless_table_unicode()
     mapped = [chr(c) for c in _mapped_code_points()[::11]]
     unsafe = ["\u0301", "\u0308", "´", "½", "™", "Ⓒ", "\u0d4d", "\u1161", "\u11a8", "ª", "\u0f73"]
     alphabet = st.sampled_from(mapped + unsafe + list("AaEe09 ,\n") + ["中", "가", "ｶ", "Ａ", "１", "　", "ﬁ", "ß"])

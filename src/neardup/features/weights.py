@@ -52,11 +52,11 @@ class IdfTable:
         """(slots, shift): the keys in an open-addressing table for the compiled weighting
         (:func:`neardup.kernels.simhash.weighted_fold_batch`), made on first use."""
         s = self.__dict__.get("_slots")
-        if s is None:
+        if s is None or s[0] is not self.keys:          # (built again if the keys were replaced)
             from ..kernels.simhash import key_slots  # noqa: PLC0415
 
-            s = self.__dict__["_slots"] = key_slots(self.keys)
-        return s
+            s = self.__dict__["_slots"] = (self.keys, *key_slots(self.keys))
+        return s[1:]
 
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
         pos = np.searchsorted(self.keys, hashes)

@@ -1042,7 +1042,7 @@ def _mapped_code_points(buf, start, end, map_slot, map_utf8):
                     q += 4
         else:
             n = _put_cp(cps, n, c)
-    return cps[:n]
+    return cps[:n].copy()            # (a view would keep the whole allocation, 16 more per character)
 
 
 @njit(cache=True, inline="always")
