@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .hashing import GOLDEN
 from .simhash import popcount64
 
 _ZERO = np.uint64(0)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(cache=True, inline="always")
@@ -228,7 +228,7 @@ def expand_groups(pi, pj, pd, starts, members, total):
 @njit(cache=True, inline="always")
 def bucket_of(fp, mask, hbits):
     """Bucket of ``fp`` in a table with key mask ``mask`` and ``2**hbits`` buckets."""
-    return np.int64(((fp & mask) * _GOLDEN) >> np.uint64(64 - hbits))
+    return np.int64(((fp & mask) * GOLDEN) >> np.uint64(64 - hbits))
 
 
 @njit(cache=True, inline="always")

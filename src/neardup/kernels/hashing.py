@@ -24,6 +24,7 @@ P3 = np.uint64(1609587929392839161)
 P4 = np.uint64(9650029242287828579)
 P5 = np.uint64(2870177450012600261)
 MASK32 = np.uint64(0xFFFFFFFF)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)   # 2^64 / φ: Fibonacci hashing (multiply, keep the top bits)
 
 
 @njit(inline="always", cache=True)

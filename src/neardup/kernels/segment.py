@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .hashing import GOLDEN
 from .jenkins import jenkins64
 from .shingle import SEP, _finish, emit_shingles
 from .shingle import _push as _push_byte
@@ -35,6 +36,22 @@ from .simhash import fold_one
 MIN_DOUBLE = -3.14e100
 MAX_WORD_LENGTH = 512
 _B, _E, _M, _S = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def _utf8_at(buf, i):
+    """(code point, byte length) of the character at ``buf[i]``, in well-formed UTF-8 (surrogates
+    allowed): no checks, which a scanning loop pays for (``shingle.decode_at`` made the jieba
+    kernel's normalising pass 4× slower)."""
+    b = np.int64(buf[i])
+    if b < 0x80:
+        return b, 1
+    if b < 0xE0:
+        return ((b & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F), 2
+    if b < 0xF0:
+        return ((b & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6) | (np.int64(buf[i + 2]) & 0x3F), 3
+    return (((b & 0x07) << 18) | ((np.int64(buf[i + 1]) & 0x3F) << 12) | ((np.int64(buf[i + 2]) & 0x3F) << 6)
+            | (np.int64(buf[i + 3]) & 0x3F)), 4
 
 
 @njit(cache=True)
@@ -46,21 +63,10 @@ def decode_utf8(buf, start, end):
     n = 0
     i = start
     while i < end:
-        b = buf[i]
         bo[n] = i
-        if b < 0x80:
-            cp[n] = b
-            i += 1
-        elif b < 0xE0:
-            cp[n] = ((b & 0x1F) << 6) | (buf[i + 1] & 0x3F)
-            i += 2
-        elif b < 0xF0:
-            cp[n] = ((b & 0x0F) << 12) | ((buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
-            i += 3
-        else:
-            cp[n] = (((b & 0x07) << 18) | ((buf[i + 1] & 0x3F) << 12) | ((buf[i + 2] & 0x3F) << 6)
-                     | (buf[i + 3] & 0x3F))
-            i += 4
+        c, ln = _utf8_at(buf, i)
+        cp[n] = c
+        i += ln
         n += 1
     bo[n] = end
     return cp[:n], bo[:n + 1]
@@ -163,7 +169,16 @@ def _viterbi_cut(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, st
                     arg = py
             weight[x, y] = best
             path[x, y] = arg
-    state = _E if weight[n - 1, _E] >= weight[n - 1, _S] else _S
+    # a tie between the last E and S goes to E here (cppjieba), to S in jieba-rs
+    return _viterbi_ends(a, n, _E if weight[n - 1, _E] >= weight[n - 1, _S] else _S, path, states, ends, n_ends)
+
+
+@njit(cache=True, inline="always")
+def _viterbi_ends(a, n, last, path, states, ends, n_ends):
+    """Viterbi's backtrack from state ``last`` (E or S) at the last of n characters from a, then a
+    word end after every E or S state (a path ends in E or S, so the last character always ends
+    one)."""
+    state = last
     for x in range(n - 1, -1, -1):
         states[x] = state
         state = path[x, state]
@@ -619,7 +634,6 @@ def cut_batch(buf, offsets, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, he
 # Every float is computed in jieba-rs's order of operations, so ties fall the same way; the
 # differential tests compare the pieces with rjieba's on ../shared's Chinese pages and generated text.
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _VAL_BITS = 22                  # a slot: key (node << 21 | code point, 41 bits) << 22 | child + 1
 
 
@@ -646,7 +660,7 @@ def edge_table(child_start, child_cp, child_node):
     for v in range(child_start.shape[0] - 1):
         for i in range(child_start[v], child_start[v + 1]):
             key = (np.uint64(v) << np.uint64(21)) | np.uint64(child_cp[i])
-            h = key * _GOLDEN
+            h = key * GOLDEN
             s = np.int64(h >> shift)
             while tab[s] != 0:
                 s = (s + 1) & mask
@@ -691,7 +705,7 @@ def ascii_pairs(child_start, child_cp, child_node, lf):
 def _edge(tab, shift, filt, fshift, v, c):
     """The child of node v for code point c (−1: none), from :func:`edge_table`."""
     key = (np.uint64(v) << np.uint64(21)) | np.uint64(c)
-    h = key * _GOLDEN
+    h = key * GOLDEN
     f = h >> fshift
     if (filt[f >> np.uint64(6)] >> (f & np.uint64(63))) & np.uint64(1) == 0:
         return -1
@@ -714,7 +728,7 @@ def _is_cjk(c):
 
 @njit(cache=True, inline="always")
 def _alnum(c):
-    return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122)
+    return _letter(c) or _digit(c)
 
 
 @njit(cache=True, inline="always")
@@ -749,23 +763,10 @@ def _rs_viterbi(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, sta
             else:
                 weight[x, y] = t1
                 path[x, y] = p1
-    state = _E if weight[n - 1, _E] > weight[n - 1, _S] else _S
-    for x in range(n - 1, -1, -1):
-        states[x] = state
-        state = path[x, state]
     # a piece ends at each E (it began at the last B: always the previous piece's end, as B follows
-    # only E or S) and at each S; what follows the last end (a path ending in B or M) is a piece too
-    nxt = a
-    for x in range(n):
-        s = states[x]
-        if s == _E or s == _S:
-            ends[n_ends] = a + x + 1
-            n_ends += 1
-            nxt = a + x + 1
-    if nxt < b:
-        ends[n_ends] = b
-        n_ends += 1
-    return n_ends
+    # only E or S) and at each S; jieba-rs's trailing piece after the last E or S never occurs, as
+    # the path's last state is one of them
+    return _viterbi_ends(a, n, _E if weight[n - 1, _E] > weight[n - 1, _S] else _S, path, states, ends, n_ends)
 
 
 @njit(cache=True, inline="always")
@@ -966,13 +967,18 @@ def rs_pieces_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf,
         total += 2 * (offsets[docs[k] + 1] - offsets[docs[k]])     # a separator at most per byte
     out = np.empty(total, dtype=np.uint8)
     off = np.zeros(nd + 1, dtype=np.int64)
+    longest = 0
+    for k in range(nd):
+        longest = max(longest, offsets[docs[k] + 1] - offsets[docs[k]])     # (characters ≤ bytes)
+    scratch = rs_scratch(longest)
+    e = scratch[0]
     at = 0
     for k in range(nd):
         d = docs[k]
         cp, bo = decode_utf8(buf, offsets[d], offsets[d + 1])
-        e = rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit)
+        n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
         prev = 0
-        for q in range(e.shape[0]):
+        for q in range(n_ends):
             if q:
                 out[at] = 31
                 at += 1
@@ -982,12 +988,6 @@ def rs_pieces_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf,
             prev = e[q]
         off[k + 1] = at
     return out[:at], off
-
-
-@njit(cache=True, inline="always")
-def _put_cp(cps, n, c):
-    cps[n] = c
-    return n + 1
 
 
 @njit(cache=True)
@@ -1005,43 +1005,25 @@ def _mapped_code_points(buf, start, end, map_slot, map_utf8):
     n = 0
     i = start
     while i < end:
-        b = buf[i]
-        if b < 0x80:
-            c = np.int64(b)
-            ln = 1
-        elif b < 0xE0:
-            c = ((np.int64(b) & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F)
-            ln = 2
-        elif b < 0xF0:
-            c = ((np.int64(b) & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6) | (np.int64(buf[i + 2]) & 0x3F)
-            ln = 3
-        else:
-            c = (((np.int64(b) & 0x07) << 18) | ((np.int64(buf[i + 1]) & 0x3F) << 12)
-                 | ((np.int64(buf[i + 2]) & 0x3F) << 6) | (np.int64(buf[i + 3]) & 0x3F))
-            ln = 4
+        c, ln = _utf8_at(buf, i)
         i += ln
         if c < nslot and map_slot[c] != 0:
             r = np.int64(map_slot[c]) - 1
             m = np.int64(map_utf8[r, 0])
+            if m == 1:                            # (ASCII case folding: most replacements)
+                cps[n] = map_utf8[r, 1]
+                n += 1
+                continue
+            row = map_utf8[r]
             q = 1
-            while q <= m:                       # the replacement's UTF-8, decoded
-                x = np.int64(map_utf8[r, q])
-                if x < 0x80:
-                    n = _put_cp(cps, n, x)
-                    q += 1
-                elif x < 0xE0:
-                    n = _put_cp(cps, n, ((x & 0x1F) << 6) | (np.int64(map_utf8[r, q + 1]) & 0x3F))
-                    q += 2
-                elif x < 0xF0:
-                    n = _put_cp(cps, n, ((x & 0x0F) << 12) | ((np.int64(map_utf8[r, q + 1]) & 0x3F) << 6)
-                                | (np.int64(map_utf8[r, q + 2]) & 0x3F))
-                    q += 3
-                else:
-                    n = _put_cp(cps, n, ((x & 0x07) << 18) | ((np.int64(map_utf8[r, q + 1]) & 0x3F) << 12)
-                                | ((np.int64(map_utf8[r, q + 2]) & 0x3F) << 6) | (np.int64(map_utf8[r, q + 3]) & 0x3F))
-                    q += 4
+            while q <= m:                         # the replacement's UTF-8, decoded
+                x, ln = _utf8_at(row, q)
+                cps[n] = x
+                n += 1
+                q += ln
         else:
-            n = _put_cp(cps, n, c)
+            cps[n] = c
+            n += 1
     return cps[:n].copy()            # (a view would keep the whole allocation, 16 more per character)
 
 

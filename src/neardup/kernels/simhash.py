@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .hashing import GOLDEN
 from .shingle import doc_word_shingles, scan_scratch
 
 
@@ -134,9 +135,6 @@ def simhash_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed):
     return out, sizes
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
 @njit(cache=True)
 def key_slots(keys):
     """An open-addressing table over ``keys`` (uint64, distinct): slot → index into ``keys`` (−1:
@@ -148,7 +146,7 @@ def key_slots(keys):
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
     for i in range(keys.shape[0]):
-        s = np.int64((keys[i] * _GOLDEN) >> shift)
+        s = np.int64((keys[i] * GOLDEN) >> shift)
         while slots[s] >= 0:
             s = (s + 1) & mask
         slots[s] = i
@@ -158,7 +156,7 @@ def key_slots(keys):
 @njit(cache=True, inline="always")
 def _slot_value(slots, shift, keys, values, default, key):
     mask = slots.shape[0] - 1
-    s = np.int64((key * _GOLDEN) >> shift)
+    s = np.int64((key * GOLDEN) >> shift)
     while slots[s] >= 0:
         i = slots[s]
         if keys[i] == key:
