@@ -154,6 +154,7 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
     elif tokenizer == "jieba" and user_dict is None:
         # the compiled cut over each batch; a document's distinct pieces as one bytes.split + set, and
         # only the corpus's distinct pieces decoded and checked for a word character
+        from ..text.normalize import _pack  # noqa: PLC0415
         from ..text.tokenize import jieba_pieces  # noqa: PLC0415
         from ..text.unicode import class_table  # noqa: PLC0415
 
@@ -163,9 +164,7 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
             parts = [norm(text).encode("utf-8", "replace") for text in batch]   # (a lone surrogate: U+FFFD)
             if not parts:
                 continue
-            offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-            np.cumsum([len(p) for p in parts], out=offsets[1:])
-            out, off = jieba_pieces(utf8_buffer(parts), offsets, np.arange(len(parts), dtype=np.int64))
+            out, off = jieba_pieces(*_pack(parts), np.arange(len(parts), dtype=np.int64))
             data = out.tobytes()
             for d in range(len(parts)):
                 raw.update(set(data[off[d]:off[d + 1]].split(b"\x1f")))

@@ -84,6 +84,12 @@ class JiebaTables:
             object.__setattr__(self, "_edges", e)
         return e
 
+    def rs_args(self) -> tuple:
+        """The tables the jieba-rs cut takes, in :func:`neardup.kernels.segment.rs_cut`'s order (after
+        the code points): root, edges, ASCII pairs, ln freq, ln Σfreq, the HMM with unrounded emissions."""
+        return (self.root, *self.edges, self.ascii_pairs, self.log_freq, self.log_total, self.hmm_start,
+                self.hmm_trans, self.hmm_emit_full)
+
     @property
     def ascii_pairs(self) -> np.ndarray:
         """:func:`neardup.kernels.segment.ascii_pairs` (16 KB), made on first use."""

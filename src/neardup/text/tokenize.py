@@ -100,10 +100,8 @@ def jieba_cut(text: str, user_dict=None) -> list[str]:
     from ..kernels.segment import rs_cut  # noqa: PLC0415
     from .jieba_dict import tables  # noqa: PLC0415
 
-    t = tables()
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int32)
-    ends = rs_cut(cp, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total, t.hmm_start, t.hmm_trans,
-                  t.hmm_emit_full).tolist()
+    ends = rs_cut(cp, *tables().rs_args()).tolist()
     return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
@@ -114,9 +112,7 @@ def jieba_pieces(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> tupl
     from ..kernels.segment import rs_pieces_batch  # noqa: PLC0415
     from .jieba_dict import tables  # noqa: PLC0415
 
-    t = tables()
-    return rs_pieces_batch(buf, offsets, docs, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total, t.hmm_start,
-                           t.hmm_trans, t.hmm_emit_full)
+    return rs_pieces_batch(buf, offsets, docs, *tables().rs_args())
 
 
 def jieba_shingles(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, maps: tuple, table: np.ndarray, n: int,
@@ -127,9 +123,7 @@ def jieba_shingles(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, maps:
     from ..kernels.segment import jieba_shingles_batch  # noqa: PLC0415
     from .jieba_dict import tables  # noqa: PLC0415
 
-    t = tables()
-    return jieba_shingles_batch(buf, offsets, docs, t.root, *t.edges, t.ascii_pairs, t.log_freq, t.log_total,
-                                t.hmm_start, t.hmm_trans, t.hmm_emit_full, *maps, table, n, seed)
+    return jieba_shingles_batch(buf, offsets, docs, *tables().rs_args(), *maps, table, n, seed)
 
 
 def jieba_tokens(text: str, user_dict=None) -> list[str]:
