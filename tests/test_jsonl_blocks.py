@@ -256,6 +256,55 @@ def test_the_band_re_read_takes_the_same_sets_from_a_whole_block(tmp_path, monke
     assert got[0].tolist() == (wanted * 10).tolist() and got[2].shape == (8,)
 
 
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.sampled_from([b"{}\n", b"x" * 9 + b"\n", b"\n", b"\xef\xbb\xbf{}\n", b"ab\r\n", b"\n" * 3,
+                                       "中文".encode() * 5 + b"\n"]), min_size=1, max_size=12),
+       final_newline=st.booleans(), first=st.sampled_from([1, 5]), data=st.data())
+def test_the_wanted_lines_of_a_block_are_cut_where_the_line_reader_cuts(lines, final_newline, first, data):
+    from neardup.engines.local.workers import wanted_lines
+
+    block = b"".join(lines)
+    if not final_newline:
+        block = block[:-1] if block.endswith(b"\n") else block
+    if not block:
+        return
+    got_lines = list(block_lines(first, block))
+    numbers = [i for i, _ in got_lines]
+    wanted = sorted(data.draw(st.sets(st.sampled_from(numbers), min_size=1)))
+    sub, sub_first = wanted_lines(block, first, np.asarray(wanted, dtype=np.int64))
+    assert sub == b"".join(raw for i, raw in got_lines if i in set(wanted))
+    assert (sub_first == 1) == (wanted[0] == 1)          # only line 1 may carry a byte-order mark to skip
+    if wanted == numbers:
+        assert sub is block
+
+
+def test_a_block_with_a_bad_line_is_parsed_whole_without_it(tmp_path, monkeypatch):
+    """The band re-reads only the wanted lines: a bad line elsewhere in the block (which sent pass 1
+    line by line) does not send the re-read line by line, and the sets are those of the line parser."""
+    import neardup.engines.local.workers as workers
+    from neardup import DedupConfig
+
+    data = b'\xef\xbb\xbf{"text": "first line with a mark"}\n{"text": 5}\nnot json\n' + b"".join(
+        json.dumps({"text": f"document {i} text"}).encode() + b"\n" for i in range(5))
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    spec = InputSpec(str(src), "jsonl")
+    monkeypatch.setattr(workers, "_CFG", DedupConfig().resolved())
+    calls = []
+    real = workers.parse_jsonl_block
+    monkeypatch.setattr(workers, "parse_jsonl_block", lambda *a: calls.append(real(*a)) or calls[-1])
+    for wanted in ([1, 5, 8], [4, 8], [1]):
+        calls.clear()
+        w = np.array(wanted, dtype=np.int64)
+        got = workers._sets_job((spec, 1, (0, len(data)), (w, w + 100)))
+        assert calls and calls[-1] is not None                       # taken whole
+        texts = [parse_jsonl_line(spec, i, raw, "text", None, None).text for i, raw in block_lines(1, data) if i in wanted]
+        from neardup.dedup.signing import minhasher
+        u = minhasher(workers._CFG).shingler.features(texts).distinct_sets()
+        assert got[0].tolist() == (w + 100).tolist()
+        assert np.array_equal(got[1], u.hashes) and np.array_equal(got[2], np.diff(u.offsets))
+
 _ID_VALUES = st.one_of(st.integers(-2**70, 2**70), st.text(max_size=6), st.sampled_from(["\ud800", "é\udfff", 1.5, True, None]),
                  st.lists(st.integers(0, 3), max_size=2))
 

@@ -171,3 +171,48 @@ def line_cuts(buf, end, max_lines):
                 next_cut += max_lines
         i += 1
     return count, cuts[:n_cuts]
+
+
+@njit(cache=True, nogil=True)
+def line_spans(buf, end, wanted):
+    """The byte range [start, stop) of each line numbered ``wanted`` (sorted, distinct, counted from
+    0) in ``buf[:end]``, its newline included; a last line without one ends at ``end``. Rows of
+    −1 for numbers past the last line. One pass, eight bytes at a time between newlines."""
+    n = wanted.shape[0]
+    out = np.full((n, 2), -1, dtype=np.int64)
+    k = 0
+    line = 0
+    start = 0
+    i = 0
+    while k < n and i < end:
+        if i + 8 <= end and _zero_bytes(load_u64(buf, i) ^ NEWLINE) == 0:
+            i += 8
+            continue
+        if buf[i] == 0x0A:
+            if line == wanted[k]:
+                out[k, 0] = start
+                out[k, 1] = i + 1
+                k += 1
+            line += 1
+            start = i + 1
+        i += 1
+    if k < n and start < end and line == wanted[k]:
+        out[k, 0] = start
+        out[k, 1] = end
+    return out
+
+
+@njit(cache=True, nogil=True)
+def gather_spans(buf, spans):
+    """The byte ranges ``spans`` (rows of [start, stop)) of ``buf``, one after another."""
+    total = 0
+    for k in range(spans.shape[0]):
+        total += spans[k, 1] - spans[k, 0]
+    out = np.empty(total, dtype=np.uint8)
+    at = 0
+    for k in range(spans.shape[0]):
+        s = spans[k, 0]
+        e = spans[k, 1]
+        out[at:at + e - s] = buf[s:e]
+        at += e - s
+    return out

@@ -2,9 +2,10 @@
 
 ``load_u64`` reads 8 bytes at any offset (little-endian: the first byte is the low byte),
 ``bswap64`` reverses them, ``cttz64`` counts trailing zero bits — LLVM intrinsics, one instruction
-each on x86-64 and ARM64. Byte-class tests follow the classic carry-free formulation (Warren,
-*Hacker's Delight*, §6-1): for bytes y < 0x80, ``(y + (0x7F − m)·0x0101…01) & 0x8080…80`` sets the
-high bit of exactly the bytes greater than m, with no carry between bytes.
+each on x86-64 and ARM64 (``prefetch``, a hint to load a cache line, lives here with them).
+Byte-class tests follow the classic carry-free formulation (Warren, *Hacker's Delight*, §6-1): for
+bytes y < 0x80, ``(y + (0x7F − m)·0x0101…01) & 0x8080…80`` sets the high bit of exactly the bytes
+greater than m, with no carry between bytes.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 ONES = np.uint64(0x0101010101010101)
@@ -90,3 +92,24 @@ def any_non_ascii(buf, start, end):
         acc |= np.uint64(buf[i])
         i += 1
     return (acc & HIGH) != 0
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """A hint that ``arr[idx]`` will be read soon (LLVM's ``llvm.prefetch``: read, keep in all cache
+    levels): the load of a cache line starts while other work goes on. No effect on results; the
+    address need not be valid (a prefetch never faults), but callers keep ``idx`` in range."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"):
+        return None
+    sig = types.void(arr, types.intp)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

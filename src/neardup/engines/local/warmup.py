@@ -71,6 +71,21 @@ def _warm_index(small: DedupConfig, tmp: str, run_dedup) -> None:
                 idx.flush()
 
 
+def _warm_band(src: str) -> None:
+    """What the band of ``--verify borderline`` compiles with several workers and a large band, which
+    the one-worker run above does not reach: the re-read's cut of wanted lines, and the pair kernel
+    on all threads."""
+    import numpy as np  # noqa: PLC0415
+
+    from ...kernels.jaccard import pair_stats_parallel  # noqa: PLC0415
+    from .workers import wanted_lines  # noqa: PLC0415
+
+    with open(src, "rb") as fh:
+        wanted_lines(fh.read(), 1, np.array([2, 3], dtype=np.int64))
+    two = np.zeros(2, dtype=np.int64)
+    pair_stats_parallel(np.zeros(1, dtype=np.uint64), np.array([0, 1, 1], dtype=np.int64), two, two + 1, 2)
+
+
 def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: bool = False) -> float | None:
     """Seconds spent compiling ``cfg``'s kernels, or None when this machine has run its method before.
 
@@ -98,6 +113,8 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
             with open(src, "w", encoding="utf-8") as fh:
                 fh.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in DOCS)
             run_dedup([src], os.path.join(tmp, "out"), small)
+            if cfg.method == "minhash" and cfg.verify == "borderline":
+                _warm_band(src)
             if explicit and cfg.method in ("minhash", "simhash"):
                 _warm_index(small, tmp, run_dedup)
     except Exception as exc:       # only a head start: the run reports its own errors

@@ -45,7 +45,7 @@ from ...io.formats import (
     read_rows,
 )
 from ...io.outdir import release_inherited_locks
-from ...kernels.jsonl import line_cuts
+from ...kernels.jsonl import gather_spans, line_cuts, line_spans
 
 _SIGNER = None
 
@@ -175,9 +175,10 @@ def _sets_job(job):
 
     spec, first, place, (lines, docs_of) = job
     block = read_block(spec, *place)
-    whole = parse_jsonl_block(spec, first, block, _CFG.text_field, None)
-    if whole is not None:                  # every line a document: the wanted ones taken from the batch
-        docs, texts = docs_of, whole.texts.take(lines - first)
+    sub, sub_first = wanted_lines(block, first, lines)
+    whole = parse_jsonl_block(spec, sub_first, sub, _CFG.text_field, None)
+    if whole is not None:                  # the wanted lines parsed at once, in order
+        docs, texts = docs_of, whole.texts
     else:
         want = dict(zip(lines.tolist(), docs_of.tolist()))
         docs, texts = [], []
@@ -190,6 +191,22 @@ def _sets_job(job):
                     texts.append(row.text)
     u = minhasher(_CFG).shingler.features(texts).distinct_sets()
     return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
+
+
+def wanted_lines(block: bytes, first: int, lines: np.ndarray) -> tuple[bytes, int]:
+    """The lines numbered ``lines`` (sorted) of a block whose first line is ``first``, as one block
+    for :func:`~neardup.io.formats.parse_jsonl_block`, and the number to give it as its first line:
+    only line 1 may start with a byte-order mark to skip. The block itself when every line is wanted.
+    Only the wanted lines are parsed: the band re-reads a few documents of most blocks."""
+    lines = np.asarray(lines, dtype=np.int64)
+    buf = np.frombuffer(block, dtype=np.uint8)
+    spans = line_spans(buf, buf.shape[0], lines - first)
+    if spans.shape[0] and (spans[0, 0] == 0 and spans[-1, 1] == buf.shape[0]
+                           and lines[-1] - lines[0] == lines.shape[0] - 1):
+        return block, first                # every line of the block
+    if spans.shape[0] and spans[-1, 0] < 0:
+        raise ValueError("wanted_lines: a line past the block's end")      # a bug, never input
+    return gather_spans(buf, spans).tobytes(), (1 if lines[0] == 1 else 2)
 
 
 def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs: np.ndarray, take) -> np.ndarray:
