@@ -24,15 +24,7 @@ def _merge_bounded(ha, sa, ea, hb, sb, eb, need):
     while i < ea and j < eb:
         if c + min(ea - i, eb - j) < need:
             return -1
-        x = ha[i]
-        y = hb[j]
-        if x == y:              # (the steps of _merge)
-            c += 1
-            i += 1
-            j += 1
-        else:
-            i += x < y
-            j += y < x
+        c, i, j = _step(ha[i], hb[j], c, i, j)
     return c if c >= need else -1
 
 
@@ -47,16 +39,16 @@ def _merge(ha, sa, ea, hb, sb, eb):
     j = sb
     c = 0
     while i < ea and j < eb:
-        x = ha[i]
-        y = hb[j]
-        if x == y:
-            c += 1
-            i += 1
-            j += 1
-        else:
-            i += x < y
-            j += y < x
+        c, i, j = _step(ha[i], hb[j], c, i, j)
     return c
+
+
+@njit(cache=True, inline="always")
+def _step(x, y, c, i, j):
+    """One step of a merge: equal values count and advance both sides, else the smaller advances."""
+    if x == y:
+        return c + 1, i + 1, j + 1
+    return c, i + (x < y), j + (y < x)
 
 
 @njit(cache=True)
