@@ -244,12 +244,16 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
             if docs:
                 flush()
             feats = band.csr(rows)
+            # each row's place among the band's rows, by lookup: a binary search per pair in the
+            # pairs' order (random) missed the cache at every step — 42 s of the band at 10 M
+            # documents, against 2.4 s for a lookup table of 8 bytes per row up to the last
+            place = np.full(int(rows[-1]) + 1 if rows.shape[0] else 0, -1, dtype=np.int64)
+            place[rows] = np.arange(rows.shape[0], dtype=np.int64)
             out = np.empty(lo.shape[0], dtype=np.float64)
             for s in range(0, lo.shape[0], _PAIRS_AT_ONCE):     # (the kernel's arrays: per stretch)
                 e = min(s + _PAIRS_AT_ONCE, lo.shape[0])
-                out[s:e] = exact_similarity(feats, np.searchsorted(rows, lo[s:e]), np.searchsorted(rows, hi[s:e]),
-                                            cfg.metric)
-            del feats
+                out[s:e] = exact_similarity(feats, place[lo[s:e]], place[hi[s:e]], cfg.metric)
+            del feats, place
         return out
     return exact
 
