@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from .jaccard import intersect_size
+from .swar import AHEAD, prefetch, prefetch_row
 
 
 @njit(inline="always", cache=True)
@@ -90,14 +91,30 @@ def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, s
     groups only when every pair between their samples — the ``sample`` smallest members of each —
     has similarity ≥ ``floor``. Chains of pairwise-similar documents whose ends are far apart stop
     growing where the next merge would bring in a document unlike the group. Labels: smallest member.
-    ``samp_dtype``: of the n × sample member table (int32 below 2^31 documents: 640 MB at 10 M)."""
+    ``samp_dtype``: of the n × sample member table (int32 below 2^31 documents: 640 MB at 10 M).
+    The rows of the edges ahead are prefetched, and two samples merge without a sort (the 623 k
+    verified pairs of the 1 M corpus: 1.17 → 0.75 s)."""
     parent = np.arange(n, dtype=np.int64)
     samp = np.full((n, sample), -1, dtype=samp_dtype)
     cnt = np.ones(n, dtype=np.int64)
     for x in range(n):
         samp[x, 0] = x
-    tmp = np.empty(2 * sample, dtype=np.int64)
-    for e in order:
+    tmp = np.empty(sample, dtype=np.int64)
+    ne = order.shape[0]
+    for q in range(ne):
+        # the rows the edges ahead will read, fetched while this one is decided (the edges come in
+        # similarity order, their rows from anywhere): their parents, then their samples' rows
+        if q + 2 * AHEAD < ne:
+            f = order[q + 2 * AHEAD]
+            prefetch(parent, lo[f])
+            prefetch(parent, hi[f])
+        if q + AHEAD < ne:
+            f = order[q + AHEAD]
+            for x in (parent[lo[f]], parent[hi[f]]):
+                prefetch_row(samp, x)
+                if kind == 0:
+                    prefetch_row(sig, x)
+        e = order[q]
         a = _find(parent, lo[e])
         b = _find(parent, hi[e])
         if a == b:
@@ -114,18 +131,21 @@ def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, s
                 break
         if not ok:
             continue
-        m = 0
-        for i in range(sa):
-            tmp[m] = samp[a, i]
-            m += 1
-        for j in range(sb):
-            tmp[m] = samp[b, j]
-            m += 1
-        merged = np.sort(tmp[:m])
+        # the merged group's sample: the smallest of both samples (each sorted, members distinct)
+        i = 0
+        j = 0
+        m = min(sa + sb, sample)
+        for t in range(m):
+            if j >= sb or (i < sa and samp[a, i] < samp[b, j]):
+                tmp[t] = samp[a, i]
+                i += 1
+            else:
+                tmp[t] = samp[b, j]
+                j += 1
         root = min(a, b)
         parent[max(a, b)] = root
-        for i in range(min(m, sample)):
-            samp[root, i] = merged[i]
+        for t in range(m):
+            samp[root, t] = tmp[t]
         cnt[root] = cnt[a] + cnt[b]
     out = np.empty(n, dtype=np.int64)
     for x in range(n):

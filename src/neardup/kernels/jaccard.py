@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .swar import prefetch
+from .swar import AHEAD, prefetch
 
 
 @njit(cache=True)
@@ -94,10 +94,6 @@ def intersect_size(h, sa, ea, sb, eb):
     if ea - sa <= eb - sb:
         return intersect_bounded(h, sa, ea, h, sb, eb, 0)
     return intersect_bounded(h, sb, eb, h, sa, ea, 0)
-
-
-#: pairs ahead whose sets are prefetched
-AHEAD = 8
 
 
 @njit(cache=True)
