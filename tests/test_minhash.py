@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup import SCHEMES, MinHash, MinHasher, Shingler, Signatures, exact_jaccard_pairs
 
@@ -174,6 +176,23 @@ def test_exact_pair_stats_on_all_paths_equal_brute_force(monkeypatch):
     sizes = np.array([len(s) for s in sets])
     want = np.where((sizes[ii] > 0) & (sizes[jj] > 0), ref / np.maximum(np.minimum(sizes[ii], sizes[jj]), 1), 0.0)
     assert np.array_equal(sj.max_containment_pairs(f, ii, jj), want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, 40), max_size=30), st.sets(st.integers(0, 40), max_size=30), st.integers(0, 3),
+       st.integers(0, 3))
+def test_the_block_merge_counts_every_common_value_once(a, b, pad_a, pad_b):
+    """The merge compares blocks of four at once (the last values of each side one at a time): small
+    universes give every interleaving — blocks ending on the same value, a side ending mid-block,
+    runs of common values across block edges; ``pad``: the runs start inside a larger array."""
+    from neardup.kernels.jaccard import intersect_runs, intersect_size
+
+    ha = np.array([10**6] * pad_a + sorted(a), dtype=np.uint64)
+    hb = np.array([10**6] * pad_b + sorted(b), dtype=np.uint64)
+    want = len(a & b)
+    assert intersect_runs(ha, pad_a, len(ha), hb, pad_b, len(hb)) == want
+    both = np.concatenate([ha, hb])
+    assert intersect_size(both, pad_a, len(ha), len(ha) + pad_b, len(both)) == want
 
 
 def test_top_k_jaccard_prunes_to_the_same_answer_as_scoring_everything():

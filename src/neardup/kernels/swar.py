@@ -128,3 +128,38 @@ def prefetch_row(mat, r):
     step = max(1, 64 // row.itemsize)
     for t in range(0, row.shape[0], step):
         prefetch(row, t)
+
+
+@intrinsic
+def equal_pairs_4x4(typingctx, ha, i, hb, j):
+    """How many of the 16 pairs (ha[i + x], hb[j + y]), x, y < 4, are equal (uint64 arrays; the caller
+    keeps i + 4 and j + 4 within them): b compared with a in its four rotations, four vector
+    compares of four lanes (AVX2 ``vpcmpeqq``; numba would compare one pair at a time)."""
+    if not all(isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and t.dtype == types.uint64
+               for t in (ha, hb)):
+        return None
+    sig = types.int64(ha, types.intp, hb, types.intp)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        i32 = ir.IntType(32)
+        v4 = ir.VectorType(i64, 4)
+
+        def load4(aryty, arr, idx):
+            ary = context.make_array(aryty)(context, builder, arr)
+            return builder.load(builder.bitcast(builder.gep(ary.data, [idx]), v4.as_pointer()), align=8)
+
+        a = load4(signature.args[0], args[0], args[1])
+        b = load4(signature.args[2], args[2], args[3])
+        total = None
+        for r in range(4):
+            turn = ir.Constant(ir.VectorType(i32, 4), [(x + r) % 4 for x in range(4)])
+            br = b if r == 0 else builder.shuffle_vector(b, b, turn)
+            hit = builder.zext(builder.icmp_unsigned("==", a, br), v4)
+            total = hit if total is None else builder.add(total, hit)
+        out = builder.extract_element(total, ir.Constant(i32, 0))
+        for x in range(1, 4):
+            out = builder.add(out, builder.extract_element(total, ir.Constant(i32, x)))
+        return out
+
+    return sig, codegen
