@@ -62,7 +62,7 @@ def main() -> None:
     qps = args.queries / (time.perf_counter() - t)
     recalls = []
     for q, res in zip(qs.tolist(), got):
-        inter, na, nb = pair_stats(feats.hashes, feats.offsets, np.full(n, q, np.int64), np.arange(n, dtype=np.int64))
+        inter, na, nb = pair_stats(feats.hashes, feats.offsets[:-1], feats.offsets[1:], np.full(n, q, np.int64), np.arange(n, dtype=np.int64))
         union = na + nb - inter
         j = np.where((na > 0) & (nb > 0), inter / np.maximum(union, 1), 0.0)
         kth = np.sort(j)[::-1][9]

@@ -5,6 +5,7 @@ and the statistical test uses fixed seeds and a bound derived from it."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from statistics import NormalDist
 
@@ -147,19 +148,62 @@ def test_distinct_sets_equal_unique_on_random_batches(monkeypatch, block):
     assert one.hashes.tolist() == np.unique(big).tolist() and one.counts.sum() == big.shape[0] + 10
 
 
-def test_rows_csr_reorders_batches_and_leaves_unread_rows_empty():
-    from neardup.dedup.verify import rows_csr
+@pytest.mark.parametrize("spill", [False, True])
+def test_band_sets_take_batches_in_any_order_and_leave_unread_rows_empty(tmp_path, spill):
+    """Batches come in any order, held in memory, appended to the file here, or appended by a worker
+    (``take`` then gets where they start); each row's range holds its set, a row never read is empty,
+    and a document twice or not among the rows is a bug that stops the run."""
+    from neardup.dedup.verify import BandSets, append_sets, row_ranges
 
     rows = np.array([1, 3, 5, 7, 9])
-    f = rows_csr(rows, [np.array([7, 9]), np.array([1, 5])],
-                  [np.array([70, 71, 90], np.uint64), np.array([10, 50, 51, 52], np.uint64)],
-                  [np.array([2, 1]), np.array([1, 3])])
-    assert [f.doc(i).tolist() for i in range(5)] == [[10], [], [50, 51, 52], [70, 71], [90]]
-    g = rows_csr(rows, [], [], [])
-    assert g.offsets.tolist() == [0] * 6
+    with BandSets(str(tmp_path) if spill else None) as band:
+        band.take(np.array([7, 9]), np.array([70, 71, 90], np.uint64), np.array([2, 1]))
+        if spill:       # as a worker does: its own descriptor, then only the start is sent
+            fd = os.open(band.path, os.O_WRONLY | os.O_APPEND)
+            start = append_sets(fd, np.array([10, 50, 51, 52], np.uint64))
+            os.close(fd)
+            band.take(np.array([1, 5]), start, np.array([1, 3]))
+        else:
+            band.take(np.array([1, 5]), np.array([10, 50, 51, 52], np.uint64), np.array([1, 3]))
+        h, first, stop = band.ranges(rows)
+        assert [h[a:b].tolist() for a, b in zip(first, stop)] == [[10], [], [50, 51, 52], [70, 71], [90]]
+        path = band.path
+    assert path is None or not os.path.exists(path)
+    first, stop = row_ranges(rows, [], [], [])
+    assert first.tolist() == stop.tolist() == [0] * 5
     for docs in ([np.array([1, 1])], [np.array([2])], [np.array([11])]):     # a caller's bug, never silent
         with pytest.raises(ValueError, match="repeated, or not among the rows"):
-            rows_csr(rows, docs, [np.zeros(len(docs[0]), np.uint64)], [np.ones(len(docs[0]), np.int64)])
+            row_ranges(rows, docs, [np.zeros(len(docs[0]), np.int64)], [np.ones(len(docs[0]), np.int64)])
+
+
+def _append_many(path: str, tag: int, n: int) -> list:
+    from neardup.dedup.verify import append_sets
+
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    out = []
+    for i in range(n):
+        batch = np.full(1 + (i * 7919 + tag) % 5000, tag * 1_000_000 + i, dtype=np.uint64)
+        out.append((append_sets(fd, batch), batch.shape[0], tag * 1_000_000 + i))
+    os.close(fd)
+    return out
+
+
+def test_processes_appending_band_sets_at_once_each_learn_where_theirs_landed(tmp_path):
+    """Two processes append batches to one file at the same time (as the signing workers do): every
+    batch is found whole where its writer was told it starts."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    path = str(tmp_path / "sets.u64")
+    open(path, "wb").close()
+    with ProcessPoolExecutor(2) as pool:
+        results = list(pool.map(_append_many, [path, path], [1, 2], [400, 400]))
+    values = np.fromfile(path, dtype=np.uint64)
+    total = 0
+    for got in results:
+        for start, size, value in got:
+            assert np.all(values[start:start + size] == value)
+            total += size
+    assert values.shape[0] == total
 
 
 def test_the_band_read_on_all_cores_equals_the_band_read_here(tmp_path):

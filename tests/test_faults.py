@@ -207,8 +207,9 @@ def test_a_worker_killed_from_outside_is_one_line(tmp_path):
 
 def test_a_full_disk_while_the_band_spills_is_one_line(tmp_path):
     """The borderline band's sets go to a file in the run's work folder: a write failure there (disk
-    full: EFBIG past RLIMIT_FSIZE) is the run's write error in one line, and nothing is left behind
-    (the spill file is unlinked from the start; the staged folder is removed)."""
+    full: EFBIG past RLIMIT_FSIZE), in a signing worker appending to it or in this process, is the
+    run's write error in one line, and nothing is left behind (the staged folder is removed, the
+    spill file with it)."""
     rng = random.Random(4)
     vocab = [f"w{i}" for i in range(3000)]
     texts = []

@@ -247,7 +247,7 @@ def test_the_band_re_read_takes_the_same_sets_from_a_whole_block(tmp_path, monke
     spec = InputSpec(str(src), "jsonl")
     monkeypatch.setattr(workers, "_CFG", DedupConfig().resolved())
     wanted = np.array([3, 4, 10, 11, 12, 40, 59, 60], dtype=np.int64)       # line numbers, block from line 1
-    job = (spec, 1, (0, len(data)), (wanted, wanted * 10))
+    job = (spec, 1, (0, len(data)), (wanted, wanted * 10), None)
     got = workers._sets_job(job)
     monkeypatch.setattr(workers, "parse_jsonl_block", lambda *a: None)
     want = workers._sets_job(job)
@@ -297,7 +297,7 @@ def test_a_block_with_a_bad_line_is_parsed_whole_without_it(tmp_path, monkeypatc
     for wanted in ([1, 5, 8], [4, 8], [1]):
         calls.clear()
         w = np.array(wanted, dtype=np.int64)
-        got = workers._sets_job((spec, 1, (0, len(data)), (w, w + 100)))
+        got = workers._sets_job((spec, 1, (0, len(data)), (w, w + 100), None))
         assert calls and calls[-1] is not None                       # taken whole
         texts = [parse_jsonl_line(spec, i, raw, "text", None, None).text for i, raw in block_lines(1, data) if i in wanted]
         from neardup.dedup.signing import minhasher

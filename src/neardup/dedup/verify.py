@@ -12,7 +12,10 @@ One rule for both engines: the Spark engine calls these functions on its partiti
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import mmap
+import os
 import tempfile
 import time
 
@@ -21,7 +24,7 @@ import numpy as np
 from .._arrays import concatenate_freeing, sorted_unique
 from ..config import DedupConfig
 from ..features.shingles import Features
-from ..similarity.jaccard import exact_jaccard_pairs, max_containment_pairs
+from ..similarity.jaccard import exact_jaccard_pairs, jaccard_of, max_containment_of, max_containment_pairs, range_stats
 from ..sketches.minhash import jaccard_rows
 
 METRICS = ("jaccard", "containment")
@@ -217,9 +220,10 @@ def _distinct(lo, hi) -> np.ndarray:
 def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None, spill: str | None = None):
     """``verify="borderline"``: the exact similarity of given pairs (rows from ``offset`` on are this
     run's documents), from their texts re-read from the inputs and shingled as when they were signed.
-    ``sets_of(docs, take)``, when the engine has it, gives the sets of some documents (an array)
-    itself (calls ``take(documents, hashes, sizes)`` per batch; returns the array of documents left
-    to ``texts_of``).
+    ``sets_of(docs, take, path)``, when the engine has it, gives the sets of some documents (an
+    array) itself: calls ``take(documents, hashes, sizes)`` per batch, ``hashes`` being where the
+    batch starts when it was appended to the file ``path`` (:func:`append_sets`; None: no file, the
+    hashes themselves); returns the array of documents left to ``texts_of``.
     ``spill``: a folder where the sets are written as they come and read back through a memory map
     (:class:`BandSets`), so that the band's sets — 9 GB at 10 M documents — are pages the system can
     drop, not memory of the run. The function returned keeps in ``documents`` how many documents its
@@ -244,7 +248,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
 
             wanted = rows - offset
             if sets_of is not None:
-                wanted = sets_of(wanted, lambda d, h, z: band.take(d + offset, h, z))
+                wanted = sets_of(wanted, lambda d, h, z: band.take(d + offset, h, z), band.path)
             for d, text in texts_of(set(wanted.tolist())):
                 docs.append(d + offset)
                 texts.append(text)
@@ -252,7 +256,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
                     flush()
             if docs:
                 flush()
-            feats = band.csr(rows)
+            h, first, stop = band.ranges(rows)
             # each row's place among the band's rows, by lookup: a binary search per pair in the
             # pairs' order (random) missed the cache at every step — 42 s of the band at 10 M
             # documents, against 2.4 s for a lookup table of 8 bytes per row up to the last
@@ -261,8 +265,9 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
             out = np.empty(lo.shape[0], dtype=np.float64)
             for s in range(0, lo.shape[0], _PAIRS_AT_ONCE):     # (the kernel's arrays: per stretch)
                 e = min(s + _PAIRS_AT_ONCE, lo.shape[0])
-                out[s:e] = exact_similarity(feats, place[lo[s:e]], place[hi[s:e]], cfg.metric)
-            del feats, place
+                stats = range_stats(h, first, stop, place[lo[s:e]], place[hi[s:e]])
+                out[s:e] = jaccard_of(*stats) if cfg.metric == "jaccard" else max_containment_of(*stats)
+            del h, place
         return out
     return exact
 
@@ -272,35 +277,57 @@ _PAIRS_AT_ONCE = 1 << 23     # pairs decided at once: 8 M × 40 bytes of positio
 
 class BandSets:
     """The borderline band's shingle sets as batches come in (documents, hashes, sizes), kept in
-    memory, or with ``folder`` appended to a temporary file there (removed at the end, and with the
-    run's work folder if the run dies) and read back through a read-only memory map: clean file pages,
-    which the system reclaims under memory pressure instead of failing the run."""
+    memory, or with ``folder`` appended to a file there (``path``; removed at the end, and with the
+    run's work folder if the run dies) and read back through a read-only memory map: clean file
+    pages, which the system reclaims under memory pressure instead of failing the run. The signing
+    workers append their batches to that file themselves (:func:`append_sets`) and send only where
+    they start: 9 GB at 10 M documents no longer pass through pipes and this process."""
 
     def __init__(self, folder: str | None):
         self.docs: list = []
         self.sizes: list = []
+        self.starts: list = []
         self.hashes: list = []
-        self.file = None if folder is None else tempfile.TemporaryFile(dir=folder, prefix="band-sets-")
-        self.map = None
+        self.held = 0                    # values held in memory
+        self.path = self.fd = self.map = None
+        if folder is not None:
+            fd, self.path = tempfile.mkstemp(dir=folder, prefix="band-sets-", suffix=".u64")
+            os.close(fd)
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
     def take(self, docs, hashes, sizes) -> None:
-        self.docs.append(np.asarray(docs, dtype=np.int64))
-        self.sizes.append(np.asarray(sizes, dtype=np.int64))
-        if self.file is None:
+        """A batch: its documents, their sets' hashes concatenated and the sets' sizes; ``hashes`` an
+        integer when the batch is in the file already, from that value on (:func:`append_sets`)."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        if isinstance(hashes, (int, np.integer)):
+            start = int(hashes)
+        elif self.fd is None:
+            start = self.held
+            self.held += int(hashes.shape[0])
             self.hashes.append(hashes)
         else:
-            self.file.write(np.ascontiguousarray(hashes, dtype=np.uint64).data)
+            start = append_sets(self.fd, hashes)
+        self.docs.append(np.asarray(docs, dtype=np.int64))
+        self.sizes.append(sizes)
+        self.starts.append(start + np.cumsum(sizes) - sizes)
 
-    def csr(self, rows: np.ndarray):
-        """The sets of ``rows`` (sorted), as :func:`rows_csr`."""
-        if self.file is None:
-            return rows_csr(rows, self.docs, self.hashes, self.sizes)
-        self.file.flush()
-        size = self.file.tell()
-        if size == 0:
-            return rows_csr(rows, self.docs, [], self.sizes)
-        self.map = mmap.mmap(self.file.fileno(), size, access=mmap.ACCESS_READ)
-        return rows_csr(rows, self.docs, [np.frombuffer(self.map, dtype=np.uint64)], self.sizes)
+    def ranges(self, rows: np.ndarray):
+        """(values, first, stop): the set of ``rows[i]`` (sorted) is values[first[i]:stop[i]]; a row
+        no batch holds (its text could not be read) gets an empty set."""
+        if self.fd is None:
+            h = (self.hashes[0] if len(self.hashes) == 1 else concatenate_freeing(self.hashes) if self.hashes
+                 else np.zeros(0, np.uint64))                       # (freed as copied)
+        else:
+            size = os.fstat(self.fd).st_size
+            h = np.zeros(0, np.uint64)
+            if size:
+                fd = os.open(self.path, os.O_RDONLY)
+                try:
+                    self.map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+                finally:
+                    os.close(fd)
+                h = np.frombuffer(self.map, dtype=np.uint64)
+        return (h, *row_ranges(rows, self.docs, self.starts, self.sizes))
 
     def __enter__(self):
         return self
@@ -312,29 +339,41 @@ class BandSets:
                 self.map.close()
             except BufferError:        # an array still reads it: the map closes with that array
                 pass
-        if self.file is not None:
-            self.file.close()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
 
 
-def rows_csr(rows: np.ndarray, docs: list, hashes: list, sizes: list):
-    """The sets of ``rows`` (sorted) as one CSR, from batches of (documents, their sets' hashes
-    concatenated, their sizes); a row no batch holds (its text could not be read) gets no hashes."""
-    empty = np.zeros(0, np.uint64)
+def append_sets(fd: int, hashes: np.ndarray) -> int:
+    """Appends ``hashes`` (uint64) to the file open as ``fd`` with ``O_APPEND`` and returns the value
+    at which they start. An appending write lands whole at the file's end and leaves this
+    descriptor's offset just past it (POSIX), so processes appending through their own descriptors
+    never come between a write and its place. A short write (a full disk) is an error, not a gap."""
+    data = memoryview(np.ascontiguousarray(hashes, dtype=np.uint64)).cast("B")
+    if not data.nbytes:
+        return 0
+    n = os.write(fd, data)
+    if n != data.nbytes:
+        os.write(fd, data[n:])         # raises the reason (no space, a file size limit)
+        raise OSError(errno.EIO, f"band sets: a write was cut short ({n} of {data.nbytes} bytes)")
+    return (os.lseek(fd, 0, os.SEEK_CUR) - n) // 8
+
+
+def row_ranges(rows: np.ndarray, docs: list, starts: list, sizes: list) -> tuple[np.ndarray, np.ndarray]:
+    """(first, stop) per row of ``rows`` (sorted) from batches of (documents, where each set starts,
+    set sizes), in any order; a row no batch holds gets first = stop = 0."""
     d = np.concatenate(docs) if docs else np.zeros(0, np.int64)
-    h = hashes[0] if len(hashes) == 1 else concatenate_freeing(hashes) if hashes else empty   # (freed as copied)
+    st = np.concatenate(starts) if starts else np.zeros(0, np.int64)
     z = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
-    if d.shape[0] > 1 and np.any(d[1:] < d[:-1]):       # batches out of row order: reorder the CSR
-        old_start = np.cumsum(z) - z
-        order = np.argsort(d, kind="stable")
-        d, old_start, z = d[order], old_start[order], z[order]
-        new_start = np.cumsum(z) - z
-        h = h[np.repeat(old_start - new_start, z) + np.arange(int(z.sum()), dtype=np.int64)]
     at = np.searchsorted(rows, d)
-    if d.shape[0] and (np.any(d[1:] == d[:-1]) or at[-1] >= rows.shape[0] or np.any(rows[np.minimum(
-            at, rows.shape[0] - 1)] != d)):
-        raise ValueError("rows_csr: a document repeated, or not among the rows")   # a bug, never input
-    per_row = np.zeros(rows.shape[0], dtype=np.int64)
-    per_row[at] = z
-    off = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-    np.cumsum(per_row, out=off[1:])
-    return Features.distinct(h, off)
+    first = np.zeros(rows.shape[0], dtype=np.int64)
+    stop = np.zeros(rows.shape[0], dtype=np.int64)
+    if d.shape[0]:
+        if (np.any(at >= rows.shape[0]) or np.any(rows[np.minimum(at, rows.shape[0] - 1)] != d)
+                or np.bincount(at, minlength=rows.shape[0]).max() > 1):
+            raise ValueError("row_ranges: a document repeated, or not among the rows")   # a bug, never input
+        first[at] = st
+        stop[at] = st + z
+    return first, stop

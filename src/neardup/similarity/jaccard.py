@@ -19,9 +19,15 @@ PARALLEL_PAIRS = 100_000
 
 def _stats(features: Features, ii, jj):
     u = features.unique()
+    return range_stats(u.hashes, u.offsets[:-1], u.offsets[1:], ii, jj)
+
+
+def range_stats(h: np.ndarray, first: np.ndarray, stop: np.ndarray, ii, jj):
+    """(|A ∩ B|, |A|, |B|) of each pair of rows (ii[p], jj[p]) whose sorted distinct sets are
+    ``h[first[r]:stop[r]]``, on all cores for large batches."""
     ii = np.asarray(ii, dtype=np.int64)
     jj = np.asarray(jj, dtype=np.int64)
-    n = len(u)
+    n = first.shape[0]
     if ii.shape != jj.shape:
         raise ValueError("row index arrays must have the same shape")
     if ii.size and (ii.min() < 0 or jj.min() < 0 or ii.max() >= n or jj.max() >= n):
@@ -30,16 +36,25 @@ def _stats(features: Features, ii, jj):
         import numba  # noqa: PLC0415
 
         if numba.get_num_threads() > 1:
-            return pair_stats_parallel(u.hashes, u.offsets, ii, jj, 4 * numba.get_num_threads())
-    return pair_stats(u.hashes, u.offsets, ii, jj)
+            return pair_stats_parallel(h, first, stop, ii, jj, 4 * numba.get_num_threads())
+    return pair_stats(h, first, stop, ii, jj)
+
+
+def jaccard_of(inter, na, nb) -> np.ndarray:
+    """J = |A ∩ B| / |A ∪ B| from the counts (0 where a set is empty)."""
+    union = na + nb - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((na > 0) & (nb > 0), inter / np.maximum(union, 1), 0.0)
+
+
+def max_containment_of(inter, na, nb) -> np.ndarray:
+    """The larger containment |A ∩ B| / min(|A|, |B|) from the counts (0 where a set is empty)."""
+    return np.where((na > 0) & (nb > 0), inter / np.maximum(np.minimum(na, nb), 1), 0.0)
 
 
 def exact_jaccard_pairs(features: Features, ii, jj) -> np.ndarray:
     """Exact Jaccard of each document pair (ii[p], jj[p]) of a feature batch."""
-    inter, na, nb = _stats(features, ii, jj)
-    union = na + nb - inter
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((na > 0) & (nb > 0), inter / np.maximum(union, 1), 0.0)
+    return jaccard_of(*_stats(features, ii, jj))
 
 
 def containment_pairs(features: Features, ii, jj) -> np.ndarray:
@@ -50,8 +65,7 @@ def containment_pairs(features: Features, ii, jj) -> np.ndarray:
 
 def max_containment_pairs(features: Features, ii, jj) -> np.ndarray:
     """The larger containment of each pair, |A ∩ B| / min(|A|, |B|) (one intersection, not two)."""
-    inter, na, nb = _stats(features, ii, jj)
-    return np.where((na > 0) & (nb > 0), inter / np.maximum(np.minimum(na, nb), 1), 0.0)
+    return max_containment_of(*_stats(features, ii, jj))
 
 
 def exact_jaccard(a, b, tokenizer: str = "word", ngram: int = 5, **kwargs) -> float:

@@ -299,8 +299,8 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
             g = corpus.doc_row[d]
             yield d, (edited(t, by_row[g]) if g in by_row else t)
 
-    def sets_of(docs, take):    # JSON lines files: the band's sets re-read and shingled on all cores
-        return read_sets(specs, cfg, corpus, docs, take)
+    def sets_of(docs, take, path=None):    # JSON lines files: the band's sets re-read and shingled on all cores
+        return read_sets(specs, cfg, corpus, docs, take, path)
 
     parallel = cfg.workers > 1 and not by_row and corpus.blocks
     result = find_run(values, empty, sizes, features, cfg, corpus, part, texts_of, sets_of if parallel else None,

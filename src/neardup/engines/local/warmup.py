@@ -83,7 +83,8 @@ def _warm_band(src: str) -> None:
     with open(src, "rb") as fh:
         wanted_lines(fh.read(), 1, np.array([2, 3], dtype=np.int64))
     two = np.zeros(2, dtype=np.int64)
-    pair_stats_parallel(np.zeros(1, dtype=np.uint64), np.array([0, 1, 1], dtype=np.int64), two, two + 1, 2)
+    off = np.array([0, 1, 1], dtype=np.int64)
+    pair_stats_parallel(np.zeros(1, dtype=np.uint64), off[:-1], off[1:], two, two + 1, 2)
 
 
 def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: bool = False) -> float | None:

@@ -168,12 +168,17 @@ def _worker_job(job):
     return _run_job(job, _CFG, _SIGNER)
 
 
+_SINKS: dict = {}
+
+
 def _sets_job(job):
     """The distinct shingle sets of some lines of a block of a JSON lines file, shingled as when
-    they were signed: (documents, their sets' hashes concatenated, set sizes)."""
+    they were signed: (documents, their sets' hashes concatenated, set sizes); with a file to append
+    them to (the job's last item), where they start in it instead of the hashes."""
     from ...dedup.signing import minhasher  # noqa: PLC0415
+    from ...dedup.verify import append_sets  # noqa: PLC0415
 
-    spec, first, place, (lines, docs_of) = job
+    spec, first, place, (lines, docs_of), sink = job
     block = read_block(spec, *place)
     sub, sub_first = wanted_lines(block, first, lines)
     whole = parse_jsonl_block(spec, sub_first, sub, _CFG.text_field, None)
@@ -190,7 +195,11 @@ def _sets_job(job):
                     docs.append(d)
                     texts.append(row.text)
     u = minhasher(_CFG).shingler.features(texts).distinct_sets()
-    return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
+    if sink is None:
+        return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
+    if sink not in _SINKS:                # this process's own descriptor (see append_sets)
+        _SINKS[sink] = os.open(sink, os.O_WRONLY | os.O_APPEND)
+    return np.asarray(docs, dtype=np.int64), append_sets(_SINKS[sink], u.hashes), np.diff(u.offsets)
 
 
 def wanted_lines(block: bytes, first: int, lines: np.ndarray) -> tuple[bytes, int]:
@@ -209,10 +218,12 @@ def wanted_lines(block: bytes, first: int, lines: np.ndarray) -> tuple[bytes, in
     return gather_spans(buf, spans).tobytes(), (1 if lines[0] == 1 else 2)
 
 
-def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs: np.ndarray, take) -> np.ndarray:
+def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs: np.ndarray, take,
+              sink: str | None = None) -> np.ndarray:
     """``--verify borderline``: the shingle sets of documents ``docs`` (an array), their lines re-read,
     parsed and shingled in the signing processes, for the JSON lines files pass 1 cut into blocks
-    (``corpus.blocks``); ``take(documents, hashes, sizes)`` receives them a block at a time, in order.
+    (``corpus.blocks``); ``take(documents, hashes, sizes)`` receives them a block at a time, in order
+    (with ``sink``, a file the workers append the hashes to: where each block's start instead).
     Returns the documents left to the caller (other inputs). Arrays throughout: 5.6 M documents at
     10 M, whose tuples and sets took 1.6 GB."""
     docs = np.asarray(docs, dtype=np.int64)
@@ -233,7 +244,7 @@ def read_sets(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, docs: np
         for first, offset, length, n in corpus.blocks[si]:
             x, y = np.searchsorted(lines, first), np.searchsorted(lines, first + n)
             if x < y:
-                jobs.append((spec, first, (offset, length), (lines[x:y], mine[x:y])))
+                jobs.append((spec, first, (offset, length), (lines[x:y], mine[x:y]), sink))
     if jobs:
         with worker_pool(cfg) as pool:
             for d, h, z in pool.map(_sets_job, jobs):
