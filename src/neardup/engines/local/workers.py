@@ -197,9 +197,10 @@ def _sets_job(job):
     u = minhasher(_CFG).shingler.features(texts).distinct_sets()
     if sink is None:
         return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
-    if sink not in _SINKS:                # this process's own descriptor (see append_sets)
-        _SINKS[sink] = os.open(sink, os.O_WRONLY | os.O_APPEND)
-    return np.asarray(docs, dtype=np.int64), append_sets(_SINKS[sink], u.hashes), np.diff(u.offsets)
+    key = (os.getpid(), sink)             # this process's own descriptor (see append_sets), never a parent's
+    if key not in _SINKS:
+        _SINKS[key] = os.open(sink, os.O_WRONLY | os.O_APPEND)
+    return np.asarray(docs, dtype=np.int64), append_sets(_SINKS[key], u.hashes), np.diff(u.offsets)
 
 
 def wanted_lines(block: bytes, first: int, lines: np.ndarray) -> tuple[bytes, int]:
