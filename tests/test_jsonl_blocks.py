@@ -256,7 +256,6 @@ def test_the_band_re_read_takes_the_same_sets_from_a_whole_block(tmp_path, monke
     assert got[0].tolist() == (wanted * 10).tolist() and got[2].shape == (8,)
 
 
-
 @settings(max_examples=200, deadline=None)
 @given(lines=st.lists(st.sampled_from([b"{}\n", b"x" * 9 + b"\n", b"\n", b"\xef\xbb\xbf{}\n", b"ab\r\n", b"\n" * 3,
                                        "中文".encode() * 5 + b"\n"]), min_size=1, max_size=12),

@@ -24,7 +24,7 @@ import numpy as np
 from .._arrays import concatenate_freeing, sorted_unique
 from ..config import DedupConfig
 from ..features.shingles import Features
-from ..similarity.jaccard import exact_jaccard_pairs, jaccard_of, max_containment_of, max_containment_pairs, range_stats
+from ..similarity.jaccard import jaccard_of, max_containment_of, range_stats
 from ..sketches.minhash import jaccard_rows
 
 METRICS = ("jaccard", "containment")
@@ -143,9 +143,15 @@ def minhash_similarity(j, size_a, size_b, metric: str):
 def exact_similarity(features: Features, a, b, metric: str) -> np.ndarray:
     """A pair's exact similarity on its shingle sets (``verify="exact"``): Jaccard, or for containment
     the larger of the two containments. The one rule both engines use."""
-    if metric == "jaccard":
-        return exact_jaccard_pairs(features, a, b)
-    return max_containment_pairs(features, a, b)
+    u = features.unique()
+    return ranges_similarity(u.hashes, u.offsets[:-1], u.offsets[1:], a, b, metric)
+
+
+def ranges_similarity(h, first, stop, a, b, metric: str) -> np.ndarray:
+    """:func:`exact_similarity` of rows whose sets are ``h[first[r]:stop[r]]``, in any order (the
+    band's sets, as the workers appended them)."""
+    stats = range_stats(h, first, stop, a, b)
+    return jaccard_of(*stats) if metric == "jaccard" else max_containment_of(*stats)
 
 
 def fixed_aliases(same: np.ndarray, fixed: int) -> np.ndarray:
@@ -265,8 +271,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
             out = np.empty(lo.shape[0], dtype=np.float64)
             for s in range(0, lo.shape[0], _PAIRS_AT_ONCE):     # (the kernel's arrays: per stretch)
                 e = min(s + _PAIRS_AT_ONCE, lo.shape[0])
-                stats = range_stats(h, first, stop, place[lo[s:e]], place[hi[s:e]])
-                out[s:e] = jaccard_of(*stats) if cfg.metric == "jaccard" else max_containment_of(*stats)
+                out[s:e] = ranges_similarity(h, first, stop, place[lo[s:e]], place[hi[s:e]], cfg.metric)
             del h, place
         return out
     return exact

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .swar import AHEAD, equal_pairs_4x4, prefetch
+from .swar import AHEAD, equal_pairs_4x4, prefetch_range
 
 
 @njit(cache=True)
@@ -115,8 +115,7 @@ def _pair_range(h, first, stop, ii, jj, inter, na, nb, start, end):
         q = p + AHEAD
         if q < end:
             for r in (ii[q], jj[q]):
-                for k in range(first[r], stop[r], 8):
-                    prefetch(h, k)
+                prefetch_range(h, first[r], stop[r])
         a = ii[p]
         b = jj[p]
         inter[p] = intersect_size(h, first[a], stop[a], first[b], stop[b])

@@ -122,12 +122,17 @@ def prefetch(typingctx, arr, idx):  # (any 1-d array: a row of a matrix is one)
 
 
 @njit(inline="always", cache=True)
+def prefetch_range(arr, start, end):
+    """:func:`prefetch` of every cache line of ``arr[start:end]`` (1-d)."""
+    for t in range(start, end, max(1, 64 // arr.itemsize)):
+        prefetch(arr, t)
+
+
+@njit(inline="always", cache=True)
 def prefetch_row(mat, r):
     """:func:`prefetch` of every cache line of row ``r`` of a 2-d array."""
     row = mat[r]
-    step = max(1, 64 // row.itemsize)
-    for t in range(0, row.shape[0], step):
-        prefetch(row, t)
+    prefetch_range(row, 0, row.shape[0])
 
 
 @intrinsic
