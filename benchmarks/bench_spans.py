@@ -51,7 +51,7 @@ def _texts(path: str, limit_mb: float | None = None) -> list[str]:
 def kernels(texts: list[str]) -> dict:
     from neardup.features.units import UnitHasher, pack_raw, repeated_units
     from neardup.index.suffix import join, suffix_array
-    from neardup.kernels.spans import mark_repeated_windows, window_ranges
+    from neardup.kernels.spans import mark_and_keep, window_ranges
 
     buf, off = pack_raw(texts)
     mb = off[-1] / 1e6
@@ -75,7 +75,8 @@ def kernels(texts: list[str]) -> dict:
     t_sa = time.perf_counter() - t
     t = time.perf_counter()
     from numba import get_num_threads
-    marks, _, _ = mark_repeated_windows(text, sa, 100, get_num_threads())
+    marks = np.empty(text.shape[0], dtype=np.int8)
+    mark_and_keep(text, sa, 100, get_num_threads(), marks)
     t_mark = time.perf_counter() - t
     del sa
     t = time.perf_counter()
@@ -83,6 +84,11 @@ def kernels(texts: list[str]) -> dict:
     t_ranges = time.perf_counter() - t
     res["substrings"] = {"suffix_array_s": round(t_sa, 2), "mark_s": round(t_mark, 2), "ranges_s": round(t_ranges, 2),
                          "MB_per_s_one_core": round(mb / (t_sa + t_mark + t_ranges), 1)}
+    from neardup.index.suffix import repeated_in_buffer
+    for parts in (1, get_num_threads()):       # one suffix array, or one per thread cross-checked
+        t = time.perf_counter()
+        repeated_in_buffer(text, starts, 100, parts=parts)
+        res["substrings"][f"find_s_{parts}_suffix_arrays"] = round(time.perf_counter() - t, 2)
     return res
 
 

@@ -432,14 +432,47 @@ def test_substrings_with_whole_copies_equal_the_reference(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_marking_does_not_depend_on_the_number_of_stretches(seed):
     """The parallel passes cut the text and the suffix array into stretches; any number of them
-    gives the same marks (runs are never split, a carried length of 0 is always valid)."""
+    gives the same marks and first occurrences (runs are never split, a carried length of 0 is
+    always valid)."""
     from neardup.index.suffix import join, suffix_array
-    from neardup.kernels.spans import mark_repeated_windows
+    from neardup.kernels.spans import mark_and_keep
 
     text, _ = join([utf8(t) for t in _corpus(seed, 20)])
-    sa = suffix_array(text)
+
+    def run(L, nt):
+        marks = np.empty(text.shape[0], dtype=np.int8)
+        keep, marked = mark_and_keep(text, suffix_array(text), L, nt, marks)
+        return marks.tolist(), keep.tolist(), int(marked)
+
     for L in (2, 9):
-        want = mark_repeated_windows(text, sa, L, 1)
+        want = run(L, 1)
+        # the first occurrences: one per distinct valid window, the smallest position of each
+        windows = {}
+        for p in range(text.shape[0] - L + 1):
+            w = bytes(text[p:p + L])
+            if 0xFF not in w:
+                windows.setdefault(w, p)
+        assert sorted(want[1]) == sorted(windows.values())
+        assert [bytes(text[p:p + L]) for p in want[1]] == sorted(windows)     # in order of their bytes
+        assert want[2] == sum(m < 0 for m in want[0])
         for nt in (2, 3, 7, 64):
-            got = mark_repeated_windows(text, sa, L, nt)
-            assert (got[0] < 0).tolist() == (want[0] < 0).tolist() and got[1:] == want[1:]
+            assert run(L, nt) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("parts", [2, 3, 5])
+def test_substrings_from_several_suffix_arrays_equal_one(seed, parts):
+    """Stretches sorted apart and cross-checked by merging their first occurrences give exactly the
+    ranges of one suffix array (and the brute-force reference), whatever the cut."""
+    from neardup.index.suffix import join, repeated_in_buffer
+
+    texts = _corpus(seed, 16)
+    text, starts = join([utf8(t) for t in texts])
+    for L in (1, 4, 11):
+        want = _reference(texts, L)
+        one = repeated_in_buffer(text, starts, L, parts=1)
+        got = repeated_in_buffer(text, starts, L, parts=parts)
+        assert list(zip(got.docs.tolist(), got.starts.tolist(), got.ends.tolist())) == want
+        assert got.windows == one.windows and got.digests.tolist() == one.digests.tolist()
+    with pytest.raises(ValueError, match="parts"):
+        repeated_in_buffer(text, starts, 4, parts=0)

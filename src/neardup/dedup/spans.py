@@ -108,7 +108,7 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
     parts = [flat[d] for d in alive.tolist()]
     del flat
     spans = repeated_in_parts(parts, cfg.min_length)
-    info = {"text_bytes": sum(len(b) for b in parts), "repeated_windows": spans.windows, "window_runs": spans.runs,
+    info = {"text_bytes": sum(len(b) for b in parts), "repeated_windows": spans.windows, "suffix_arrays": spans.parts,
             "copies_removed_whole": spans.copies}
     return _Ranges(n_docs, out_docs[spans.docs], spans.starts, spans.ends, spans.digests), info
 

@@ -2,14 +2,18 @@
 Training Data Makes Language Models Better": ExactSubstr).
 
 The documents are joined into one byte string T, each followed by the separator 0xFF (a byte UTF-8
-never uses); the suffix array of T is built by libdivsufsort (Yuta Mori; through ``pydivsufsort``),
-O(n log n) worst case and about 11 MB/s on this project's 2-core reference machine. Every window
-T[p:p+L] that lies in one document and equals a window starting earlier is marked
-(:func:`~neardup.kernels.spans.mark_repeated_windows`); a document's removed ranges are the union
-of its marked windows, trimmed to character boundaries (:func:`~neardup.kernels.spans.window_ranges`).
-So every removed byte belongs to a string of ≥ L bytes seen before, and every string of ≥ L bytes
-that occurs more than once is removed everywhere but at its first occurrence. Memory: T (n bytes),
-the suffix array (4n bytes below 2 GiB of text, else 8n) and one mark byte per position: ≈ 6n.
+never uses), and T is cut at document boundaries into one stretch per thread; the suffix array of
+each stretch is built by libdivsufsort (Yuta Mori; through ``pydivsufsort``), O(n log n) worst
+case and about 11 MB/s per thread on this project's 2-core reference machine, the stretches side
+by side. Every window T[p:p+L] that lies in one document and equals a window starting earlier is
+marked (:func:`~neardup.kernels.spans.mark_and_keep` inside a stretch,
+:func:`~neardup.kernels.spans.mark_seen_in` across stretches); a document's removed ranges are the
+union of its marked windows, trimmed to character boundaries
+(:func:`~neardup.kernels.spans.window_ranges`). So every removed byte belongs to a string of ≥ L
+bytes seen before, and every string of ≥ L bytes that occurs more than once is removed everywhere
+but at its first occurrence. Memory: T (n bytes), the suffix arrays (4n bytes below 2 GiB of text
+per stretch, else 8n), one mark byte per position, and while a stretch is marked one int per
+position of it: ≈ 8n with two stretches.
 
 >>> spans = repeated_substrings(["the same forty-byte boilerplate sentence!", "x: the same forty-byte "
 ...                              "boilerplate sentence! y"], min_length=20)
@@ -25,21 +29,21 @@ import numpy as np
 
 from ..features.units import utf8
 from ..kernels.hashing import xxh64_bytes
-from ..kernels.spans import SEPARATOR, mark_repeated_windows, range_digests, window_ranges
+from ..kernels.spans import SEPARATOR, mark_and_keep, mark_seen_in, range_digests, window_ranges
 
 
 @dataclass(frozen=True)
 class Spans:
     """Removed byte ranges: range i is bytes ``starts[i]:ends[i]`` of document ``docs[i]`` (in that
     document's UTF-8 form), in document then text order, ``digests[i]`` the XXH64 of its bytes;
-    ``windows`` marked, ``runs`` of equal windows."""
+    ``windows`` marked, ``parts``: suffix arrays built (stretches of the text)."""
 
     docs: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
     digests: np.ndarray
     windows: int = 0
-    runs: int = 0
+    parts: int = 0
     copies: int = 0          # documents equal to an earlier one, removed whole without sorting them
 
     def __len__(self) -> int:
@@ -69,21 +73,85 @@ def suffix_array(text: np.ndarray) -> np.ndarray:
     return divsufsort(text)
 
 
-def repeated_in_buffer(text: np.ndarray, starts: np.ndarray, min_length: int) -> Spans:
-    """:func:`repeated_substrings` over a joined buffer (see :func:`join`)."""
+#: below this many bytes of text one suffix array is built; above it, one per thread (see
+#: :func:`repeated_in_buffer`)
+PARALLEL_MIN_BYTES = 1 << 24
+
+
+def _cut_points(starts: np.ndarray, parts: int) -> list[int]:
+    """Byte offsets cutting T into ``parts`` stretches of whole documents, as even as the document
+    boundaries allow (empty stretches dropped)."""
+    n = int(starts[-1])
+    cuts = [0]
+    for i in range(1, parts):
+        c = int(starts[min(int(np.searchsorted(starts, n * i / parts)), starts.shape[0] - 1)])
+        if c > cuts[-1]:
+            cuts.append(c)
+    if n > cuts[-1]:
+        cuts.append(n)
+    return cuts
+
+
+def repeated_in_buffer(text: np.ndarray, starts: np.ndarray, min_length: int, parts: int | None = None) -> Spans:
+    """:func:`repeated_substrings` over a joined buffer (see :func:`join`).
+
+    The buffer is cut at document boundaries into ``parts`` stretches (default: one per thread
+    above :data:`PARALLEL_MIN_BYTES`, else one), each with its own suffix array, built at the same
+    time in threads (libdivsufsort runs without the GIL). Inside a stretch, every window equal to an
+    earlier one is marked as for one array (:func:`~neardup.kernels.spans.mark_and_keep`), which also
+    leaves the stretch's *first occurrences* in suffix order. A window of stretch k not marked inside
+    it is a repeat iff its bytes occur in an earlier stretch j, iff they are those of one of j's
+    first occurrences: one merge of the two sorted lists per pair j < k finds exactly those
+    (:func:`~neardup.kernels.spans.mark_seen_in`). So the marks, and the ranges, are those of one
+    suffix array over everything; what changes is that the sorts, which are O(n log n) and
+    single-threaded, run side by side on smaller inputs, and the cross-check costs one comparison
+    of at most L bytes per first occurrence."""
     if not isinstance(min_length, (int, np.integer)) or isinstance(min_length, bool) or min_length < 1:
         raise ValueError(f"min_length must be an integer >= 1 (bytes), got {min_length!r}")
+    if parts is not None and (not isinstance(parts, (int, np.integer)) or isinstance(parts, bool) or parts < 1):
+        raise ValueError(f"parts must be an integer >= 1, got {parts!r}")
     if text.shape[0] == 0:
         e = np.zeros(0, dtype=np.int64)
         return Spans(e, e, e, np.zeros(0, dtype=np.uint64))
-    sa = suffix_array(text)
     from numba import get_num_threads  # noqa: PLC0415
 
-    marks, marked, runs = mark_repeated_windows(text, sa, int(min_length), get_num_threads())
-    del sa
-    d, s, e = window_ranges(text, marks, starts, int(min_length))
+    nt = get_num_threads()
+    L = int(min_length)
+    if parts is None:
+        parts = nt if text.shape[0] >= PARALLEL_MIN_BYTES else 1
+    if not text.flags.writeable:
+        text = text.copy()
+    cuts = _cut_points(starts, int(parts))
+    pieces = [text[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    if len(pieces) == 1:
+        arrays = [suffix_array(pieces[0])]
+    else:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+        with ThreadPoolExecutor(max_workers=min(nt, len(pieces))) as pool:
+            arrays = list(pool.map(suffix_array, pieces))
+    marks = np.empty(text.shape[0], dtype=np.int8)
+    keeps, marked = [], 0
+    for k, piece in enumerate(pieces):
+        keep, m = mark_and_keep(piece, arrays[k], L, nt, marks[cuts[k]:cuts[k + 1]])
+        arrays[k] = None                       # spent: its front now holds ``keep``
+        keeps.append(keep)
+        marked += int(m)
+    del arrays
+    for k in range(1, len(pieces)):
+        later = keeps[k]
+        for j in range(k):
+            if later.shape[0] == 0:
+                break
+            found = mark_seen_in(text, keeps[j], cuts[j], later, cuts[k], L, marks, nt)
+            if found:
+                marked += int(found)
+                later = later[marks[cuts[k] + later.astype(np.int64)] == 0]
+        keeps[k] = later       # what a later stretch may still find here and nowhere earlier
+    del keeps
+    d, s, e = window_ranges(text, marks, starts, L)
     del marks
-    return Spans(d, s, e, range_digests(text, starts, d, s, e), int(marked), int(runs))
+    return Spans(d, s, e, range_digests(text, starts, d, s, e), marked, len(pieces))
 
 
 def repeated_in_parts(parts: Sequence[bytes], min_length: int) -> Spans:
@@ -113,7 +181,7 @@ def repeated_in_parts(parts: Sequence[bytes], min_length: int) -> Spans:
     order = np.argsort(docs, kind="stable")       # copies' single ranges join in document order
     return Spans(docs[order], np.concatenate([found.starts, np.zeros_like(cd)])[order],
                  np.concatenate([found.ends, ce])[order], np.concatenate([found.digests, cdig])[order],
-                 found.windows, found.runs, len(copies))
+                 found.windows, found.parts, len(copies))
 
 
 def repeated_substrings(texts: Sequence[str], min_length: int = 100) -> Spans:

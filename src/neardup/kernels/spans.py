@@ -14,7 +14,7 @@ hashes whatever their spacing, case or punctuation; a unit without a word token 
 a blank line) is never reported, so it is never removed. Equal hashes of different token sequences
 need a 64-bit collision: with u distinct units the chance of any is below u²/2⁶⁵ (10⁻⁷ at 2·10⁶).
 
-Substrings (:func:`mark_repeated_windows`, :func:`window_ranges`). With the documents joined by a
+Substrings (:func:`mark_and_keep`, :func:`mark_seen_in`, :func:`window_ranges`). With the documents joined by a
 separator byte 0xFF (never part of UTF-8) into T and its suffix array SA, the *window* at p is
 T[p:p+L]; it is valid when it holds no separator (it lies inside one document). Valid windows with
 equal bytes are contiguous in SA, and adjacent entries SA[j−1], SA[j] start with the same L bytes
@@ -24,6 +24,13 @@ the first occurrence; every other one is marked. A document's removed bytes are 
 marked windows, trimmed inwards to character boundaries — every byte removed lies in a window that
 occurs earlier in the corpus, and every repeated string of ≥ L bytes is removed except its first
 occurrence (each of its windows, at a later occurrence, is marked).
+
+Several stretches (:func:`mark_seen_in`). T cut at document boundaries into stretches with their
+own suffix arrays: inside each, the marks above; a window of stretch k left unmarked is the first
+occurrence of its bytes in k, and it repeats an earlier stretch j iff its bytes are those of one of
+j's first occurrences. Both lists come out of :func:`mark_and_keep` sorted by their L bytes and
+without repeats, so one merge of the two finds every such window: the marks are those of one
+suffix array over T.
 """
 from __future__ import annotations
 
@@ -32,9 +39,11 @@ from numba import njit, prange
 
 from .hashing import P1, P5, fmix64, xxh64
 from .shingle import scan_scratch, word_scan
-from .swar import LITTLE_ENDIAN, cttz64, load_u64
+from .swar import AHEAD, LITTLE_ENDIAN, cttz64, load_u64, prefetch
 
 SEPARATOR = 0xFF
+#: how far ahead the suffix-array passes prefetch what they will read at a random place
+RANDOM_AHEAD = 32
 
 
 @njit(inline="always", cache=True)
@@ -216,7 +225,7 @@ def first_occurrences(hashes, docs, order, min_docs):
 
 
 @njit(parallel=True, cache=True)
-def capped_plcp(text, sa, L, nt):
+def capped_plcp(text, sa, L, nt, flag_invalid=False):
     """min(L, lcp'(p, pred(p))) for every position p, where pred(p) precedes p in the suffix array and
     lcp' is the common prefix length up to the first separator (−1 marks the first suffix).
 
@@ -227,43 +236,59 @@ def capped_plcp(text, sa, L, nt):
     O(n + n) compares: linear, with no full LCP array. Memory: one int32/int64 per position.
     Parallel: Φ is filled in parallel, and the text is cut into one stretch per thread, each
     starting with a carried length of 0 (always a valid lower bound); ``nt`` stretches (the threads:
-    a kernel that asks numba for them cannot be cached)."""
+    a kernel that asks numba for them cannot be cached). ``flag_invalid``: a position whose window
+    is not valid (a separator in its first L bytes) gets −2 instead of its length, which is then
+    below L anyway (lcp' stops at the separator), so runs are found the same."""
     n = sa.shape[0]
     plcp = np.empty(n, dtype=sa.dtype)
     if n == 0:
         return plcp
     plcp[sa[0]] = -1
     for j in prange(1, n):
+        if j + RANDOM_AHEAD < n:
+            prefetch(plcp, sa[j + RANDOM_AHEAD])
         plcp[sa[j]] = sa[j - 1]
     m = text.shape[0]
     step = (n + nt - 1) // nt
     for c in prange(nt):
         l = 0
-        for i in range(c * step, min(n, (c + 1) * step)):
+        sep = c * step - 1          # the separator at or after i (found when i passes it)
+        end = min(n, (c + 1) * step)
+        for i in range(c * step, end):
+            if i + RANDOM_AHEAD < end:
+                f = plcp[i + RANDOM_AHEAD]
+                if f >= 0:
+                    prefetch(text, f)
+            if flag_invalid and sep < i:
+                sep = i
+                while sep < m and text[sep] != SEPARATOR:
+                    sep += 1
             k = plcp[i]
             if k < 0:
-                plcp[i] = 0
                 l = 0
-                continue
-            while l < L and i + l < m and k + l < m:
-                x = text[i + l]
-                if x != text[k + l] or x == SEPARATOR:
-                    break
-                l += 1
-            plcp[i] = l
+            else:
+                while l < L and i + l < m and k + l < m:
+                    x = text[i + l]
+                    if x != text[k + l] or x == SEPARATOR:
+                        break
+                    l += 1
+            plcp[i] = -2 if flag_invalid and sep - i < L else (l if k >= 0 else 0)
             if l > 0:
                 l -= 1
     return plcp
 
 
 @njit(parallel=True, cache=True)
-def mark_repeated_windows(text, sa, L, nt):
-    """Marks every valid window T[p:p+L] equal to a window starting earlier, by setting
-    ``plcp[p] = -1`` in the array :func:`capped_plcp` returns (one array does both jobs); returns
-    (that array, marked windows, runs of equal windows). A run of equal windows in SA order is
-    sa[g..q) with plcp[sa[r]] ≥ L for g < r < q. Parallel over stretches of the suffix array cut
-    at run starts (found before any mark is written, so no thread reads another's marks)."""
-    plcp = capped_plcp(text, sa, L, nt)
+def mark_and_keep(text, sa, L, nt, marks):
+    """Marks every valid window T[p:p+L] equal to a window starting earlier, in ``marks`` (int8 per
+    position: −1 marked, else 0), and returns (kept, marked windows). *kept*
+    is the first occurrence of every distinct valid window — the smallest p of each run of equal
+    windows, and every valid window that occurs once — in SA order, hence in strictly increasing
+    order of their L bytes. A run of equal windows in SA order is sa[g..q) with plcp[sa[r]] ≥ L for
+    g < r < q. Parallel over stretches of the suffix array cut at run starts (found before any mark
+    is written, so no thread reads another's marks); each stretch writes its first occurrences over
+    the front of its own part of ``sa``, which is spent afterwards."""
+    plcp = capped_plcp(text, sa, L, nt, True)
     n = sa.shape[0]
     step = (n + nt - 1) // nt
     bounds = np.empty(nt + 1, dtype=np.int64)
@@ -272,30 +297,110 @@ def mark_repeated_windows(text, sa, L, nt):
         while 0 < b < n and plcp[sa[b]] >= L:    # inside a run: it belongs to the stretch before
             b += 1
         bounds[c] = b
-    bounds[0] = 1
+    bounds[0] = 0
     marked = np.zeros(nt, dtype=np.int64)
-    runs = np.zeros(nt, dtype=np.int64)
+    kept = np.zeros(nt, dtype=np.int64)
     for c in prange(nt):
         j = bounds[c]
-        while j < bounds[c + 1]:
-            if plcp[sa[j]] < L:
-                j += 1
-                continue
-            g = j - 1
+        w = j
+        hi = bounds[c + 1]
+        while j < hi:
             q = j + 1
-            while q < n and plcp[sa[q]] >= L:
+            while q < hi:          # (runs end at the bound; past it sa is rewritten)
+                if q + RANDOM_AHEAD < hi:
+                    prefetch(plcp, sa[q + RANDOM_AHEAD])
+                if plcp[sa[q]] < L:
+                    break
                 q += 1
-            first = sa[g]
-            for r in range(g + 1, q):
-                if sa[r] < first:
-                    first = sa[r]
-            for r in range(g, q):
-                if sa[r] != first:
-                    plcp[sa[r]] = -1
-                    marked[c] += 1
-            runs[c] += 1
-            j = q + 1
-    return plcp, marked.sum(), runs.sum()
+            first = sa[j]
+            if q == j + 1:
+                if plcp[first] >= 0:       # a valid window that occurs once
+                    sa[w] = first
+                    w += 1
+            else:
+                for r in range(j + 1, q):
+                    if sa[r] < first:
+                        first = sa[r]
+                for r in range(j, q):
+                    if sa[r] != first:
+                        plcp[sa[r]] = -1
+                        marked[c] += 1
+                sa[w] = first
+                w += 1
+            j = q
+        kept[c] = w - bounds[c]
+    total = kept.sum()
+    keep = np.empty(total, dtype=sa.dtype)
+    o = 0
+    for c in range(nt):
+        keep[o:o + kept[c]] = sa[bounds[c]:bounds[c] + kept[c]]
+        o += kept[c]
+    for i in prange(n):
+        marks[i] = -1 if plcp[i] == -1 else 0
+    return keep, marked.sum()
+
+
+@njit(inline="always", cache=True)
+def _compare_windows(text, a, b, L):
+    """The order of the L bytes at a and at b (−1, 0, 1); both lie inside ``text``."""
+    k = 0
+    while k + 8 <= L:
+        x = load_u64(text, a + k)
+        y = load_u64(text, b + k)
+        if x != y:
+            t = k + cttz64(x ^ y) // 8      # the first differing byte (little-endian loads)
+            return -1 if text[a + t] < text[b + t] else 1
+        k += 8
+    while k < L:
+        x = text[a + k]
+        y = text[b + k]
+        if x != y:
+            return -1 if x < y else 1
+        k += 1
+    return 0
+
+
+@njit(parallel=True, cache=True)
+def mark_seen_in(text, earlier, oa, later, ob, L, marks, nt):
+    """Marks (``marks[ob + p] = −1``) every window of ``later`` (first occurrences of a later part,
+    positions relative to ``ob``) whose L bytes are those of a window in ``earlier`` (first
+    occurrences of an earlier part, relative to ``oa``); both lists in increasing order of their L
+    bytes, each without repeats, so one merge finds every equal pair. Parallel over stretches of
+    ``later``, each starting in ``earlier`` at the first window not below its own first (binary
+    search). Returns the number marked."""
+    na = earlier.shape[0]
+    nb = later.shape[0]
+    step = (nb + nt - 1) // nt
+    found = np.zeros(nt, dtype=np.int64)
+    for c in prange(nt):
+        j = c * step
+        hi = min(nb, j + step)
+        if j >= hi:
+            continue
+        lo, up = 0, na                       # first i with earlier[i] >= later[j]
+        while lo < up:
+            mid = (lo + up) // 2
+            if _compare_windows(text, oa + earlier[mid], ob + later[j], L) < 0:
+                lo = mid + 1
+            else:
+                up = mid
+        i = lo
+        while i < na and j < hi:
+            if i + AHEAD < na:
+                prefetch(text, oa + earlier[i + AHEAD])
+            if j + AHEAD < hi:
+                prefetch(text, ob + later[j + AHEAD])
+            s = _compare_windows(text, oa + earlier[i], ob + later[j], L)
+            if s < 0:
+                i += 1
+            elif s > 0:
+                j += 1
+            else:
+                marks[ob + later[j]] = -1
+                found[c] += 1
+                i += 1
+                j += 1
+    return found.sum()
 
 
 @njit(inline="always", cache=True)
@@ -303,53 +408,59 @@ def _continuation(b):
     return (b & 0xC0) == 0x80
 
 
+@njit(inline="always", cache=True)
+def _next_range(text, marks, p, e, L):
+    """The next removed range [a, b) at or after p in a document ending at e, and where to go on
+    from; a = −1 when there is none."""
+    while p < e and marks[p] >= 0:
+        p += 1
+    if p >= e:
+        return -1, -1, e
+    a = p
+    b = p + L
+    p += 1
+    while p < e and p <= b:      # a window starting inside or right after the range extends it
+        if marks[p] < 0:
+            b = p + L
+        p += 1
+    if b > e:
+        b = e
+    while a < b and _continuation(text[a]):
+        a += 1
+    while b > a and b < e and _continuation(text[b]):
+        b -= 1
+    return a, b, p
+
+
 @njit(cache=True)
 def window_ranges(text, marks, starts, L):
     """The removed byte ranges of every document: the union of the marked windows [p, p+L)
-    (``marks[p] < 0``, see :func:`mark_repeated_windows`) inside
-    document d (bytes ``starts[d]`` to ``starts[d+1]-2``; every document is followed by a separator),
-    trimmed inwards
-    to UTF-8 character boundaries. Returns (document, start, end) with start/end relative to the
-    document, in document then text order."""
+    (``marks[p] < 0``, see :func:`mark_and_keep`) inside document d (bytes ``starts[d]`` to
+    ``starts[d+1]-2``; every document is followed by a separator), trimmed inwards to UTF-8
+    character boundaries. Returns (document, start, end) with start/end relative to the document,
+    in document then text order. Two passes, one counting and one filling, so that no array is
+    grown inside the scan (an array reassigned in a loop costs reference counting at every step:
+    30 ns per byte of text, measured)."""
     nd = starts.shape[0] - 1
-    cap = 16
-    rd = np.empty(cap, dtype=np.int64)
-    rs = np.empty(cap, dtype=np.int64)
-    re = np.empty(cap, dtype=np.int64)
     r = 0
     for d in range(nd):
-        s = starts[d]
-        e = starts[d + 1] - 1     # the separator after the document
+        p, e = starts[d], starts[d + 1] - 1     # e: the separator after the document
+        while p < e:
+            a, b, p = _next_range(text, marks, p, e, L)
+            if b > a:
+                r += 1
+    rd = np.empty(r, dtype=np.int64)
+    rs = np.empty(r, dtype=np.int64)
+    re = np.empty(r, dtype=np.int64)
+    r = 0
+    for d in range(nd):
+        s, e = starts[d], starts[d + 1] - 1
         p = s
         while p < e:
-            if marks[p] >= 0:
-                p += 1
-                continue
-            a = p
-            b = p + L
-            p += 1
-            while p < e and p <= b:      # a window starting inside or right after the range extends it
-                if marks[p] < 0:
-                    b = p + L
-                p += 1
-            if b > e:
-                b = e
-            while a < b and _continuation(text[a]):
-                a += 1
-            while b > a and b < e and _continuation(text[b]):
-                b -= 1
+            a, b, p = _next_range(text, marks, p, e, L)
             if b > a:
-                if r == cap:
-                    cap *= 2
-                    rd2 = np.empty(cap, dtype=np.int64)
-                    rs2 = np.empty(cap, dtype=np.int64)
-                    re2 = np.empty(cap, dtype=np.int64)
-                    rd2[:r] = rd[:r]
-                    rs2[:r] = rs[:r]
-                    re2[:r] = re[:r]
-                    rd, rs, re = rd2, rs2, re2
                 rd[r] = d
                 rs[r] = a - s
                 re[r] = b - s
                 r += 1
-    return rd[:r].copy(), rs[:r].copy(), re[:r].copy()
+    return rd, rs, re
