@@ -119,12 +119,25 @@ def bucket_pairs(col, order, ids, max_bucket):
     of ``col``; NumPy's is about 4x faster than a compiled one): scan the runs of equal keys; a
     run of m ≤ ``max_bucket`` members yields all m(m−1)/2 pairs, a larger run yields the m−1
     edges from its smallest id to each other member (a star: linear in m).
-    Returns (lo, hi) arrays with lo < hi."""
+    Returns (lo, hi) arrays with lo < hi. Two scans, one counting the pairs and the largest run,
+    one writing them, so no array is grown or replaced inside the loop (numba then counts
+    references at every step: 0.36 → 0.22 s for 4 M keys, measured)."""
     n = col.shape[0]
-    lo = np.empty(max(16, n), dtype=np.int64)
-    hi = np.empty(max(16, n), dtype=np.int64)
-    scratch = np.empty(16, dtype=np.int64)
     keys = col[order]            # gathered once: the scan below reads memory in order
+    total = 0
+    widest = 2
+    s = 0
+    while s < n:
+        e = s + 1
+        while e < n and keys[e] == keys[s]:
+            e += 1
+        m = e - s
+        total += m * (m - 1) // 2 if m <= max_bucket else m - 1
+        widest = max(widest, m)
+        s = e
+    lo = np.empty(total, dtype=np.int64)
+    hi = np.empty(total, dtype=np.int64)
+    scratch = np.empty(widest, dtype=np.int64)
     members_of = ids[order]
     p = 0
     s = 0
@@ -135,25 +148,16 @@ def bucket_pairs(col, order, ids, max_bucket):
             e += 1
         m = e - s
         if m == 2:      # most buckets: one pair, no sort (with the gathered scan: 2.1 → 1.35 s over 16 bands at 1 M)
-            if p + 1 > lo.shape[0]:
-                lo = _grow(lo, p + 1)
-                hi = _grow(hi, p + 1)
             a = members_of[s]
             b = members_of[s + 1]
             lo[p] = min(a, b)
             hi[p] = max(a, b)
             p += 1
         elif m > 2:
-            if m > scratch.shape[0]:
-                scratch = np.empty(2 * m, dtype=np.int64)
             members = scratch[:m]
             for u in range(m):
                 members[u] = members_of[s + u]
             members.sort()
-            need = p + (m * (m - 1) // 2 if m <= max_bucket else m - 1)
-            if need > lo.shape[0]:
-                lo = _grow(lo, need)
-                hi = _grow(hi, need)
             if m <= max_bucket:
                 for u in range(m):
                     for v in range(u + 1, m):
@@ -166,4 +170,4 @@ def bucket_pairs(col, order, ids, max_bucket):
                     hi[p] = members[v]
                     p += 1
         s = e
-    return lo[:p].copy(), hi[:p].copy()
+    return lo, hi
