@@ -148,3 +148,22 @@ def test_spark_submit_entry_is_the_dedup_command():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0 and "--engine" in res.stdout and "OUTDIR" in res.stdout, res.stderr
     assert res.stdout.strip().endswith("engine loaded: False")
+
+
+def test_the_command_line_asks_for_small_pages_unless_told(monkeypatch):
+    """`neardup` turns NumPy's huge-page hint off for itself and its workers (compaction cost on a
+    full page cache), and leaves a NUMPY_MADVISE_HUGEPAGE the user set alone."""
+    from numpy._core.multiarray import _set_madvise_hugepage
+
+    from neardup._arrays import prefer_small_pages
+
+    before = _set_madvise_hugepage(True)
+    try:
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+        prefer_small_pages()
+        assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "1" and _set_madvise_hugepage(True) is True
+        monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
+        prefer_small_pages()
+        assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "0" and _set_madvise_hugepage(True) is False
+    finally:
+        _set_madvise_hugepage(before)

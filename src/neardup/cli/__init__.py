@@ -14,6 +14,7 @@ import sys
 
 import click
 
+from .._arrays import prefer_small_pages
 from .._version import __version__
 from ..errors import NeardupError, stop_cause
 
@@ -70,7 +71,9 @@ def _stop_in(exc: BaseException) -> BaseException | None:
 def entry() -> None:
     """The console script (and ``python -m neardup``): :func:`main`; after Ctrl-C or SIGTERM, once
     the run has cleaned up (work folder removed, workers stopped), the process ends at once with
-    128 + the signal's number, never waiting on a thread of an abandoned worker pool."""
+    128 + the signal's number, never waiting on a thread of an abandoned worker pool. Large arrays
+    get ordinary pages (:func:`~neardup._arrays.prefer_small_pages`)."""
+    prefer_small_pages()
     try:
         main(prog_name="neardup")
     except SystemExit:
