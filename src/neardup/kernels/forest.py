@@ -69,7 +69,10 @@ def forest_top_k(sig, perms, keys, live, m, q, want, k, empty):
     cand = np.empty(max(want, 16), dtype=np.int64)
     c = 0
     packed = keys.shape[1] == n and m <= 2
+    first = np.empty(trees, dtype=np.int64)
+    stop = np.empty(trees, dtype=np.int64)
     for d in range(m, 0, -1):
+        room = c
         for t in range(trees):
             if packed:
                 hi32 = np.uint64(q[t * m]) << np.uint64(32)
@@ -82,15 +85,21 @@ def forest_top_k(sig, perms, keys, live, m, q, want, k, empty):
                 a, b = _key_range(keys[t], lo_key, hi_key)
             else:
                 a, b = _prefix_range(sig, perms[t], q, t * m, d, 0, n)
-            for i in range(a, b):
+            first[t] = a
+            stop[t] = b
+            room += b - a
+        # room for the level's candidates first: an array replaced inside the loop below would cost
+        # numba's reference counting at every candidate
+        if room > cand.shape[0]:
+            grown = np.empty(max(room, 2 * cand.shape[0]), dtype=np.int64)
+            grown[:c] = cand[:c]
+            cand = grown
+        for t in range(trees):
+            for i in range(first[t], stop[t]):
                 r = perms[t, i]
                 if seen[r] or not live[r]:
                     continue
                 seen[r] = True
-                if c == cand.shape[0]:
-                    grown = np.empty(2 * c, dtype=np.int64)
-                    grown[:c] = cand
-                    cand = grown
                 cand[c] = r
                 c += 1
         if c >= want:

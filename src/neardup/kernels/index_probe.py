@@ -56,7 +56,8 @@ def probe_segment(qvals, qrows, qkeys, bands, band_row, sigs, dead, empty, kind,
     cnt = 0
     has_dead = dead.shape[0] > 0
     nb = min(bands.shape[0], qkeys.shape[1])
-    buf = np.empty(64, dtype=np.int64)
+    first = np.empty(nb, dtype=np.int64)
+    stop = np.empty(nb, dtype=np.int64)
     for qi in range(qrows.shape[0]):
         q = qrows[qi]
         a = qvals[q]
@@ -68,17 +69,20 @@ def probe_segment(qvals, qrows, qkeys, bands, band_row, sigs, dead, empty, kind,
             end = _upper_bound(col, key, j)
             if max_bucket > 0 and end - j + 1 > max_bucket:
                 end = j + 1
-            while j < end:
-                if n == buf.shape[0]:
-                    grown = np.empty(2 * n, dtype=np.int64)
-                    grown[:n] = buf
-                    buf = grown
-                buf[n] = band_row[b, j]
-                n += 1
-                j += 1
+            first[b] = j
+            stop[b] = end
+            n += end - j
         if n == 0:
             continue
-        rows = np.sort(buf[:n])
+        # sized first, then filled: an array grown (replaced) inside the loop would cost numba's
+        # reference counting at every step
+        rows = np.empty(n, dtype=np.int64)
+        n = 0
+        for b in range(nb):
+            for j in range(first[b], stop[b]):
+                rows[n] = band_row[b, j]
+                n += 1
+        rows.sort()
         for i in range(n):
             r = rows[i]
             if i > 0 and r == rows[i - 1]:
