@@ -61,3 +61,24 @@ def test_idf_slots_give_every_key_its_value_and_others_the_default():
     got = weighted_fold_batch(pairs, np.ones(pairs.shape[0], np.int64), offs, 2, *t.slots, t.keys, t.values,
                               t.default, 0)
     assert np.array_equal(got, fold_batch(pairs, t.lookup(pairs), offs))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, 2.5, 7.0, float("inf"), float("nan"), -1.0]), min_size=1, max_size=40),
+       st.integers(1, 12))
+def test_top_n_selection_is_the_stable_sort_with_ties_and_nan(weights, top_n):
+    """The one-pass top N keeps what the first N of a stable sort by descending weight keep
+    (ties to the smaller position, NaN last), whatever the weights."""
+    from neardup.kernels.simhash import fold_one
+
+    w = np.asarray(weights, dtype=np.float64)
+    k = w.shape[0]
+    hashes = np.sort(np.random.default_rng(k).choice(_POOL, k, replace=False))
+    got = weighted_fold_batch(hashes, np.ones(k, np.int64), np.asarray([0, k], np.int64), 2,
+                              *IdfTable(hashes, w, 0.0).slots, hashes, w, 0.0, top_n)
+    if k > top_n:
+        keep = np.sort(np.argsort(-w, kind="mergesort")[:top_n])
+        want = fold_one(hashes[keep], w[keep], 0, keep.shape[0])
+    else:
+        want = fold_one(hashes, w, 0, k)
+    assert got[0] == want

@@ -22,20 +22,26 @@ def nfkc_unsafe_batch(buf, offsets, docs, unsafe, lead_clean):
     """For each document index in ``docs``: whether ``buf[offsets[d]:offsets[d+1]]`` holds a code
     point flagged in ``unsafe`` (:func:`neardup.text.unicode.nfkc_unsafe`: NFKC is then not exact
     character by character). ``lead_clean[b]``: no code point whose UTF-8 starts with byte b is
-    flagged (CJK ideographs, hangul syllables), so the table is not read for them; ASCII is skipped
-    eight bytes at a time, and characters are decoded from a register (:func:`decode_word`)."""
+    flagged (CJK ideographs, hangul syllables), so a well-formed sequence under such a lead is stepped
+    over undecoded (an ill-formed one is decoded, to U+FFFD, which is not flagged); ASCII is skipped
+    eight bytes at a time after an ASCII byte."""
     out = np.zeros(docs.shape[0], dtype=np.bool_)
     for k in range(docs.shape[0]):
         i = offsets[docs[k]]
         end = offsets[docs[k] + 1]
         while i < end:
-            if i + 8 <= end and (load_u64(buf, i) & HIGH) == 0:
-                i += 8
-                continue
             b = buf[i]
             if b < 0x80:
                 i += 1
+                while i + 8 <= end and (load_u64(buf, i) & HIGH) == 0:    # (tried after ASCII only)
+                    i += 8
                 continue
+            if lead_clean[b]:       # a whole sequence under a clean lead: stepped over, not decoded
+                ln = 2 if b < 0xE0 else (3 if b < 0xF0 else 4)
+                if i + ln <= end and (buf[i + 1] & 0xC0) == 0x80 and (ln < 3 or (buf[i + 2] & 0xC0) == 0x80) \
+                        and (ln < 4 or (buf[i + 3] & 0xC0) == 0x80):
+                    i += ln
+                    continue
             cp, ln = decode_next(buf, i, end)
             if not lead_clean[b] and unsafe[cp]:
                 out[k] = True

@@ -165,6 +165,50 @@ def _slot_value(slots, shift, keys, values, default, key):
     return default
 
 
+@njit(cache=True, inline="always")
+def _heavier(x, y):
+    """x ranks before y in a sort by descending weight: larger, or a number against NaN (NumPy
+    sorts NaN last)."""
+    return x > y or (y != y and x == x)
+
+
+@njit(cache=True, inline="always")
+def _top_positions(w, k, top_n, sel_w, sel_t):
+    """The ``top_n`` positions of w[:k] with the largest weights, a tie going to the smaller
+    position (the first ``top_n`` of a stable sort by descending weight), into ``sel_t`` (returns how
+    many). One pass keeping them ordered by (weight descending, position): a later position enters
+    only with a weight strictly above the last kept one, so the work is O(k) plus top_n per entry,
+    against O(k log k) for the sort (per document of 500 distinct words, about twice as fast)."""
+    m = 0
+    for t in range(k):
+        x = w[t]
+        if m == top_n:
+            if not _heavier(x, sel_w[m - 1]):
+                continue
+            m -= 1                     # the last one leaves
+        i = m
+        while i > 0 and _heavier(x, sel_w[i - 1]):      # equal weights keep their (smaller) positions first
+            sel_w[i] = sel_w[i - 1]
+            sel_t[i] = sel_t[i - 1]
+            i -= 1
+        sel_w[i] = x
+        sel_t[i] = t
+        m += 1
+    return m
+
+
+@njit(cache=True, inline="always")
+def _sort_ints(a, m):
+    """Insertion sort of a[:m] (m is a top N: small)."""
+    for i in range(1, m):
+        x = a[i]
+        j = i
+        while j > 0 and a[j - 1] > x:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = x
+
+
 @njit(cache=True)
 def weighted_fold_batch(hashes, counts, offsets, weighting, slots, shift, keys, values, default, top_n):
     """SimHash of each document of a CSR batch of distinct feature hashes (sorted per document, as
@@ -182,6 +226,8 @@ def weighted_fold_batch(hashes, counts, offsets, weighting, slots, shift, keys, 
     w = np.empty(longest, dtype=np.float64)
     ku = np.empty(longest, dtype=np.uint64)
     kw = np.empty(longest, dtype=np.float64)
+    sel_w = np.empty(max(top_n, 1), dtype=np.float64)
+    sel_t = np.empty(max(top_n, 1), dtype=np.int64)
     for d in range(nd):
         s = offsets[d]
         k = offsets[d + 1] - s
@@ -193,16 +239,11 @@ def weighted_fold_batch(hashes, counts, offsets, weighting, slots, shift, keys, 
             else:
                 w[t] = np.float64(counts[s + t]) * _slot_value(slots, shift, keys, values, default, hashes[s + t])
         if top_n > 0 and k > top_n:
-            order = np.argsort(-w[:k], kind="mergesort")
-            keep = np.zeros(k, dtype=np.bool_)
-            for t in range(top_n):
-                keep[order[t]] = True
-            m = 0
-            for t in range(k):
-                if keep[t]:
-                    ku[m] = hashes[s + t]
-                    kw[m] = w[t]
-                    m += 1
+            m = _top_positions(w, k, top_n, sel_w, sel_t)
+            _sort_ints(sel_t, m)
+            for i in range(m):
+                ku[i] = hashes[s + sel_t[i]]
+                kw[i] = w[sel_t[i]]
             out[d] = fold_one(ku, kw, 0, m)
         else:
             out[d] = fold_one(hashes[s:s + k], w, 0, k)
