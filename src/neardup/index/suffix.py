@@ -128,8 +128,11 @@ def repeated_in_buffer(text: np.ndarray, starts: np.ndarray, min_length: int, pa
     else:
         from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
-        with ThreadPoolExecutor(max_workers=min(nt, len(pieces))) as pool:
+        pool = ThreadPoolExecutor(max_workers=min(nt, len(pieces)), thread_name_prefix="neardup-sort")
+        try:
             arrays = list(pool.map(suffix_array, pieces))
+        finally:     # a stop (Ctrl-C, SIGTERM) while sorting leaves at once; the command line then exits
+            pool.shutdown(wait=False, cancel_futures=True)
     marks = np.empty(text.shape[0], dtype=np.int8)
     keeps, marked = [], 0
     for k, piece in enumerate(pieces):
