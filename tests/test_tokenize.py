@@ -572,3 +572,43 @@ def test_an_index_built_with_auto_and_a_user_dictionary_is_refused_clearly(tmp_p
                  encoding="utf-8")
     with pytest.raises(IndexConfigError, match="ix: the index was built with a text pipeline.*rebuild"):
         DiskIndex.open(tmp_path / "ix", readonly=True)
+
+
+def test_a_borrowed_view_is_the_array_without_its_reference():
+    """kernels/swar.borrowed: the same memory, shape and strides (reads and writes go through to the
+    array, also for a 2-d array and a strided view); dropping the views frees nothing (the arrays'
+    reference counts are those of before, and they stay usable)."""
+    import sys
+
+    from numba import njit
+
+    from neardup.kernels.swar import borrowed
+
+    @njit
+    def use(a, b, reps):
+        s = 0
+        for _ in range(reps):
+            v = borrowed(a)
+            w = borrowed(b)
+            v[0] += 1
+            w[1, 2] = v[0]
+            s += v.shape[0] + w.shape[0] * w.shape[1]
+        return s
+
+    a = np.zeros(5, dtype=np.int64)
+    b = np.zeros((3, 4), dtype=np.int64)[:, ::1]
+    before = sys.getrefcount(a), sys.getrefcount(b)
+    assert use(a, b, 7) == 7 * (5 + 12)
+    assert a[0] == 7 and b[1, 2] == 7
+    assert (sys.getrefcount(a), sys.getrefcount(b)) == before
+    strided = np.arange(20, dtype=np.int64)[::3]
+
+    @njit
+    def total(x):
+        v = borrowed(x)
+        s = 0
+        for i in range(v.shape[0]):
+            s += v[i]
+        return s
+
+    assert total(strided) == int(strided.sum())

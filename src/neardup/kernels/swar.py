@@ -168,3 +168,31 @@ def equal_pairs_4x4(typingctx, ha, i, hb, j):
         return out
 
     return sig, codegen
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """A view of ``arr`` (same data, shape and strides) that holds no reference to its memory.
+
+    Numba counts references with an atomic add and subtract on the array's meminfo whenever an
+    array is bound to a new name that it cannot prove short-lived — each call of an inlined helper
+    that uses the array inside a branch, for instance: about 27 ns per array per call, measured
+    (a loop calling such a helper: 28.4 ns per call, 1.0 ns on a borrowed view). A borrowed view
+    has a null meminfo, so those operations do nothing. Only for arrays a caller holds for the whole
+    call (a kernel's parameters, or arrays inside a parameter tuple), never a temporary (numba frees
+    a variable after its last use, and the view would outlive the memory), and never returned or
+    stored."""
+    if not isinstance(arr, types.Array):
+        return None
+    sig = arr(arr)
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        out = context.make_array(signature.return_type)(context, builder)
+        for name in ("nitems", "itemsize", "data", "shape", "strides"):
+            setattr(out, name, getattr(src, name))
+        out.meminfo = cgutils.get_null_value(out.meminfo.type)
+        out.parent = cgutils.get_null_value(out.parent.type)
+        return out._getvalue()
+
+    return sig, codegen
