@@ -305,6 +305,30 @@ def test_workers_and_batches_do_not_change_the_outputs(tmp_path):
         assert outs[0] == outs[1] == outs[2]
 
 
+def test_a_run_cut_into_stretches_writes_what_one_suffix_array_writes(tmp_path, monkeypatch):
+    """A run over more than PARALLEL_MIN_BYTES of text sorts one stretch per thread and cross-checks
+    them; with the threshold lowered to 1 byte a small corpus takes that path (2 and 3 stretches)
+    and must write the same rows, edits and counts as one suffix array."""
+    import neardup.index.suffix as suffix
+
+    docs = _docs() * 5 + _corpus(4, 40)
+    src = _write_inputs(tmp_path, docs, "jsonl")
+
+    def run(name):
+        o = tmp_path / name
+        r = run_dedup([str(src)], str(o), DedupConfig(method="substrings", min_length=12, workers=1, html=False))
+        return ((o / "kept" / "in.jsonl").read_bytes(), (o / "edits.jsonl").read_bytes(),
+                r["counts"]["removed_bytes"], r["spans"]["repeated_windows"]), r["spans"]["suffix_arrays"]
+
+    one, arrays = run("one")
+    assert arrays == 1 and one[2] > 0
+    monkeypatch.setattr(suffix, "PARALLEL_MIN_BYTES", 1)
+    for threads in (2, 3):
+        monkeypatch.setattr("numba.get_num_threads", lambda t=threads: t)
+        got, arrays = run(f"split{threads}")
+        assert arrays == threads and got == one
+
+
 def test_hostile_rows_are_counted(tmp_path):
     big_line = ("word " * 400_000) + "\n"                      # one 2 MB line, twice
     rows = [json.dumps({"text": big_line}), json.dumps({"text": big_line}), "", "{not json",
