@@ -87,6 +87,16 @@ def _warm_band(src: str) -> None:
     pair_stats_parallel(np.zeros(1, dtype=np.uint64), off[:-1], off[1:], two, two + 1, 2)
 
 
+def _warm_stretches() -> None:
+    """What ``--method substrings`` compiles above 16 MB of text, which the small run above does not
+    reach: the cross-check of stretches sorted apart (two, as on a large corpus)."""
+    from ...features.units import utf8  # noqa: PLC0415
+    from ...index.suffix import join, repeated_in_buffer  # noqa: PLC0415
+
+    text, starts = join([utf8(t) for t in DOCS])
+    repeated_in_buffer(text, starts, 20, parts=2)
+
+
 def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: bool = False) -> float | None:
     """Seconds spent compiling ``cfg``'s kernels, or None when this machine has run its method before.
 
@@ -116,6 +126,8 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
             run_dedup([src], os.path.join(tmp, "out"), small)
             if cfg.method == "minhash" and cfg.verify == "borderline":
                 _warm_band(src)
+            if "substrings" in (cfg.method, cfg.spans):
+                _warm_stretches()
             if explicit and cfg.method in ("minhash", "simhash"):
                 _warm_index(small, tmp, run_dedup)
     except Exception as exc:       # only a head start: the run reports its own errors
