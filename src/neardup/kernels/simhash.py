@@ -197,18 +197,6 @@ def _top_positions(w, k, top_n, sel_w, sel_t):
     return m
 
 
-@njit(cache=True, inline="always")
-def _sort_ints(a, m):
-    """Insertion sort of a[:m] (m is a top N: small)."""
-    for i in range(1, m):
-        x = a[i]
-        j = i
-        while j > 0 and a[j - 1] > x:
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = x
-
-
 @njit(cache=True)
 def weighted_fold_batch(hashes, counts, offsets, weighting, slots, shift, keys, values, default, top_n):
     """SimHash of each document of a CSR batch of distinct feature hashes (sorted per document, as
@@ -240,7 +228,7 @@ def weighted_fold_batch(hashes, counts, offsets, weighting, slots, shift, keys, 
                 w[t] = np.float64(counts[s + t]) * _slot_value(slots, shift, keys, values, default, hashes[s + t])
         if top_n > 0 and k > top_n:
             m = _top_positions(w, k, top_n, sel_w, sel_t)
-            _sort_ints(sel_t, m)
+            sel_t[:m].sort()              # back to feature order for the fold
             for i in range(m):
                 ku[i] = hashes[s + sel_t[i]]
                 kw[i] = w[sel_t[i]]

@@ -225,9 +225,11 @@ def first_occurrences(hashes, docs, order, min_docs):
 
 
 @njit(parallel=True, cache=True)
-def capped_plcp(text, sa, L, nt, flag_invalid=False):
+def capped_plcp(text, sa, L, nt):
     """min(L, lcp'(p, pred(p))) for every position p, where pred(p) precedes p in the suffix array and
-    lcp' is the common prefix length up to the first separator (−1 marks the first suffix).
+    lcp' is the common prefix length up to the first separator, or −2 where the window at p is not
+    valid (a separator in its first L bytes: its length is below L anyway, as lcp' stops at the
+    separator, so runs are found the same).
 
     Kärkkäinen, Manzini and Puglisi's Φ method (CPM 2009): Φ[sa[j]] = sa[j−1], then the lengths in
     text order, each at least the previous one minus 1 (the usual lemma; it holds for lcp' too, as
@@ -236,9 +238,7 @@ def capped_plcp(text, sa, L, nt, flag_invalid=False):
     O(n + n) compares: linear, with no full LCP array. Memory: one int32/int64 per position.
     Parallel: Φ is filled in parallel, and the text is cut into one stretch per thread, each
     starting with a carried length of 0 (always a valid lower bound); ``nt`` stretches (the threads:
-    a kernel that asks numba for them cannot be cached). ``flag_invalid``: a position whose window
-    is not valid (a separator in its first L bytes) gets −2 instead of its length, which is then
-    below L anyway (lcp' stops at the separator), so runs are found the same."""
+    a kernel that asks numba for them cannot be cached)."""
     n = sa.shape[0]
     plcp = np.empty(n, dtype=sa.dtype)
     if n == 0:
@@ -259,7 +259,7 @@ def capped_plcp(text, sa, L, nt, flag_invalid=False):
                 f = plcp[i + RANDOM_AHEAD]
                 if f >= 0:
                     prefetch(text, f)
-            if flag_invalid and sep < i:
+            if sep < i:
                 sep = i
                 while sep < m and text[sep] != SEPARATOR:
                     sep += 1
@@ -272,7 +272,7 @@ def capped_plcp(text, sa, L, nt, flag_invalid=False):
                     if x != text[k + l] or x == SEPARATOR:
                         break
                     l += 1
-            plcp[i] = -2 if flag_invalid and sep - i < L else (l if k >= 0 else 0)
+            plcp[i] = -2 if sep - i < L else (l if k >= 0 else 0)
             if l > 0:
                 l -= 1
     return plcp
@@ -288,7 +288,7 @@ def mark_and_keep(text, sa, L, nt, marks):
     g < r < q. Parallel over stretches of the suffix array cut at run starts (found before any mark
     is written, so no thread reads another's marks); each stretch writes its first occurrences over
     the front of its own part of ``sa``, which is spent afterwards."""
-    plcp = capped_plcp(text, sa, L, nt, True)
+    plcp = capped_plcp(text, sa, L, nt)
     n = sa.shape[0]
     step = (n + nt - 1) // nt
     bounds = np.empty(nt + 1, dtype=np.int64)
