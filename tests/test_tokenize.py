@@ -389,7 +389,63 @@ def test_register_decode_equals_decode_at_and_nfkc_check():
         np.cumsum([len(d) for d in docs], out=offsets[1:])
         tight = np.frombuffer(data or b"\0", dtype=np.uint8)          # no padding: the tail decodes in place
         got = nfkc_unsafe_batch(tight, offsets, np.arange(len(docs), dtype=np.int64), unsafe, clean)
-        assert got.tolist() == reference(tight, offsets, unsafe).tolist()
+        want = reference(tight, offsets, unsafe).tolist()
+        assert got.tolist() == want
+        # the word scanner's own check (fused signing) flags the same documents, padded or not
+        for b in (tight, buf):
+            flagged = [scan(b, offsets[d], offsets[d + 1]) < 0 for d in range(len(docs))]
+            assert flagged == want
+
+    from neardup.kernels.shingle import word_scan_nfkc
+    from neardup.text.normalize import nfkc_check_tables
+    from neardup.text.unicode import char_map, class_table
+
+    table, (slot, utf8), (u8, leads8) = class_table(), char_map(True, True), nfkc_check_tables()
+    scratch = [np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.uint64)]
+
+    def scan(b, start, end):
+        return word_scan_nfkc(b, start, end, table, slot, utf8, *scratch, np.uint64(0), True, u8, leads8)
+
+    check()
+
+
+def test_signing_that_checks_nfkc_in_the_kernel_equals_checking_first():
+    """The fused word kernels check NFKC as they scan and send a flagged document back to Python's NFKC
+    (:func:`neardup.text.normalize.run_nfkc_checked`): the same MinHash and SimHash values and sizes
+    as checking every document first and normalising the flagged ones before the kernel, for str
+    and packed input; and signing is unchanged by NFKC applied beforehand (a fixed point)."""
+    import unicodedata
+
+    from neardup import MinHasher, SimHasher
+    from neardup.kernels.minhash import oph_word_batch, scheme_salt
+    from neardup.kernels.simhash import simhash_word_batch
+    from neardup.text.normalize import encode_batch, kernel_char_map, nfkc_check_tables
+    from neardup.text.packed import PackedTexts
+    from neardup.text.unicode import class_table
+
+    mh, sh = MinHasher(num_perm=32, tokenizer="word", ngram=2), SimHasher(ngram=2)
+    norm = mh.shingler.normalizer
+    pieces = MIXED + ["½", "́", "𞀰", "ﬁ", " ", "\n", "Ⅻ", "㍿", "가"]
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.lists(st.sampled_from(pieces), max_size=25).map("".join), min_size=1, max_size=6))
+    def check(texts):
+        buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True)    # checked first
+        args = (class_table(), *kernel_char_map(norm), 2)
+        off = (False, *nfkc_check_tables())
+        v0, z0 = oph_word_batch(buf, offsets, *args, np.uint64(mh.shingler.seed), 32, scheme_salt(mh.seed), *off)
+        f0, y0 = simhash_word_batch(buf, offsets, *args, np.uint64(sh.shingler.seed), *off)
+        data = [t.encode() for t in texts]
+        offs = np.zeros(len(data) + 1, np.int64)
+        np.cumsum([len(d) for d in data], out=offs[1:])
+        for given_ in (texts, PackedTexts(np.frombuffer(b"".join(data) or b"\0", np.uint8).copy(), offs)):
+            v, z = mh.sign_batch_sizes(given_)
+            f, y = sh.sign_batch_sizes(given_)
+            assert np.array_equal(v.values, v0) and z.tolist() == z0.tolist()
+            assert f.tolist() == f0.tolist() and y.tolist() == y0.tolist()
+        fixed = [unicodedata.normalize("NFKC", t) for t in texts]
+        assert np.array_equal(mh.sign_batch(fixed).values, v0)
+        assert sh.sign_batch(fixed).tolist() == f0.tolist()
 
     check()
 

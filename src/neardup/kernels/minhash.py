@@ -245,11 +245,13 @@ def bottomk_pairs(sig, ii, jj):
 
 
 @njit(cache=True, nogil=True)
-def oph_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed, k, salt):
+def oph_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed, k, salt, check, unsafe, lead_clean):
     """Fused text → OPH signatures for the ``word`` tokenizer: per document, the token scan, the
     shingle hashes (into a document-sized scratch buffer that stays in cache) and the OPH bins —
     the same kernels as the two-step path, so the signatures are identical, without building the
-    batch's shingle array."""
+    batch's shingle array. With ``check`` a document whose NFKC is not exact per character gets
+    size −1 and no signature (:func:`~neardup.kernels.shingle.word_scan_nfkc`; the caller
+    normalises it and signs it again)."""
     nd = offsets.shape[0] - 1
     scratch = scan_scratch(offsets)
     shingles = np.empty_like(scratch[2])
@@ -257,8 +259,11 @@ def oph_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed, k, salt):
     out = np.empty((nd, k), dtype=np.uint32)
     sizes = np.empty(nd, dtype=np.int64)
     for d in range(nd):
-        c = doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles)
+        c = doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles, check, unsafe,
+                              lead_clean)
         sizes[d] = c
+        if c < 0:
+            continue
         oph_bins(shingles, 0, c, k, salt, bins)
         oph_densify(bins, salt, out[d])
     return out, sizes

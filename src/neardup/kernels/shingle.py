@@ -142,11 +142,31 @@ def word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, to
     ``padded`` is passed to :func:`_scan_words` as a run-time value, so the scanner is compiled once
     (as literal ``True`` and ``False`` it was compiled twice: 1.5 s more of a first run; the speed
     is the same, measured)."""
+    return _word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, False, table,
+                      table)
+
+
+@njit(cache=True)
+def word_scan_nfkc(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, check, unsafe,
+                   lead_clean):
+    """:func:`word_scan` that, with ``check``, returns −1 as soon as it decodes a character whose
+    presence makes NFKC inexact character by character: ``lead_clean[b] == 0`` for its lead byte
+    ``b`` and ``unsafe[cp] != 0`` (uint8 tables, :func:`neardup.text.normalize.nfkc_check_tables`;
+    the rule of :func:`neardup.kernels.normalize.nfkc_unsafe_batch`, on the same decoding). ASCII is
+    never flagged, so the check costs two table reads per non-ASCII character and no pass of its own."""
+    return _word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, check, unsafe,
+                      lead_clean)
+
+
+@njit(inline="always", cache=True)
+def _word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, check, unsafe,
+               lead_clean):
     padded = LITTLE_ENDIAN and end + 7 <= buf.shape[0]
     if padded and not any_non_ascii(buf, start, end):
         fold = CASE if folds_ascii(map_slot) else np.uint64(0)
         return ascii_word_scan(buf, start, end, fold, tok_start, tok_end, tok_hash, np.uint64(seed))
-    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, padded)
+    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, padded, check,
+                       unsafe, lead_clean)
 
 
 @njit(cache=True)
@@ -262,7 +282,8 @@ def mixed_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok_e
     Tokens, spans and hashes equal :func:`general_word_scan`'s (tested on generated mixed text):
     both are :func:`_scan_words`, this one with ``padded``. Loads may read up to 7 bytes past
     ``end``; the caller guarantees those bytes are in ``buf``."""
-    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, True)
+    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, True, False,
+                       table, table)
 
 
 @njit(cache=True)
@@ -280,13 +301,16 @@ def general_word_scan(buf, start, end, table, map_slot, map_utf8, tok_start, tok
     replacement never changes a character's class (the table's generator checks it), so token
     boundaries do not move; spans are those of the original bytes. ASCII word characters are
     [0-9A-Za-z], whose fold is ``b | 0x20`` (digits already have that bit)."""
-    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, False)
+    return _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, False, False,
+                       table, table)
 
 
 @njit(cache=True)
-def _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, padded):
+def _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, tok_hash, seed, padded, check, unsafe,
+                lead_clean):
     """The scan of :func:`general_word_scan`; ``padded`` (7 readable bytes past ``end``) adds the
-    fast paths of :func:`mixed_word_scan`, which change no token, span or hash."""
+    fast paths of :func:`mixed_word_scan`, which change no token, span or hash; ``check``: the NFKC
+    check of :func:`word_scan_nfkc` (−1 for a flagged document)."""
     seed = np.uint64(seed)
     nslot = map_slot.shape[0]
     fmask = np.uint8(0x20) if folds_ascii(map_slot) else np.uint8(0)
@@ -326,6 +350,8 @@ def _scan_words(buf, start, end, table, map_slot, map_utf8, tok_start, tok_end, 
                 cp, ln = decode_word(load_u64(buf, i), end - i)
             else:
                 cp, ln = decode_at(buf, i, end)
+            if check and lead_clean[b] == 0 and unsafe[cp] != 0:
+                return -1
             cls = table[cp]
         if cls == WORD:
             if cur < 0:
@@ -465,10 +491,15 @@ def scan_scratch(offsets):
 
 
 @njit(inline="always", cache=True)
-def doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles):
-    """Word shingle hashes of document ``d`` into ``shingles[:c]``; returns c."""
+def doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles, check, unsafe,
+                      lead_clean):
+    """Word shingle hashes of document ``d`` into ``shingles[:c]``; returns c, or −1 for a document
+    :func:`word_scan_nfkc` flags (with ``check``)."""
     tok_start, tok_end, tokh = scratch
-    m = word_scan(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed)
+    m = word_scan_nfkc(buf, offsets[d], offsets[d + 1], table, map_slot, map_utf8, tok_start, tok_end, tokh, seed,
+                       check, unsafe, lead_clean)
+    if m < 0:
+        return -1
     return emit_shingles(tokh, m, n, seed, shingles, 0)
 
 

@@ -118,9 +118,11 @@ def fold_unit_batch(hashes, offsets):
 
 
 @njit(cache=True)
-def simhash_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed):
+def simhash_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed, check, unsafe, lead_clean):
     """Fused text → unit-weight (tf) SimHash for the ``word`` tokenizer, per document through a
-    cache-sized scratch buffer; identical to the two-step path. Also returns shingles per document."""
+    cache-sized scratch buffer; identical to the two-step path. Also returns shingles per document
+    (−1, and no fingerprint, for a document that ``check`` flags: see
+    :func:`~neardup.kernels.minhash.oph_word_batch`)."""
     nd = offsets.shape[0] - 1
     scratch = scan_scratch(offsets)
     shingles = np.empty_like(scratch[2])
@@ -129,9 +131,10 @@ def simhash_word_batch(buf, offsets, table, map_slot, map_utf8, n, seed):
     out = np.empty(nd, dtype=np.uint64)
     sizes = np.empty(nd, dtype=np.int64)
     for d in range(nd):
-        c = doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles)
+        c = doc_word_shingles(buf, offsets, d, table, map_slot, map_utf8, n, seed, scratch, shingles, check, unsafe,
+                              lead_clean)
         sizes[d] = c
-        out[d] = fold_unit(shingles, 0, c, _EXPAND, acc, ones)
+        out[d] = fold_unit(shingles, 0, c, _EXPAND, acc, ones) if c >= 0 else np.uint64(0)
     return out, sizes
 
 

@@ -24,7 +24,7 @@ from .._arrays import in_threads
 from .._version import __version__
 from ..features.shingles import Features, Shingler
 from ..kernels import minhash as K
-from ..text.normalize import encode_batch, kernel_char_map
+from ..text.normalize import encode_batch, kernel_char_map, run_nfkc_checked
 from ..text.tokenize import signing_tokenizer
 from ..text.unicode import char_map, class_table
 from .items import hash_items, item_bytes
@@ -307,9 +307,9 @@ class MinHasher:
         (text → signature per document, no batch-wide shingle array); results are identical."""
         if self.scheme == "oph" and self.shingler.tokenizer == "word":
             norm = self.shingler.normalizer
-            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True)
-            values, sizes = K.oph_word_batch(buf, offsets, class_table(), *kernel_char_map(norm),
-                                             self.shingler.ngram,
+            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True, nfkc_checked=True)
+            values, sizes = run_nfkc_checked(K.oph_word_batch, buf, offsets, norm, class_table(),
+                                             *kernel_char_map(norm), self.shingler.ngram,
                                              np.uint64(self.shingler.seed), self.num_perm, K.scheme_salt(self.seed))
             return Signatures(values, self.scheme, self.seed, self.config()), sizes
         if self.scheme.startswith("datasketch") and self.shingler.tokenizer == "word":

@@ -30,7 +30,7 @@ from ..kernels.simhash import (
     simhash_word_batch,
     weighted_fold_batch,
 )
-from ..text.normalize import encode_batch, kernel_char_map
+from ..text.normalize import encode_batch, kernel_char_map, run_nfkc_checked
 from ..text.tokenize import keyword_features, signing_tokenizer
 from ..text.unicode import class_table
 
@@ -158,9 +158,9 @@ class SimHasher:
         if (self.weighting == "tf" and self.top_n is None and self._stop is None
                 and self.shingler.tokenizer == "word"):
             norm = self.shingler.normalizer
-            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True)
-            return simhash_word_batch(buf, offsets, class_table(), *kernel_char_map(norm), self.shingler.ngram,
-                                      np.uint64(self.shingler.seed))
+            buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True, nfkc_checked=True)
+            return run_nfkc_checked(simhash_word_batch, buf, offsets, norm, class_table(), *kernel_char_map(norm),
+                                    self.shingler.ngram, np.uint64(self.shingler.seed))
         feats = self.shingler.features(texts)
         if self._stop is not None:         # a document of stop words only has no features
             u = feats.unique()             # once: weights() takes distinct features as they are

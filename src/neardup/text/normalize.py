@@ -127,15 +127,44 @@ def kernel_char_map(normalizer: Normalizer | None, separators: bool = False) -> 
     return char_map(normalizer.nfkc, normalizer.casefold, separators)
 
 
+@lru_cache(maxsize=1)
+def nfkc_check_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``(unsafe, lead_clean)`` as the word kernels' NFKC check reads them
+    (:func:`~neardup.kernels.shingle.word_scan_nfkc`): :func:`~neardup.text.unicode.nfkc_unsafe`
+    and :func:`~neardup.text.unicode.nfkc_clean_leads` as writable uint8 arrays, the type of the
+    class table, so that the scanner is compiled once for checked and unchecked callers."""
+    return nfkc_unsafe().astype(np.uint8), nfkc_clean_leads().astype(np.uint8)
+
+
+def run_nfkc_checked(kernel, buf: np.ndarray, offsets: np.ndarray, normalizer: Normalizer | None, *args):
+    """``kernel(buf, offsets, *args, check, unsafe, lead_clean)`` → (values, sizes) of a fused word
+    kernel on a batch from :func:`encode_batch` with ``nfkc_checked=True``: the kernel checks NFKC
+    as it scans and gives size −1 to a document where NFKC is not exact per character; those
+    documents are normalised here (Python's NFKC), signed again unchecked and put in place. The
+    same values and sizes as checking first (:func:`~neardup.kernels.normalize.nfkc_unsafe_batch`),
+    without that pass over the text."""
+    unsafe, leads = nfkc_check_tables()
+    check = normalizer is not None and normalizer.nfkc
+    values, sizes = kernel(buf, offsets, *args, check, unsafe, leads)
+    if check:
+        redo = np.flatnonzero(sizes < 0)
+        if redo.size:
+            new = [to_utf8(_nfkc(buf[offsets[i]:offsets[i + 1]].tobytes().decode("utf-8"))) for i in redo.tolist()]
+            values[redo], sizes[redo] = kernel(*_pack(new), *args, False, unsafe, leads)
+    return values, sizes
+
+
 def encode_batch(texts: Sequence, normalizer: Normalizer | None,
-                 whitespace: bool | None = None, kernel_maps: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 whitespace: bool | None = None, kernel_maps: bool = False,
+                 nfkc_checked: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Normalise and pack documents: returns ``(buf uint8, offsets int64[n+1])``.
 
     ``whitespace=False`` skips the whitespace step (callers whose tokens ignore white space).
     ``kernel_maps=True`` is for the word kernel, which applies :func:`kernel_char_map` while it
     scans: case folding is left to it, and so is NFKC for every document where NFKC is exact
     character by character (no :func:`~neardup.text.unicode.nfkc_unsafe` code point, which a
-    kernel checks per document); the others are normalised here, as without the flag.
+    kernel checks per document); the others are normalised here, as without the flag — or, with
+    ``nfkc_checked=True``, by :func:`run_nfkc_checked` after the kernel flagged them as it scanned.
     An ASCII document is packed as it is (no per-document copy). Packing is one pass in Arrow's
     C++ builder. Raises ``TypeError`` naming the position of the first document that is not text."""
     parts = []
@@ -149,7 +178,7 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
         nfkc_here = normalizer.nfkc and not kernel_maps
         if kernel_maps and ws:
             raise ValueError("kernel_maps is for the word kernel, which ignores white space: pass whitespace=False")
-        kernel_nfkc = kernel_maps and normalizer.nfkc
+        kernel_nfkc = kernel_maps and normalizer.nfkc and not nfkc_checked
         unsafe = nfkc_unsafe() if kernel_nfkc else None
     if isinstance(texts, PackedTexts):
         if not ws:
