@@ -272,3 +272,36 @@ def test_an_input_folder_reaching_outdir_through_a_link_is_refused(tmp_path):
     os.symlink(tmp_path, data / "up")            # a link to a folder above OUTDIR reaches it too
     code, _, err = cli("dedup", data, "-o", o)
     assert code == 1 and "through a symbolic link" in one_line_error(err)
+
+
+def test_write_behind_writes_in_order_and_raises_a_failed_write_once():
+    """WriteBehind: chunks land in order; a write that fails is raised by a later write or by close
+    (once), and no chunk after it is written."""
+    import io
+
+    from neardup.io.compression import WriteBehind
+
+    sink = io.BytesIO()
+    with WriteBehind(sink) as w:
+        for i in range(100):
+            w.write(b"%d," % i)
+        w.write(b"")
+    assert sink.getvalue() == b"".join(b"%d," % i for i in range(100))
+
+    class Full:
+        def __init__(self):
+            self.got = []
+
+        def write(self, data):
+            if len(self.got) == 3:
+                raise OSError(28, "No space left on device")
+            self.got.append(bytes(data))
+
+    fh = Full()
+    w = WriteBehind(fh, depth=1)
+    with pytest.raises(OSError, match="No space"):
+        for i in range(1000):
+            w.write(b"x%d" % i)
+        w.close()
+    w.close()                                    # raised already: not again
+    assert fh.got == [b"x0", b"x1", b"x2"]

@@ -286,6 +286,62 @@ def open_write(path: str, codec: str | None):
         raise
 
 
+class WriteBehind:
+    """``fh.write`` in a thread of its own, up to ``depth`` chunks behind the caller: the system
+    call (and a codec's compression, which releases the GIL too) overlaps the caller's reading and
+    slicing of the next block. Chunks must not change after they are handed over (``bytes``). An
+    error of a write is raised by the next :meth:`write` or by :meth:`close`, which waits for the
+    chunks before it; nothing is written after a failed write."""
+
+    def __init__(self, fh, depth: int = 2):
+        import queue  # noqa: PLC0415
+        import threading  # noqa: PLC0415
+
+        self._fh = fh
+        self._q = queue.Queue(depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="neardup-write", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            data = self._q.get()
+            if data is None:
+                return
+            if self._error is None:
+                try:
+                    self._fh.write(data)
+                except BaseException as exc:
+                    self._error = exc
+
+    def write(self, data) -> None:
+        if self._error is not None:
+            self._raise()
+        if len(data):
+            self._q.put(data)
+
+    def close(self) -> None:
+        """Waits for the chunks handed over, then raises the first write's error if one failed (and
+        :meth:`write` has not raised it already)."""
+        if self._thread.is_alive():
+            self._q.put(None)
+            self._thread.join()
+        if self._error is not None and not self._raised:
+            self._raise()
+
+    _raised = False
+
+    def _raise(self):
+        self._raised = True
+        raise self._error
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class _Closing:
     """A compressing writer that also closes the file under it."""
 

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -322,11 +323,17 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
             timings["spans"] = stage.seconds
         outputs = stage.write(specs, cfg, corpus, out, kept_doc)
         stage.write_edits(os.path.join(out, "edits.jsonl"), corpus, duplicate=~kept_doc)
+        write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
     else:
         keep_row = np.zeros(corpus.n_rows, dtype=bool)
         keep_row[np.asarray(corpus.doc_row, dtype=np.int64)[kept_doc]] = True
-        outputs = write_rows(specs, cfg, corpus, out, keep_row)
-    write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
+        # clusters.jsonl is built by Arrow and the kept rows are copied by system calls, both mostly
+        # outside the GIL: written side by side (1 M documents: write 3.0 → 1.6 s, with WriteBehind)
+        with ThreadPoolExecutor(1, thread_name_prefix="neardup-clusters") as pool:
+            done = pool.submit(write_clusters, os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus,
+                               clusters, empty, extra_ids)
+            outputs = write_rows(specs, cfg, corpus, out, keep_row)
+            done.result()
     n_pairs = write_pairs(os.path.join(out, "pairs.parquet"), corpus, result, extra_ids) if cfg.pairs else None
     timings["write"] = time.perf_counter() - t0
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import InputChangedError
 from ...kernels.jsonl import line_cuts
-from ..compression import open_write
+from ..compression import WriteBehind, open_write
 from .base import Fields, Format, InputSpec, Row, check_count, decode, open_input
 
 BOM = b"\xef\xbb\xbf"
@@ -206,7 +206,7 @@ class LineFormat(Format):
         of kept lines, not per line (a final line without ``\\n`` gets one)."""
         keep = np.asarray(keep, dtype=bool)
         written = n = 0
-        with open_write(dest, spec.compression) as out:
+        with open_write(dest, spec.compression) as fh, WriteBehind(fh) as out:   # (writes overlap the reads)
             for first, block, m in raw_blocks(spec, 1 << 62):
                 k0, n = first - 1, first - 1 + m
                 kk = np.zeros(m, dtype=bool)
