@@ -258,3 +258,38 @@ def test_band_sets_spilled_to_a_file_equal_those_in_memory(tmp_path):
     feats = Shingler(ngram=2).features(texts)
     assert np.array_equal(kept, spilled) and np.allclose(kept, exact_jaccard_pairs(feats, lo, hi))
     assert list(spill.iterdir()) == []
+
+
+def test_pair_order_groups_each_rows_partners():
+    """The band's pairs are decided in an order that reads each set while it is hot
+    (kernels.jaccard.pair_order): a permutation of the pairs in which the pairs whose first row has
+    the same anchor (the smallest of it and its partners) are consecutive, groups in anchor order,
+    each in its own order; a function of the pairs alone."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from neardup.kernels.jaccard import pair_order
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.integers(1, 40), st.lists(st.tuples(st.integers(0, 39), st.integers(0, 39)), max_size=120),
+           st.integers(0, 2**31))
+    def check(m, raw, seed):
+        pairs = [(min(a % m, b % m), max(a % m, b % m)) for a, b in raw if a % m != b % m]
+        rows = np.sort(np.random.default_rng(seed).choice(1000, m, replace=False)).astype(np.int64)
+        place = np.full(1000, -1, dtype=np.int64)
+        place[rows] = np.arange(m)
+        lo = rows[[a for a, _ in pairs]] if pairs else np.zeros(0, np.int64)
+        hi = rows[[b for _, b in pairs]] if pairs else np.zeros(0, np.int64)
+        order = pair_order(lo, hi, place, m)
+        assert order.tolist() == pair_order(lo, hi, place, m).tolist()
+        assert sorted(order.tolist()) == list(range(len(pairs)))
+        anchor = list(range(m))
+        for a, b in pairs:
+            anchor[a], anchor[b] = min(anchor[a], b), min(anchor[b], a)
+        group = [anchor[a] for a, _ in pairs]
+        assert [group[p] for p in order.tolist()] == sorted(group)          # grouped, groups by anchor
+        for g in set(group):                                                # each group in its own order
+            mine = [p for p in order.tolist() if group[p] == g]
+            assert mine == sorted(mine)
+
+    check()

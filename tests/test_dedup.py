@@ -159,6 +159,50 @@ def test_workers_give_identical_results(tmp_path):
     assert (tmp_path / "w1" / "kept" / "in.jsonl").read_bytes() == (tmp_path / "w2" / "kept" / "in.jsonl").read_bytes()
 
 
+@pytest.mark.parametrize("verify", ["borderline", "exact", "none"])
+def test_the_signature_file_of_several_workers_gives_the_rows_of_one(tmp_path, monkeypatch, verify):
+    """With several workers the MinHash slots go straight from the workers into a file at their rows
+    (engines.local.workers.SignatureFile): the same clusters and kept rows as one worker, with blank
+    lines and skipped bad rows leaving holes that the documents' rows step over, across two inputs."""
+    from neardup.engines.local.workers import SignatureFile
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(200)]
+    paths = []
+    for part in range(2):
+        rows = []
+        for i in range(300):
+            if i % 41 == 7:
+                rows.append("")                              # a blank line: skipped and counted
+            elif i % 53 == 11:
+                rows.append('{"text": ')                     # a bad row: skipped under --on-error skip
+            else:
+                base = list(rng.choice(words, 30))
+                if i % 4 == 0 and rows and rows[-1].startswith('{"text": "'):
+                    base = json.loads(rows[-1])["text"].split()[:-1] + ["z"]
+                rows.append(json.dumps({"text": " ".join(base)}))
+        path = tmp_path / f"in{part}.jsonl"
+        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        paths.append(str(path))
+    cfgs = {w: DedupConfig(workers=w, batch_size=29, on_error="skip", verify=verify, html=False, quiet=True)
+            for w in (1, 2)}
+    from neardup.io.formats import InputSpec
+
+    specs = [InputSpec(p, "jsonl") for p in paths]
+    assert SignatureFile.wanted(specs, cfgs[2].resolved(), str(tmp_path), None)
+    assert not SignatureFile.wanted(specs, cfgs[1].resolved(), str(tmp_path), None)
+    used = []
+    real = SignatureFile.values
+    monkeypatch.setattr(SignatureFile, "values", lambda self, corpus: used.append(1) or real(self, corpus))
+    reports = {w: run_dedup(paths, str(tmp_path / f"w{w}"), cfg) for w, cfg in cfgs.items()}
+    assert used == [1]                                  # the two-worker run read its slots from the file
+    assert reports[1]["counts"] == reports[2]["counts"] and reports[2]["counts"]["skipped_records"] > 0
+    assert reports[2]["counts"]["removed"] > 0
+    assert read_clusters(tmp_path / "w1") == read_clusters(tmp_path / "w2")
+    for p in ("in0.jsonl", "in1.jsonl"):
+        assert (tmp_path / "w1" / "kept" / p).read_bytes() == (tmp_path / "w2" / "kept" / p).read_bytes()
+
+
 def test_compare_json(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("one two three four five six", encoding="utf-8")

@@ -220,12 +220,14 @@ def test_a_full_disk_while_the_band_spills_is_one_line(tmp_path):
         texts.append(" ".join(words))          # J ≈ 0.85 on word 5-grams: inside the band
     src = tmp_path / "pairs.jsonl"
     src.write_bytes(jsonl_bytes(texts))
-    limit = _limit_file_size(300_000)      # the outputs fit (each file < 300 kB); the band's sets (540 kB) do not
+    # the outputs fit (each file < 300 kB), and so do the 1,200 signatures of 32 slots (154 kB); the
+    # band's sets (540 kB) do not
+    limit = _limit_file_size(300_000)
     fits = cli_proc("dedup", src, "-o", tmp_path / "o1", "--workers", "2", "--no-html", "--verify", "minhash",
-                    preexec_fn=limit)
+                    "--num-perm", "32", preexec_fn=limit)
     assert fits.returncode == 0, fits.stderr.decode()
     out = tmp_path / "o"
-    res = cli_proc("dedup", src, "-o", out, "--workers", "2", "--no-html", preexec_fn=limit)
+    res = cli_proc("dedup", src, "-o", out, "--workers", "2", "--no-html", "--num-perm", "32", preexec_fn=limit)
     err = res.stderr.decode()
     assert res.returncode == 1, err
     line = one_line_error(err)
@@ -233,6 +235,27 @@ def test_a_full_disk_while_the_band_spills_is_one_line(tmp_path):
     assert not out.exists() or not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
     ok = cli_proc("dedup", src, "-o", tmp_path / "o2", "--workers", "2", "--no-html")      # without the limit
     assert ok.returncode == 0 and json.loads((tmp_path / "o2" / "report.json").read_text())["borderline"]["pairs"] > 100
+
+
+def test_a_full_disk_while_the_workers_write_the_signatures_is_one_line(tmp_path):
+    """With several workers the MinHash slots are written by the workers into a file in the run's work
+    folder: a write failure there (EFBIG past RLIMIT_FSIZE: 1,200 signatures of 128 slots are 614 kB)
+    is the run's write error in one line, and the staged folder goes with it; one worker (no such
+    file) fits under the same limit."""
+    rng = random.Random(6)
+    vocab = [f"w{i}" for i in range(3000)]
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jsonl_bytes([" ".join(rng.choice(vocab) for _ in range(40)) for _ in range(1200)]))
+    limit = _limit_file_size(300_000)
+    one = cli_proc("dedup", src, "-o", tmp_path / "o1", "--workers", "1", "--no-html", preexec_fn=limit)
+    assert one.returncode == 0, one.stderr.decode()
+    out = tmp_path / "o"
+    res = cli_proc("dedup", src, "-o", out, "--workers", "2", "--no-html", preexec_fn=limit)
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    line = one_line_error(err)
+    assert "cannot write the outputs" in line and "File too large" in line
+    assert not out.exists() or not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]
 
 
 def test_a_stop_inside_a_kernel_dispatch_is_a_stop_not_a_bug():

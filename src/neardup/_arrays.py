@@ -112,6 +112,25 @@ def arrow_binaries(parts: list):
                                  [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(parts))])
 
 
+def release_pages(values) -> bool:
+    """The pages of a memory-mapped array given back (``MADV_DONTNEED``): this process's resident
+    memory drops, and they are read again from the file (or the system's cache) when next touched.
+    For an array over a private or read-only map of a file that is never written through it (the
+    signature matrix of pass 1); False, and nothing done, for any other array."""
+    import mmap  # noqa: PLC0415
+
+    base = values
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None) if not isinstance(base, memoryview) else base.obj
+    if base is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return False
+    try:
+        base.madvise(mmap.MADV_DONTNEED)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def release_freed_memory() -> None:
     """Give the pages of freed heap memory back to the system (glibc's ``malloc_trim``; elsewhere a
     no-op). Pass 1 gathers its results in many arrays of a few MB, which glibc serves from the heap

@@ -204,6 +204,9 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     timings["clusters"] = time.perf_counter() - t0
     if border:
         timings["borderline"] = border.pop("seconds")
+        for part in ("sets", "pairs"):     # the band's re-read and its pair merges, when the caller timed them
+            if f"seconds_{part}" in border:
+                timings[f"borderline_{part}"] = border.pop(f"seconds_{part}")
     info = {"method": "minhash", "threshold": threshold, "b": params.b, "r": params.r, "lsh_mode": params.mode,
             "metric": metric, "verify": verify, "keep": keep, "linkage": linkage, "max_drift": max_drift,
             "num_perm": sigs.num_perm,

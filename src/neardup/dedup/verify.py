@@ -21,9 +21,10 @@ import time
 
 import numpy as np
 
-from .._arrays import concatenate_freeing, sorted_unique
+from .._arrays import concatenate_freeing, release_pages, sorted_unique
 from ..config import DedupConfig
 from ..features.shingles import Features
+from ..kernels.jaccard import pair_order
 from ..similarity.jaccard import jaccard_of, max_containment_of, range_stats
 from ..sketches.minhash import jaccard_rows
 
@@ -177,7 +178,7 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
     ``sim``, or with ``copy=False`` in ``sim`` itself: 0.9 GB less at 10 M documents). Returns the
     similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed).
     A fixed row is checked through the new row identical to it (:func:`fixed_aliases`); without one
-    its pairs keep the estimate. Third value: the indices of the pairs checked exactly. ``j``: the
+    its pairs keep the estimate. Third value: a mask of the pairs checked exactly. ``j``: the
     pairs' Jaccard estimates when the caller has them (``sim`` itself for the Jaccard metric)."""
     t0 = time.perf_counter()
     if j is None:
@@ -192,27 +193,34 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
         ea, eb = alias[lo], alias[hi]
         mask &= (ea >= 0) & (eb >= 0) & (hi >= fixed)
     idx = np.flatnonzero(mask)
-    del mask
+    n_idx = int(idx.shape[0])
     if copy:
         sim = sim.copy()
     docs = flipped = 0
-    if idx.shape[0]:
+    parts = None
+    if n_idx:
         a, b = ea[idx], eb[idx]
+        del idx                   # (found again below: 8 bytes a pair less while the band is decided)
         if exact_pairs is None:
             docs = int(_distinct(a, b).shape[0])
             ex = exact_similarity(features, a, b, metric)
         else:
+            release_pages(values)        # (a mapped signature matrix: not read while the band is decided)
             ex = np.asarray(exact_pairs(a, b), dtype=np.float64)
             # the documents re-read, as the caller counted them (exact_pairs_from_texts: 2.6 s of sorting
             # at 10 M documents not done twice)
             docs = getattr(exact_pairs, "documents", None)
             if docs is None:
                 docs = int(_distinct(a, b).shape[0])
+            parts = getattr(exact_pairs, "seconds", None)      # (where the time went: re-read, pairs)
         del a, b
+        idx = np.flatnonzero(mask)
         flipped = int(((ex >= threshold) != (sim[idx] >= threshold)).sum())
         sim[idx] = ex
-    return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": int(idx.shape[0]),
-                 "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0}, idx
+        del idx, ex
+    return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": n_idx,
+                 "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0,
+                 **({"seconds_sets": parts[0], "seconds_pairs": parts[1]} if parts else {})}, mask
 
 
 def _distinct(lo, hi) -> np.ndarray:
@@ -241,6 +249,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
     def exact(lo, hi):
         # texts arrive one by one and are shingled a batch at a time: what stays is each batch's
         # distinct shingle hashes (8 bytes each), never all the texts at once
+        t0 = time.perf_counter()
         rows = _distinct(lo, hi)
         exact.documents = int(rows.shape[0])
         docs: list = []
@@ -263,21 +272,24 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
             if docs:
                 flush()
             h, first, stop = band.ranges(rows)
+            t1 = time.perf_counter()
             # each row's place among the band's rows, by lookup: a binary search per pair in the
             # pairs' order (random) missed the cache at every step — 42 s of the band at 10 M
             # documents, against 2.4 s for a lookup table of 8 bytes per row up to the last
             place = np.full(int(rows[-1]) + 1 if rows.shape[0] else 0, -1, dtype=np.int64)
             place[rows] = np.arange(rows.shape[0], dtype=np.int64)
             out = np.empty(lo.shape[0], dtype=np.float64)
-            for s in range(0, lo.shape[0], _PAIRS_AT_ONCE):     # (the kernel's arrays: per stretch)
-                e = min(s + _PAIRS_AT_ONCE, lo.shape[0])
-                out[s:e] = ranges_similarity(h, first, stop, place[lo[s:e]], place[hi[s:e]], cfg.metric)
-            del h, place
+            order = pair_order(lo, hi, place, rows.shape[0])       # (each set read while it is hot)
+            for s in range(0, lo.shape[0], _PAIRS_AT_ONCE):        # (the kernel's arrays: per stretch)
+                p = order[s:s + _PAIRS_AT_ONCE]
+                out[p] = ranges_similarity(h, first, stop, place[lo[p]], place[hi[p]], cfg.metric)
+            del h, place, order
+        exact.seconds = (round(t1 - t0, 3), round(time.perf_counter() - t1, 3))
         return out
     return exact
 
 
-_PAIRS_AT_ONCE = 1 << 23     # pairs decided at once: 8 M × 40 bytes of positions and counts, not 59 M × 40 at 10 M
+_PAIRS_AT_ONCE = 1 << 21     # pairs decided at once: 2 M × 72 bytes of positions, counts and temporaries
 
 
 class BandSets:

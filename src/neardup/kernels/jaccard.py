@@ -151,6 +151,42 @@ def pair_stats_parallel(h, first, stop, ii, jj, chunks):
 
 
 @njit(cache=True)
+def pair_order(lo, hi, place, m):
+    """An order of the pairs (``a = place[lo[p]]``, ``b = place[hi[p]]``, a < b < m) that reads each
+    set while it is hot: each row's anchor is the smallest of itself and its partners, and the pairs are
+    counting-sorted by the anchor of ``a`` (stable: a function of the pairs alone). So the pairs of a
+    group of near-duplicates — all partners of its smallest row — come together, and the group's
+    sets are read from memory once for all of its pairs, then from cache.
+
+    In the pairs' own order (by the first row) the second row's set was a random read per pair:
+    58.8 M pairs of 1.5 KB sets at 10 M documents took 60.9–65.6 s, 53.2 s in this order. (The
+    pairs' graph has a giant component — 60 % of the 11.4 M pairs at 3 M documents — so components
+    are no unit of locality; and cutting the order into batches whose pages are given back after
+    each did not bound resident memory: every random read of a mapped file maps its cached
+    neighbours too, 16 pages, and the band's 8.6 GB came back within each batch.)"""
+    n = lo.shape[0]
+    anchor = np.arange(m, dtype=np.int64)
+    for p in range(n):
+        a = place[lo[p]]
+        b = place[hi[p]]
+        if a < anchor[b]:
+            anchor[b] = a
+        if b < anchor[a]:
+            anchor[a] = b
+    count = np.zeros(m + 1, dtype=np.int64)
+    for p in range(n):
+        count[anchor[place[lo[p]]] + 1] += 1
+    for g in range(m):
+        count[g + 1] += count[g]
+    order = np.empty(n, dtype=np.int64)
+    for p in range(n):
+        g = anchor[place[lo[p]]]
+        order[count[g]] = p
+        count[g] += 1
+    return order
+
+
+@njit(cache=True)
 def top_k_jaccard(qh, hb, start, end, rows, k):
     """The ``k`` largest exact Jaccard of the query's sorted distinct hashes ``qh`` with the sets
     ``hb[start[r]:end[r]]`` of ``rows``, as (rows, J) sorted by (−J, row). Rows are tried in the given

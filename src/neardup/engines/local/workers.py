@@ -10,9 +10,12 @@ process handles it) and are killed, not waited for, when the run fails.
 from __future__ import annotations
 
 import contextlib
+import errno
+import mmap
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from array import array
@@ -165,7 +168,42 @@ def _run_job(job, cfg: DedupConfig, sign):
 
 
 def _worker_job(job):
+    if job[0] == "rows":           # MinHash slots written at their rows of the run's signature file
+        _, path, row0, inner = job
+        meta, res = _run_job(inner, _CFG, _SIGNER)
+        if res is not None:
+            write_rows_at(_sink(path), row0, meta.doc, res[0])
+            res = (None, *res[1:])
+        return meta, res
     return _run_job(job, _CFG, _SIGNER)
+
+
+def _sink(path: str) -> int:
+    """This process's own descriptor for appending or writing into ``path`` (never a parent's)."""
+    key = (os.getpid(), path)
+    if key not in _SINKS:
+        _SINKS[key] = os.open(path, os.O_WRONLY)
+    return _SINKS[key]
+
+
+def write_rows_at(fd: int, row0: int, rows: np.ndarray, values: np.ndarray) -> None:
+    """``values[i]`` (one uint32 row each) written at row ``row0 + rows[i]`` of the matrix file ``fd``,
+    each run of consecutive rows in one ``pwrite``. A short write is retried; one that writes nothing
+    raises (a full disk raises on its own)."""
+    values = np.ascontiguousarray(values, dtype=np.uint32)
+    if not values.shape[0]:
+        return
+    width = values.shape[1] * 4
+    rows = np.asarray(rows, dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    for a, b in zip(np.concatenate([[0], breaks]).tolist(), np.concatenate([breaks, [rows.shape[0]]]).tolist()):
+        data = memoryview(values[a:b]).cast("B")
+        at = (row0 + int(rows[a])) * width
+        while data.nbytes:
+            n = os.pwrite(fd, data, at)
+            if n <= 0:
+                raise OSError(errno.EIO, f"signature file: a write at byte {at} wrote nothing")
+            data, at = data[n:], at + n
 
 
 _SINKS: dict = {}
@@ -287,14 +325,64 @@ def _take_part(arrays: dict, state: dict, corpus: Corpus, chunks: tuple, rows_of
     return tuple(state["position"])
 
 
+class SignatureFile:
+    """Pass 1's MinHash matrix as a file in the run's work folder (``spill``), one row per input row:
+    the signing workers write each block's slots at its rows themselves, so the matrix never passes
+    through a pipe, is never concatenated, and is read back through a private memory map — file pages
+    that the system can drop and read again, not memory of the run (5.1 GB at 10 M documents), which
+    :func:`~neardup._arrays.release_pages` gives back while a stage does not read them. Used when
+    every input is a JSON lines file read in blocks and several workers sign (not with ``--resume``,
+    whose checkpoint parts carry their slots)."""
+
+    def __init__(self, folder: str, width: int):
+        fd, self.path = tempfile.mkstemp(dir=folder, prefix="signatures-", suffix=".u32")
+        os.close(fd)
+        self.width = width
+        self.rows = 0
+
+    @staticmethod
+    def wanted(specs: list[InputSpec], cfg: DedupConfig, spill: str | None, parts) -> bool:
+        return (spill is not None and parts is None and cfg.workers > 1 and cfg.method == "minhash"
+                and cfg.spans is None and all(s.fmt == "jsonl" and s.compression is None and os.path.isfile(s.path)
+                                              for s in specs))
+
+    def grow(self, rows: int) -> None:
+        """Room for ``rows`` rows (a sparse extension: no block is written here)."""
+        if rows > self.rows:
+            os.truncate(self.path, rows * self.width * 4)
+            self.rows = rows
+
+    def values(self, corpus: Corpus) -> np.ndarray:
+        """The documents' rows: the map itself when every row is a document, else a copy of theirs."""
+        n = corpus.n_rows
+        if n == 0:
+            return np.zeros((0, self.width), dtype=np.uint32)
+        self.grow(n)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:       # private, so writable for the kernels (a read-only array is compiled apart), never written
+            mm = mmap.mmap(fd, n * self.width * 4, access=mmap.ACCESS_COPY)
+        finally:
+            os.close(fd)
+        table = np.frombuffer(mm, dtype=np.uint32).reshape(n, self.width)
+        if len(corpus.doc_row) == n:
+            return table
+        out = table[np.asarray(corpus.doc_row, dtype=np.int64)]
+        del table
+        mm.close()
+        return out
+
+
 def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edits: tuple | None = None,
-                  parts=None):
+                  parts=None, spill: str | None = None):
     """Pass 1: every row read, every document signed. ``edits`` = (input row → byte ranges, rows per
     input of an earlier read): ranges removed from those rows' texts before they are signed
     (``--spans-order before``). ``parts`` (:class:`~neardup.dedup.resume.Parts`, ``--resume``): the
     parts a killed run left are taken first and reading goes on after them; new parts are written
-    as the run goes."""
+    as the run goes. ``spill``: the run's work folder, where the MinHash matrix may be written
+    (:class:`SignatureFile`)."""
     sigs, empties, sizes, shingles = [], [], [], []
+    matrix = SignatureFile(spill, cfg.num_perm) if SignatureFile.wanted(specs, cfg, spill, parts) else None
+    next_row = 0
     edits, bases = (edits[0], [sum(edits[1][:k]) for k in range(len(specs))]) if edits else ({}, [0] * len(specs))
     # progress in characters against the file sizes: exact for plain UTF-8 ASCII text, close for
     # the rest; no total (no ETA) when an input is compressed or binary
@@ -321,6 +409,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         """(input index, job, row metadata known here or None, bytes for the progress bar). When
         reading fails (a truncated file, a missing column), the rows read before still come out
         first, so that an earlier bad row is reported before the read error."""
+        nonlocal next_row
         for si, spec in enumerate(specs):
             if si < start[0]:
                 continue                 # read before the run was stopped (its checkpoint parts)
@@ -334,8 +423,12 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
                     at = (start[2], skip + 1) if skip else (0, 1)
                     for first, offset, length, n in file_blocks(spec, cfg.batch_size, start=at):
                         places.append((first, offset, length, n))      # the worker reads the block
-                        yield si, ("jsonl", spec, first, (offset, length), line_edits(first, n) if edits else {}), \
-                            None, length
+                        job = ("jsonl", spec, first, (offset, length), line_edits(first, n) if edits else {})
+                        if matrix is not None:
+                            matrix.grow(next_row + n)
+                            job = ("rows", matrix.path, next_row, job)
+                            next_row += n
+                        yield si, job, None, length
                     continue
                 for first, block, n in raw_blocks(spec, cfg.batch_size):
                     if first + n - 1 <= skip:
@@ -412,7 +505,8 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
             corpus.spans.append(res.span)
             res = res.doc
         s, e, z = res[:3]
-        sigs.append(s)
+        if s is not None:                  # (None: the worker wrote them into the signature file)
+            sigs.append(s)
         empties.append(e)
         if z is not None:
             sizes.append(z)
@@ -463,7 +557,15 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
         return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
     features = None
-    if sigs:
+    if matrix is not None and empties:
+        values = matrix.values(corpus)
+        empty = np.concatenate(empties)
+        size = np.concatenate(sizes) if sizes else None
+        if shingles:
+            offsets = np.zeros(size.shape[0] + 1, dtype=np.int64)
+            np.cumsum(size, out=offsets[1:])
+            features = Features.distinct(concatenate_freeing(shingles), offsets)
+    elif sigs:
         values = concatenate_freeing(sigs)
         empty = np.concatenate(empties)
         size = np.concatenate(sizes) if sizes else None
