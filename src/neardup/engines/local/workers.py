@@ -557,16 +557,8 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
         return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
     features = None
-    if matrix is not None and empties:
-        values = matrix.values(corpus)
-        empty = np.concatenate(empties)
-        size = np.concatenate(sizes) if sizes else None
-        if shingles:
-            offsets = np.zeros(size.shape[0] + 1, dtype=np.int64)
-            np.cumsum(size, out=offsets[1:])
-            features = Features.distinct(concatenate_freeing(shingles), offsets)
-    elif sigs:
-        values = concatenate_freeing(sigs)
+    if empties and (matrix is not None or sigs):
+        values = matrix.values(corpus) if matrix is not None else concatenate_freeing(sigs)
         empty = np.concatenate(empties)
         size = np.concatenate(sizes) if sizes else None
         if shingles:
