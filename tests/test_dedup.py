@@ -401,3 +401,23 @@ def test_concatenate_freeing_equals_concatenate():
         want = np.concatenate(chunks)
         got = concatenate_freeing(chunks)
         assert got.dtype == want.dtype and np.array_equal(got, want) and all(c is None for c in chunks)
+
+
+def test_texts_are_read_back_from_pass_1s_blocks(tmp_path):
+    """A few documents' texts (the report's samples) are read from the blocks pass 1 cut the file
+    into, only those blocks: the same texts as parsing the whole file, with a byte-order mark on line
+    1, a last line without its newline, and wanted lines in several blocks or none."""
+    from neardup.engines.local.run import _texts_in_blocks
+    from neardup.io.formats import InputSpec, file_blocks
+
+    texts = [f"document {i} " + "word " * (i % 7) for i in range(57)]
+    data = "\ufeff" + "\n".join(json.dumps({"text": t}) for t in texts)      # (no final newline)
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(data.encode("utf-8"))
+    spec = InputSpec(str(path), "jsonl")
+    places = list(file_blocks(spec, 5))
+    assert len(places) == 12
+    cfg = DedupConfig().resolved()
+    for wanted in ([0], [56], [0, 4, 5, 23, 55, 56], list(range(57)), []):
+        got = dict(_texts_in_blocks(spec, cfg, places, {w: 1000 + w for w in wanted}))
+        assert got == {1000 + w: texts[w] for w in wanted}

@@ -305,3 +305,22 @@ def test_write_behind_writes_in_order_and_raises_a_failed_write_once():
         w.close()
     w.close()                                    # raised already: not again
     assert fh.got == [b"x0", b"x1", b"x2"]
+
+
+def test_write_behind_lets_the_bodys_own_error_through_after_its_writes():
+    """An error raised in the body of ``with WriteBehind(...)`` goes on unchanged (a failed write does
+    not replace it), and the writing thread has ended before the file under it is closed."""
+    import io
+
+    from neardup.io.compression import WriteBehind
+
+    class Full(io.BytesIO):
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+    fh = Full()
+    with pytest.raises(KeyError):
+        with WriteBehind(fh) as w:
+            w.write(b"x")
+            raise KeyError("the body's own")
+    assert not w._thread.is_alive()

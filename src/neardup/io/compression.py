@@ -322,12 +322,26 @@ class WriteBehind:
 
     def close(self) -> None:
         """Waits for the chunks handed over, then raises the first write's error if one failed (and
-        :meth:`write` has not raised it already)."""
-        if self._thread.is_alive():
-            self._q.put(None)
-            self._thread.join()
+        :meth:`write` has not raised it already). A Ctrl-C while it waits is raised once the thread
+        has ended, so the file under it is never closed beneath a write."""
+        self._stop()
         if self._error is not None and not self._raised:
             self._raise()
+
+    def _stop(self) -> None:
+        stop = None
+        while self._thread.is_alive():
+            try:
+                if not self._sent:
+                    self._q.put(None)
+                    self._sent = True
+                self._thread.join()
+            except BaseException as exc:  # (raised below, once the thread has ended)
+                stop = stop or exc
+        if stop is not None:
+            raise stop
+
+    _sent = False
 
     _raised = False
 
@@ -338,8 +352,11 @@ class WriteBehind:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.close()
+        else:                 # the body's own exception goes on; the thread is ended all the same
+            self._stop()
 
 
 class _Closing:

@@ -153,12 +153,15 @@ def _texts_in_blocks(spec, cfg, places: list, wanted: dict):
 
     lines = np.array(sorted(wanted), dtype=np.int64) + 1          # 1-based line numbers
     firsts = np.array([p[0] for p in places], dtype=np.int64)
-    at = np.searchsorted(firsts, lines, side="right") - 1
-    for b in np.unique(at).tolist():
+    at = np.searchsorted(firsts, lines, side="right") - 1           # (ascending, as the lines are)
+    blocks, starts = np.unique(at, return_index=True)
+    ends = np.append(starts[1:], at.shape[0])
+    for b, s, e in zip(blocks.tolist(), starts.tolist(), ends.tolist()):
         if b < 0:
             continue
         first, offset, length, n = places[b]
-        mine = lines[(at == b) & (lines < first + n)]
+        mine = lines[s:e]
+        mine = mine[mine < first + n]
         if not mine.shape[0]:
             continue
         block = read_block(spec, offset, length)

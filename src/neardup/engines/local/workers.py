@@ -190,7 +190,9 @@ def write_rows_at(fd: int, row0: int, rows: np.ndarray, values: np.ndarray) -> N
     """``values[i]`` (one uint32 row each) written at row ``row0 + rows[i]`` of the matrix file ``fd``,
     each run of consecutive rows in one ``pwrite``. A short write is retried; one that writes nothing
     raises (a full disk raises on its own)."""
-    values = np.ascontiguousarray(values, dtype=np.uint32)
+    if values.dtype != np.uint32:
+        raise ValueError(f"write_rows_at: uint32 slots expected, got {values.dtype}")    # a bug, never input
+    values = np.ascontiguousarray(values)
     if not values.shape[0]:
         return
     width = values.shape[1] * 4
@@ -343,8 +345,8 @@ class SignatureFile:
     @staticmethod
     def wanted(specs: list[InputSpec], cfg: DedupConfig, spill: str | None, parts) -> bool:
         return (spill is not None and parts is None and cfg.workers > 1 and cfg.method == "minhash"
-                and cfg.spans is None and all(s.fmt == "jsonl" and s.compression is None and os.path.isfile(s.path)
-                                              for s in specs))
+                and cfg.scheme != "bottomk" and cfg.spans is None and hasattr(os, "pwrite")   # (uint32 slots)
+                and all(s.fmt == "jsonl" and s.compression is None and os.path.isfile(s.path) for s in specs))
 
     def grow(self, rows: int) -> None:
         """Room for ``rows`` rows (a sparse extension: no block is written here)."""
@@ -353,9 +355,12 @@ class SignatureFile:
             self.rows = rows
 
     def values(self, corpus: Corpus) -> np.ndarray:
-        """The documents' rows: the map itself when every row is a document, else a copy of theirs."""
+        """The documents' rows: the map itself when every row is a document, else a copy of theirs.
+        The file is removed once mapped (the map keeps it until it is closed: its space comes back
+        with the map, at once when the rows were copied)."""
         n = corpus.n_rows
         if n == 0:
+            os.unlink(self.path)
             return np.zeros((0, self.width), dtype=np.uint32)
         self.grow(n)
         fd = os.open(self.path, os.O_RDONLY)
@@ -363,6 +368,7 @@ class SignatureFile:
             mm = mmap.mmap(fd, n * self.width * 4, access=mmap.ACCESS_COPY)
         finally:
             os.close(fd)
+            os.unlink(self.path)
         table = np.frombuffer(mm, dtype=np.uint32).reshape(n, self.width)
         if len(corpus.doc_row) == n:
             return table
