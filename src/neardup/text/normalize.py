@@ -149,8 +149,7 @@ def run_nfkc_checked(kernel, buf: np.ndarray, offsets: np.ndarray, normalizer: N
     if check:
         redo = np.flatnonzero(sizes < 0)
         if redo.size:
-            new = [to_utf8(_nfkc(buf[offsets[i]:offsets[i + 1]].tobytes().decode("utf-8"))) for i in redo.tolist()]
-            values[redo], sizes[redo] = kernel(*_pack(new), *args, False, unsafe, leads)
+            values[redo], sizes[redo] = kernel(*_pack(_nfkc_docs(buf, offsets, redo)), *args, False, unsafe, leads)
     return values, sizes
 
 
@@ -234,14 +233,17 @@ def _encode_packed(texts: PackedTexts, normalizer: Normalizer | None, fold_here:
     if kernel_nfkc and wide.size:
         flagged = wide[nfkc_unsafe_batch(buf, offsets, wide, nfkc_unsafe(), nfkc_clean_leads())]
         if flagged.size:
-            new = [to_utf8(_nfkc(buf[offsets[i]:offsets[i + 1]].tobytes().decode("utf-8")))
-                   for i in flagged.tolist()]
-            buf, offsets = _splice(buf, offsets, flagged, new)
+            buf, offsets = _splice(buf, offsets, flagged, _nfkc_docs(buf, offsets, flagged))
     if fold_here:
         if buf is texts.buf:           # the caller's batch is not changed
             buf = buf.copy()
         ascii_lower_inplace(buf)
     return buf, offsets
+
+
+def _nfkc_docs(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> list[bytes]:
+    """Documents ``docs`` of a packed batch (well-formed UTF-8) through Python's NFKC, as UTF-8."""
+    return [to_utf8(_nfkc(buf[offsets[i]:offsets[i + 1]].tobytes().decode("utf-8"))) for i in docs.tolist()]
 
 
 def _splice(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, new: list) -> tuple[np.ndarray, np.ndarray]:

@@ -178,11 +178,12 @@ def _worker_job(job):
     return _run_job(job, _CFG, _SIGNER)
 
 
-def _sink(path: str) -> int:
-    """This process's own descriptor for appending or writing into ``path`` (never a parent's)."""
+def _sink(path: str, append: bool = False) -> int:
+    """This process's own descriptor for writing into ``path`` (with ``append``: ``O_APPEND``, see
+    :func:`~neardup.dedup.verify.append_sets`), opened once per process, never a parent's."""
     key = (os.getpid(), path)
     if key not in _SINKS:
-        _SINKS[key] = os.open(path, os.O_WRONLY)
+        _SINKS[key] = os.open(path, os.O_WRONLY | (os.O_APPEND if append else 0))
     return _SINKS[key]
 
 
@@ -237,10 +238,7 @@ def _sets_job(job):
     u = minhasher(_CFG).shingler.features(texts).distinct_sets()
     if sink is None:
         return np.asarray(docs, dtype=np.int64), u.hashes, np.diff(u.offsets)
-    key = (os.getpid(), sink)             # this process's own descriptor (see append_sets), never a parent's
-    if key not in _SINKS:
-        _SINKS[key] = os.open(sink, os.O_WRONLY | os.O_APPEND)
-    return np.asarray(docs, dtype=np.int64), append_sets(_SINKS[key], u.hashes), np.diff(u.offsets)
+    return np.asarray(docs, dtype=np.int64), append_sets(_sink(sink, append=True), u.hashes), np.diff(u.offsets)
 
 
 def wanted_lines(block: bytes, first: int, lines: np.ndarray) -> tuple[bytes, int]:
