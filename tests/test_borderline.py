@@ -293,3 +293,106 @@ def test_pair_order_groups_each_rows_partners():
             assert mine == sorted(mine)
 
     check()
+
+
+def test_pair_order_blocks_groups_pairs_by_the_blocks_that_hold_their_sets():
+    """kernels.jaccard.pair_order_blocks: a permutation of the pairs, grouped by key — a pair whose
+    rows' blocks x ≤ y share a group of g blocks has key G(x)·(nb + 1) + nb, else G(x)·(nb + 1) + y —
+    keys ascending, each key's pairs in their own order (stable)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from neardup.kernels.jaccard import pair_order_blocks
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.integers(2, 30), st.integers(1, 9), st.integers(1, 4),
+           st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29)), max_size=150), st.integers(0, 2**31))
+    def check(m, nb, g, raw, seed):
+        rng = np.random.default_rng(seed)
+        pairs = [(min(a % m, b % m), max(a % m, b % m)) for a, b in raw if a % m != b % m]
+        rows = np.sort(rng.choice(500, m, replace=False)).astype(np.int64)
+        place = np.full(500, -1, dtype=np.int64)
+        place[rows] = np.arange(m)
+        blk = rng.integers(0, nb, m).astype(np.int32)
+        lo = rows[[a for a, _ in pairs]] if pairs else np.zeros(0, np.int64)
+        hi = rows[[b for _, b in pairs]] if pairs else np.zeros(0, np.int64)
+        order, offsets = pair_order_blocks(lo, hi, place, blk, nb, g)
+        assert sorted(order.tolist()) == list(range(len(pairs)))
+        keys = []
+        for a, b in pairs:
+            x, y = sorted((int(blk[a]), int(blk[b])))
+            keys.append((x // g) * (nb + 1) + (nb if x // g == y // g else y))
+        assert offsets.shape[0] == -(-nb // g) * (nb + 1) + 1 and offsets[0] == 0 and offsets[-1] == len(pairs)
+        for c in range(offsets.shape[0] - 1):
+            mine = order[offsets[c]:offsets[c + 1]].tolist()
+            assert all(keys[p] == c for p in mine) and mine == sorted(mine)
+
+    check()
+
+
+@pytest.mark.parametrize("metric", ["jaccard", "containment"])
+@pytest.mark.parametrize("budget", [8, 600, 4096, 1 << 20])
+def test_band_sets_read_a_block_at_a_time_equal_the_mapped_file(tmp_path, monkeypatch, metric, budget):
+    """Above ``_BAND_BLOCK_BYTES`` the band's sets file is not mapped but read into one buffer a block
+    at a time (verify.similarity_by_blocks: groups of blocks, then each later block against the
+    group). Every pair gets the similarity it gets from the mapped file or from memory, for buffers
+    smaller than one set (each block one set), a few sets, and larger than the file; rows whose text
+    never came (empty sets) score 0; the file is gone afterwards."""
+    import neardup.dedup.verify as verify
+    from neardup.dedup.verify import exact_pairs_from_texts
+
+    rng = random.Random(17)
+    texts = _pairs(rng, 160, 40) + [""]          # (an empty document: an empty set)
+    cfg = DedupConfig(ngram=2, metric=metric).resolved()
+    missing = {7, 91}                                     # rows whose text cannot be read: empty sets
+
+    def texts_of(docs):
+        order = sorted(docs)
+        random.Random(len(order)).shuffle(order)          # (the file's order: not the rows')
+        return ((d, texts[d]) for d in order if d not in missing)
+
+    nprng = np.random.default_rng(3)
+    a = nprng.integers(0, len(texts), 3000)
+    b = nprng.integers(0, len(texts), 3000)
+    keep = a != b
+    lo, hi = np.minimum(a, b)[keep].astype(np.int64), np.maximum(a, b)[keep].astype(np.int64)
+    want = exact_pairs_from_texts(cfg, texts_of, 0)(lo, hi)
+    spill = tmp_path / "work"
+    spill.mkdir()
+    reads = []
+    real = verify.SetsFile.read
+    monkeypatch.setattr(verify.SetsFile, "read", lambda self, start, out: reads.append(out.shape[0]) or
+                        real(self, start, out))
+    monkeypatch.setattr(verify, "_BAND_BLOCK_BYTES", budget)
+    got = exact_pairs_from_texts(cfg, texts_of, 0, spill=str(spill))(lo, hi)
+    assert np.array_equal(got, want)
+    assert got[np.isin(lo, list(missing)) | np.isin(hi, list(missing))].max() == 0.0 and want.max() > 0.9
+    assert list(spill.iterdir()) == []
+    if budget < 1 << 20:
+        # reads of at most the buffer: 8 blocks, a block grown past 1/8 of it only by one set
+        largest = int(Shingler(ngram=2).features(texts).unique().sizes().max())
+        assert len(reads) > 1 and max(reads) <= max(budget // 8, 7 * (budget // 64 + largest))
+    else:
+        assert reads == []                               # a file within the budget is mapped whole
+
+
+def test_a_run_whose_band_is_read_in_blocks_writes_the_same_outputs(tmp_path, monkeypatch):
+    """A whole run (two workers appending the band's sets) with a band buffer of a few sets writes
+    byte-identical clusters and kept rows to a run that maps the band's file."""
+    import neardup.dedup.verify as verify
+
+    rng = random.Random(23)
+    texts = _pairs(rng, 500, 60)
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    cfg = DedupConfig(verify="borderline", ngram=1, html=False, quiet=True, workers=2, batch_size=53)
+    first = run_dedup([str(src)], str(tmp_path / "mapped"), cfg)
+    blocks = []
+    real = verify.similarity_by_blocks
+    monkeypatch.setattr(verify, "similarity_by_blocks", lambda *a: blocks.append(1) or real(*a))
+    monkeypatch.setattr(verify, "_BAND_BLOCK_BYTES", 2048)
+    second = run_dedup([str(src)], str(tmp_path / "blocks"), cfg)
+    assert blocks == [1] and first["borderline"]["pairs"] > 20
+    for name in ("clusters.jsonl", "kept/in.jsonl"):
+        assert (tmp_path / "mapped" / name).read_bytes() == (tmp_path / "blocks" / name).read_bytes()
+    assert first["counts"] == second["counts"]

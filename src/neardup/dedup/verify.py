@@ -24,7 +24,7 @@ import numpy as np
 from .._arrays import concatenate_freeing, release_pages, sorted_unique
 from ..config import DedupConfig
 from ..features.shingles import Features
-from ..kernels.jaccard import pair_order
+from ..kernels.jaccard import pair_order, pair_order_blocks
 from ..similarity.jaccard import jaccard_of, max_containment_of, range_stats
 from ..sketches.minhash import jaccard_rows
 
@@ -271,7 +271,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
                     flush()
             if docs:
                 flush()
-            h, first, stop = band.ranges(rows)
+            h, first, stop = band.ranges(rows, map_limit=_BAND_BLOCK_BYTES)
             t1 = time.perf_counter()
             # each row's place among the band's rows, by lookup: a binary search per pair in the
             # pairs' order (random) missed the cache at every step — 42 s of the band at 10 M
@@ -279,17 +279,132 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
             place = np.full(int(rows[-1]) + 1 if rows.shape[0] else 0, -1, dtype=np.int64)
             place[rows] = np.arange(rows.shape[0], dtype=np.int64)
             out = np.empty(lo.shape[0], dtype=np.float64)
-            order = pair_order(lo, hi, place, rows.shape[0])       # (each set read while it is hot)
-            for s in range(0, lo.shape[0], _PAIRS_AT_ONCE):        # (the kernel's arrays: per stretch)
-                p = order[s:s + _PAIRS_AT_ONCE]
-                out[p] = ranges_similarity(h, first, stop, place[lo[p]], place[hi[p]], cfg.metric)
-            del h, place, order
+            if isinstance(h, SetsFile):
+                similarity_by_blocks(h, first, stop, lo, hi, place, out, cfg.metric, _BAND_BLOCK_BYTES // 8)
+            else:
+                order = pair_order(lo, hi, place, rows.shape[0])       # (each set read while it is hot)
+                _similarity_in_order(h, first, stop, lo, hi, place, order, out, cfg.metric)
+                del order
+            del h, place
         exact.seconds = (round(t1 - t0, 3), round(time.perf_counter() - t1, 3))
         return out
     return exact
 
 
 _PAIRS_AT_ONCE = 1 << 21     # pairs decided at once: 2 M × 72 bytes of positions, counts and temporaries
+
+#: the band's sets file is mapped whole up to this size; above it, it is read in blocks into a buffer of
+#: at most this size (:func:`similarity_by_blocks`)
+_BAND_BLOCK_BYTES = 4 << 30
+
+#: blocks per group in :func:`similarity_by_blocks`: a group takes 7/8 of the buffer, one block the rest
+_BLOCKS_PER_GROUP = 7
+
+
+def _similarity_in_order(h, first, stop, lo, hi, place, order, out, metric) -> None:
+    """``out[p]`` = the exact similarity of pair p, whose sets are ``h[first[r]:stop[r]]`` for
+    r = ``place[lo[p]]``, ``place[hi[p]]``; the pairs taken in ``order``, a stretch at a time."""
+    for s in range(0, order.shape[0], _PAIRS_AT_ONCE):        # (the kernel's arrays: per stretch)
+        p = order[s:s + _PAIRS_AT_ONCE]
+        out[p] = ranges_similarity(h, first, stop, place[lo[p]], place[hi[p]], metric)
+
+
+def block_cuts(first, stop, total: int, block_values: int) -> np.ndarray:
+    """Where the blocks of a sets file of ``total`` values begin and end: about equal stretches of at
+    most ``block_values`` values (a set longer than that makes its block longer), each cut at the
+    start of a set, so that every set lies in one block."""
+    starts = np.sort(first[stop > first])
+    nb = max(1, -(-total // max(1, block_values)))
+    want = np.arange(1, nb, dtype=np.int64) * total // nb
+    at = np.searchsorted(starts, want)
+    cut = np.full(want.shape[0], total, dtype=np.int64)
+    inside = at < starts.shape[0]
+    cut[inside] = starts[at[inside]]
+    return np.unique(np.concatenate(([0], cut, [total])).astype(np.int64))
+
+
+def similarity_by_blocks(sets, first, stop, lo, hi, place, out, metric, buffer_values: int) -> None:
+    """The band's pairs decided with their sets read from the file into one buffer of about
+    ``buffer_values`` values, not mapped whole (8.6 GB at 10 M documents, more than the rest of the
+    run's memory): a block nested-loop join. The file is cut into blocks of 1/8 of the buffer
+    (:func:`block_cuts`), taken in groups of 7. For each group in turn, the group is read into the
+    buffer and its own pairs decided; then each later block is read into the buffer's last eighth
+    and the pairs between it and the group decided. Every pair lies in one group, or between a
+    group and a later block, so each is decided once (:func:`~neardup.kernels.jaccard.pair_order_blocks`
+    sorts them so, keeping the anchors' order within each). Reads: the file once for the groups and,
+    for each group, the part of the file after it — 15 GB for a 8.6 GB file in a 4 GB buffer, copied
+    from the page cache while the file is there (about 3 GB/s on this machine)."""
+    block = max(1, buffer_values // (_BLOCKS_PER_GROUP + 1))
+    g = _BLOCKS_PER_GROUP
+    cuts = block_cuts(first, stop, sets.values, block)
+    nb = cuts.shape[0] - 1
+    held = stop > first
+    blk = np.clip(np.searchsorted(cuts, first, side="right") - 1, 0, nb - 1).astype(np.int32)
+    order, offsets = pair_order_blocks(lo, hi, place, blk, nb, g)
+    sizes = np.diff(cuts)
+    buf = None
+    for gi in range(-(-nb // g)):
+        b0, b1 = gi * g, min(nb, gi * g + g)
+        base = gi * (nb + 1)
+        later = [y for y in range(b1, nb) if offsets[base + y + 1] > offsets[base + y]]
+        if offsets[base + nb + 1] == offsets[base + nb] and not later:
+            continue
+        span = int(cuts[b1] - cuts[b0])
+        if buf is None:           # (the largest group and the largest block)
+            buf = np.empty(int(max(cuts[min(nb, x + g)] - cuts[x] for x in range(0, nb, g)) + sizes.max()),
+                           dtype=np.uint64)
+        sets.read(int(cuts[b0]), buf[:span])
+        # a row's place in the buffer: the group's rows from 0, a later block's rows from ``span``
+        # (one later block is held at a time, so they may all start there)
+        at = span - cuts[:-1]
+        at[b0:b1] = -cuts[b0]
+        f = np.where(held, first + at[blk], 0)
+        e = np.where(held, stop + at[blk], 0)
+        _similarity_in_order(buf, f, e, lo, hi, place, order[offsets[base + nb]:offsets[base + nb + 1]], out, metric)
+        for y in later:
+            sets.read(int(cuts[y]), buf[span:span + int(sizes[y])])
+            _similarity_in_order(buf, f, e, lo, hi, place, order[offsets[base + y]:offsets[base + y + 1]], out,
+                                 metric)
+        del f, e
+    del order
+
+
+class SetsFile:
+    """The band's sets file, read by value ranges into arrays (:func:`similarity_by_blocks`)."""
+
+    def __init__(self, path: str, values: int):
+        self.path = path
+        self.values = values
+
+    def read(self, start: int, out: np.ndarray) -> None:
+        """``out[:]`` = values ``start:start + len(out)``, read in two halves on two threads (a copy
+        from the page cache runs at one core's memory bandwidth)."""
+        view = memoryview(out).cast("B")
+        half = (view.nbytes // 2) & ~7
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            if view.nbytes < 64 << 20:
+                _pread_all(fd, view, start * 8)
+                return
+            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+            with ThreadPoolExecutor(2) as pool:
+                done = [pool.submit(_pread_all, fd, view[:half], start * 8),
+                        pool.submit(_pread_all, fd, view[half:], start * 8 + half)]
+                for d in done:
+                    d.result()
+        finally:
+            os.close(fd)
+
+
+def _pread_all(fd: int, view: memoryview, offset: int) -> None:
+    """Fills ``view`` from ``offset`` of ``fd`` (reads of over 2 GB come back short on Linux)."""
+    got = 0
+    while got < view.nbytes:
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n <= 0:
+            raise OSError(errno.EIO, f"band sets: the file ended {view.nbytes - got} bytes early")
+        got += n
 
 
 class BandSets:
@@ -328,9 +443,13 @@ class BandSets:
         self.sizes.append(sizes)
         self.starts.append(start + np.cumsum(sizes) - sizes)
 
-    def ranges(self, rows: np.ndarray):
+    def ranges(self, rows: np.ndarray, map_limit: int | None = None):
         """(values, first, stop): the set of ``rows[i]`` (sorted) is values[first[i]:stop[i]]; a row
-        no batch holds (its text could not be read) gets an empty set."""
+        no batch holds (its text could not be read) gets an empty set. ``values``: an array, or a
+        :class:`SetsFile` when the file is larger than ``map_limit`` bytes."""
+        if self.fd is not None and map_limit is not None and os.fstat(self.fd).st_size > map_limit:
+            return (SetsFile(self.path, os.fstat(self.fd).st_size // 8), *row_ranges(rows, self.docs, self.starts,
+                                                                                    self.sizes))
         if self.fd is None:
             h = (self.hashes[0] if len(self.hashes) == 1 else concatenate_freeing(self.hashes) if self.hashes
                  else np.zeros(0, np.uint64))                       # (freed as copied)

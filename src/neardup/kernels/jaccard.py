@@ -187,6 +187,36 @@ def pair_order(lo, hi, place, m):
 
 
 @njit(cache=True)
+def pair_order_blocks(lo, hi, place, blk, nb, g):
+    """The pairs grouped by where their sets lie, for reading the sets a block at a time (``blk[r]``:
+    the block, of ``nb``, of row r's set; blocks in groups of ``g``). A pair whose blocks x ≤ y are
+    in one group has key G(x)·(nb + 1) + nb, one across groups G(x)·(nb + 1) + y. Returns (order,
+    offsets): the pairs of key c are ``order[offsets[c]:offsets[c + 1]]``, in their own order
+    (a counting sort: stable)."""
+    n = lo.shape[0]
+    key = np.empty(n, dtype=np.int32)
+    nk = ((nb + g - 1) // g) * (nb + 1)
+    offsets = np.zeros(nk + 1, dtype=np.int64)
+    for p in range(n):
+        x = blk[place[lo[p]]]
+        y = blk[place[hi[p]]]
+        if x > y:
+            x, y = y, x
+        c = (x // g) * (nb + 1) + (nb if x // g == y // g else y)
+        key[p] = c
+        offsets[c + 1] += 1
+    for c in range(nk):
+        offsets[c + 1] += offsets[c]
+    fill = offsets[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for p in range(n):
+        c = key[p]
+        order[fill[c]] = p
+        fill[c] += 1
+    return order, offsets
+
+
+@njit(cache=True)
 def top_k_jaccard(qh, hb, start, end, rows, k):
     """The ``k`` largest exact Jaccard of the query's sorted distinct hashes ``qh`` with the sets
     ``hb[start[r]:end[r]]`` of ``rows``, as (rows, J) sorted by (−J, row). Rows are tried in the given
