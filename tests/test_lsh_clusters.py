@@ -189,3 +189,51 @@ def test_empty_rows_are_rows_of_the_empty_value_only():
     vals[2, 0] = e               # only its first slot
     vals[3, 1:] = e              # all but its first slot
     assert _empty_rows(Signatures(vals, "oph", 1)).tolist() == [False, True, False, False, False]
+def test_merge_order_is_lexsort_by_similarity_then_pair():
+    """clusters.cluster.merge_order (two stable sorts) equals np.lexsort((hi, lo, -sim)) — ties in
+    similarity, repeated pairs, zero similarities and both sides of the lo·n + hi fallback."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from neardup.clusters.cluster import merge_order
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.sampled_from([0.0, 0.5, 0.75, 0.8, 1.0])),
+                    max_size=80), st.booleans())
+    def check(edges, huge):
+        lo = np.array([a for a, _, _ in edges], dtype=np.int64)
+        hi = np.array([b for _, b, _ in edges], dtype=np.int64)
+        sim = np.array([s for _, _, s in edges], dtype=np.float64)
+        n = (1 << 31) if huge else 31
+        assert merge_order(n, lo, hi, sim).tolist() == np.lexsort((hi, lo, -sim)).tolist()
+
+    check()
+
+
+def test_group_order_puts_equal_keys_together():
+    """kernels.lsh.group_order: a permutation in which equal band keys are consecutive (what
+    bucket_pairs reads of it) — keys sharing their top 16 bits, repeated keys, one key only — and
+    candidate pairs from it equal those from a full argsort."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from neardup.kernels.lsh import bucket_pairs, group_order
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from([0, 1, 5, 2**48, 2**48 + 3, 2**63, 2**64 - 1, 7 << 50]), max_size=60),
+           st.integers(2, 8))
+    def check(keys, max_bucket):
+        col = np.array(keys, dtype=np.uint64)
+        order = group_order(col)
+        assert sorted(order.tolist()) == list(range(len(keys)))
+        seen, last = set(), None
+        for k in col[order].tolist():
+            assert k == last or k not in seen
+            seen.add(k)
+            last = k
+        ids = np.arange(len(keys), dtype=np.int64) * 3
+        a = bucket_pairs(col, order, ids, max_bucket)
+        b = bucket_pairs(col, np.argsort(col, kind="stable"), ids, max_bucket)
+        assert sorted(zip(*map(np.ndarray.tolist, a))) == sorted(zip(*map(np.ndarray.tolist, b)))
+
+    check()

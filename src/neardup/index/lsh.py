@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._arrays import in_threads, sorted_unique
-from ..kernels.lsh import band_key_rows, bucket_pairs, merge_unique, row_keys, rows_equal
+from ..kernels.lsh import band_key_rows, bucket_pairs, group_order, merge_unique, row_keys, rows_equal
 
 # A band bucket of m documents gives m(m−1)/2 pairs; past MAX_BUCKET only a star from its smallest
 # row is emitted (m − 1 pairs): a bucket that large is a mass of (near-)identical documents, which
@@ -187,7 +187,7 @@ def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = MAX_BU
         code = np.empty(0, dtype=np.int64)
         for band in range(first, last):
             col = band_key_rows(values, ids, band, r)
-            lo, hi = bucket_pairs(col, np.argsort(col), ids, max_bucket)
+            lo, hi = bucket_pairs(col, group_order(col), ids, max_bucket)      # (equal keys together: enough)
             del col
             code = merge_unique(code, sorted_unique(lo * n + hi))
         return code

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .swar import AHEAD, equal_pairs_4x4, prefetch_range
+from .swar import AHEAD, equal_pairs_4x4, prefetch, prefetch_range
 
 
 @njit(cache=True)
@@ -198,6 +198,11 @@ def pair_order_blocks(lo, hi, place, blk, nb, g):
     nk = ((nb + g - 1) // g) * (nb + 1)
     offsets = np.zeros(nk + 1, dtype=np.int64)
     for p in range(n):
+        # (``hi`` is in no order: its rows' places, then their blocks, fetched ahead)
+        if p + 2 * AHEAD < n:
+            prefetch(place, hi[p + 2 * AHEAD])
+        if p + AHEAD < n:
+            prefetch(blk, place[hi[p + AHEAD]])
         x = blk[place[lo[p]]]
         y = blk[place[hi[p]]]
         if x > y:
