@@ -396,3 +396,24 @@ def test_a_run_whose_band_is_read_in_blocks_writes_the_same_outputs(tmp_path, mo
     for name in ("clusters.jsonl", "kept/in.jsonl"):
         assert (tmp_path / "mapped" / name).read_bytes() == (tmp_path / "blocks" / name).read_bytes()
     assert first["counts"] == second["counts"]
+
+
+def test_the_band_buffer_is_at_most_a_fifth_of_memory(monkeypatch):
+    """verify.band_buffer_bytes: 4 GiB, or a fifth of physical memory on a smaller machine, and the
+    4 GiB when the system does not say."""
+    import neardup.dedup.verify as verify
+
+    pages = {"SC_PAGE_SIZE": 4096}
+
+    def sysconf(name):
+        if name not in pages:
+            raise ValueError(f"unrecognized configuration name {name!r}")      # (as os.sysconf says it)
+        return pages[name]
+
+    monkeypatch.setattr(verify.os, "sysconf", sysconf)
+    pages["SC_PHYS_PAGES"] = (8 << 30) // 4096                    # 8 GiB
+    assert verify.band_buffer_bytes() == (8 << 30) // 5
+    pages["SC_PHYS_PAGES"] = (64 << 30) // 4096
+    assert verify.band_buffer_bytes() == 4 << 30
+    del pages["SC_PHYS_PAGES"]
+    assert verify.band_buffer_bytes() == 4 << 30

@@ -271,7 +271,8 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
                     flush()
             if docs:
                 flush()
-            h, first, stop = band.ranges(rows, map_limit=_BAND_BLOCK_BYTES)
+            budget = band_buffer_bytes()
+            h, first, stop = band.ranges(rows, map_limit=budget)
             t1 = time.perf_counter()
             # each row's place among the band's rows, by lookup: a binary search per pair in the
             # pairs' order (random) missed the cache at every step — 42 s of the band at 10 M
@@ -280,7 +281,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
             place[rows] = np.arange(rows.shape[0], dtype=np.int64)
             out = np.empty(lo.shape[0], dtype=np.float64)
             if isinstance(h, SetsFile):
-                similarity_by_blocks(h, first, stop, lo, hi, place, out, cfg.metric, _BAND_BLOCK_BYTES // 8)
+                similarity_by_blocks(h, first, stop, lo, hi, place, out, cfg.metric, budget // 8)
             else:
                 order = pair_order(lo, hi, place, rows.shape[0])       # (each set read while it is hot)
                 _similarity_in_order(h, first, stop, lo, hi, place, order, out, cfg.metric)
@@ -293,9 +294,19 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
 
 _PAIRS_AT_ONCE = 1 << 21     # pairs decided at once: 2 M × 72 bytes of positions, counts and temporaries
 
-#: the band's sets file is mapped whole up to this size; above it, it is read in blocks into a buffer of
-#: at most this size (:func:`similarity_by_blocks`)
+#: the band's sets file is mapped whole up to this size (or a fifth of the machine's memory, if less);
+#: above it, it is read in blocks into a buffer of that size (:func:`similarity_by_blocks`)
 _BAND_BLOCK_BYTES = 4 << 30
+
+
+def band_buffer_bytes() -> int:
+    """:data:`_BAND_BLOCK_BYTES`, or a fifth of physical memory where that is less (the buffer is the
+    run's own memory, which a mapped file is not). The band's results do not depend on it."""
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        phys = 0
+    return min(_BAND_BLOCK_BYTES, phys // 5) if phys > 0 else _BAND_BLOCK_BYTES
 
 #: blocks per group in :func:`similarity_by_blocks`: a group takes 7/8 of the buffer, one block the rest
 _BLOCKS_PER_GROUP = 7
