@@ -421,3 +421,22 @@ def test_texts_are_read_back_from_pass_1s_blocks(tmp_path):
     for wanted in ([0], [56], [0, 4, 5, 23, 55, 56], list(range(57)), []):
         got = dict(_texts_in_blocks(spec, cfg, places, {w: 1000 + w for w in wanted}))
         assert got == {1000 + w: texts[w] for w in wanted}
+
+
+def test_pages_of_a_mapped_matrix_given_back_and_read_ahead(tmp_path):
+    """_arrays.release_pages / read_ahead advise the map under an array (a private map of a file, as
+    the signature matrix is): the values read the same afterwards; an array in memory is left alone
+    (False)."""
+    import mmap
+
+    from neardup._arrays import read_ahead, release_pages
+
+    want = np.arange(3 * 4096, dtype=np.uint32).reshape(-1, 128)
+    path = tmp_path / "sigs.u32"
+    path.write_bytes(want.tobytes())
+    with open(path, "rb") as fh:
+        mp = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+    values = np.frombuffer(mp, dtype=np.uint32).reshape(-1, 128)[1:]
+    assert release_pages(values) and np.array_equal(values, want[1:])
+    assert read_ahead(values) and np.array_equal(values, want[1:])
+    assert not release_pages(want) and not read_ahead(want.copy())

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from .._arrays import concatenate_freeing, release_pages, sorted_unique
+from .._arrays import concatenate_freeing, read_ahead, release_pages, sorted_unique
 from ..config import DedupConfig
 from ..features.shingles import Features
 from ..kernels.jaccard import pair_order, pair_order_blocks
@@ -207,6 +207,7 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
         else:
             release_pages(values)        # (a mapped signature matrix: not read while the band is decided)
             ex = np.asarray(exact_pairs(a, b), dtype=np.float64)
+            read_ahead(values)           # (and wanted again soon, by the clusters' linkage)
             # the documents re-read, as the caller counted them (exact_pairs_from_texts: 2.6 s of sorting
             # at 10 M documents not done twice)
             docs = getattr(exact_pairs, "documents", None)
