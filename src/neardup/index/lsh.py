@@ -156,7 +156,7 @@ def choose_params(threshold: float, num_perm: int, mode: str = "recall", recall:
 def identical_rows(values: np.ndarray) -> np.ndarray:
     """For each row, the smallest index of a row with exactly the same values (itself if none)."""
     keys = np.concatenate(in_threads(lambda a, b: row_keys(values[a:b]), values.shape[0]))
-    order = np.lexsort((np.arange(len(keys)), keys))
+    order = group_order(keys)                       # (stable: each group's first row comes first)
     sk = keys[order]
     first = np.ones(len(keys), dtype=bool)
     first[1:] = sk[1:] != sk[:-1]

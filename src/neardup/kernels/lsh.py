@@ -46,10 +46,11 @@ def band_key_rows(values, rows, band, r):
 
 @njit(cache=True, nogil=True)
 def group_order(col):
-    """An order of ``col`` (uint64 hashes) in which equal values are consecutive, not a full sort: a
-    counting sort by the top 16 bits, then each bucket (n/65 536 values on average, hashes being
-    uniform) sorted on its own, small enough to stay in cache. What :func:`bucket_pairs` needs of
-    an argsort; 16 bands of 10 M rows: 0.9 → 0.3 s a band."""
+    """``np.argsort(col, kind="stable")`` of uint64 hashes, faster: a counting sort by the top 16
+    bits (stable), then each bucket (n/65 536 values on average, hashes being uniform) sorted on its
+    own by a stable sort, small enough to stay in cache. Equal values come out consecutive, in
+    index order — what :func:`bucket_pairs` needs of an argsort (16 bands of 10 M rows: 0.9–1.4 →
+    0.5 s a band), and the identical rows' first copies."""
     n = col.shape[0]
     count = np.zeros(65537, dtype=np.int64)
     for i in range(n):
