@@ -237,3 +237,62 @@ def test_group_order_puts_equal_keys_together():
         assert sorted(zip(*map(np.ndarray.tolist, a))) == sorted(zip(*map(np.ndarray.tolist, b)))
 
     check()
+
+
+def test_bounded_linkage_by_components_on_all_threads_equals_one_pass(monkeypatch):
+    """Bounded linkage run per connected component on all threads (kernels.clusters
+    .bounded_components_parts, the edges cut by clusters.cluster.component_parts) gives the labels
+    of one pass over all edges — MinHash rows and the always-equal oracle, chains and stars that
+    the sample check splits, 1 to 7 parts — and build_clusters takes that path above its threshold
+    with the same clusters."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    import neardup.clusters.cluster as cluster
+    from neardup.clusters import SimilarityOracle
+    from neardup.clusters.cluster import component_parts, merge_order
+    from neardup.kernels.clusters import bounded_components, bounded_components_parts
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.integers(2, 60), st.lists(st.tuples(st.integers(0, 59), st.integers(0, 59)), max_size=150),
+           st.integers(1, 7), st.integers(1, 4), st.integers(0, 2**31))
+    def check(n, raw, parts, sample, seed):
+        rng = np.random.default_rng(seed)
+        pairs = sorted({(min(a % n, b % n), max(a % n, b % n)) for a, b in raw if a % n != b % n})
+        lo = np.array([a for a, _ in pairs], dtype=np.int64)
+        hi = np.array([b for _, b in pairs], dtype=np.int64)
+        # rows drawn from a few prototypes with a few slots changed: similar and dissimilar members
+        proto = rng.integers(0, 5, (4, 16)).astype(np.uint32)
+        sig = proto[rng.integers(0, 4, n)].copy()
+        flip = rng.random(sig.shape) < 0.15
+        sig[flip] = rng.integers(0, 5, int(flip.sum())).astype(np.uint32)
+        sim = rng.random(lo.shape[0])
+        order = merge_order(n, lo, hi, sim)
+        for kind in (0, 3):
+            args = (kind, sig, np.uint32(2**32 - 1), np.zeros(1, np.uint64), np.zeros(2, np.int64),
+                    np.zeros(1, np.uint64), 0.7, sample, np.int32)
+            one = bounded_components(n, lo, hi, order, *args)
+            cut, offsets = component_parts(n, lo, hi, order, parts)
+            assert sorted(cut.tolist()) == sorted(order.tolist()) and offsets[-1] == order.shape[0]
+            assert np.array_equal(bounded_components_parts(n, lo, hi, cut, offsets, *args), one)
+
+    check()
+    rng = np.random.default_rng(4)
+    n = 400
+    sig = rng.integers(0, 9, (6, 32)).astype(np.uint32)[rng.integers(0, 6, n)]
+    sig[rng.random(sig.shape) < 0.1] = 9                  # (members near their prototype, not equal)
+    lo = rng.integers(0, n - 1, 900)
+    hi = np.minimum(lo + rng.integers(1, 40, 900), n - 1)
+    keep = lo < hi
+    lo, hi = lo[keep], hi[keep]
+    sim = np.round(rng.random(lo.shape[0]), 2)
+    kw = dict(keep="first", threshold=0.8, max_drift=0.1, linkage="bounded", edge_sim=sim,
+              oracle=SimilarityOracle.minhash(sig, 2**32 - 1))
+    serial = build_clusters(n, lo, hi, lambda a, b: np.ones(a.shape[0]), **kw)
+    used = []
+    real = cluster.bounded_components_parts
+    monkeypatch.setattr(cluster, "bounded_components_parts", lambda *a: used.append(1) or real(*a))
+    monkeypatch.setattr(cluster, "PARALLEL_LINKAGE_EDGES", 1)
+    monkeypatch.setattr(cluster, "_linkage_threads", lambda edges: 2)
+    parallel = build_clusters(n, lo, hi, lambda a, b: np.ones(a.shape[0]), **kw)
+    assert used == [1] and np.array_equal(serial.cluster, parallel.cluster) and serial.kept.sum() < n

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import as_int
-from ..kernels.clusters import bounded_components, components, pick_representatives
+from ..kernels.clusters import bounded_components, bounded_components_parts, components, pick_representatives
 
 KEEP_POLICIES = ("first", "longest", "key")
 LINKAGES = ("components", "bounded")
@@ -111,6 +111,35 @@ def merge_order(n: int, lo: np.ndarray, hi: np.ndarray, edge_sim) -> np.ndarray:
     return first[np.argsort(neg[first], kind="stable")]
 
 
+#: from this many edges on, bounded linkage runs its components on all threads
+PARALLEL_LINKAGE_EDGES = 100_000
+
+
+def _linkage_threads(edges: int) -> int:
+    """Threads for bounded linkage: numba's, from :data:`PARALLEL_LINKAGE_EDGES` edges on and on the
+    main thread only (numba's default thread pool must not be entered from two Python threads)."""
+    import threading  # noqa: PLC0415
+
+    if edges < PARALLEL_LINKAGE_EDGES or threading.current_thread() is not threading.main_thread():
+        return 1
+    import numba  # noqa: PLC0415
+
+    return numba.get_num_threads()
+
+
+def component_parts(n: int, lo: np.ndarray, hi: np.ndarray, order: np.ndarray, parts: int):
+    """``order`` cut into ``parts`` parts by connected component (of all the edges; a component's
+    label modulo ``parts``), each keeping ``order``'s order: returns (the parts one after another,
+    offsets). What :func:`~neardup.kernels.clusters.bounded_components_parts` runs side by side; at
+    10 M documents the largest component holds 2.6 % of the 9.6 M verified pairs."""
+    label = components(n, lo, hi)
+    part = (label[lo[order]] % parts).astype(np.uint16)
+    by = np.argsort(part, kind="stable")
+    offsets = np.zeros(parts + 1, dtype=np.int64)
+    np.cumsum(np.bincount(part, minlength=parts), out=offsets[1:])
+    return order[by], offsets
+
+
 #: Members sampled per side when bounded linkage checks a merge (both engines).
 LINKAGE_SAMPLE = 16
 
@@ -136,8 +165,14 @@ def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray,
         sample = as_int(sample, "sample", 1)
         order = merge_order(n, lo, hi, edge_sim)
         o = oracle
-        labels = bounded_components(n, lo, hi, order, o.kind, o.sig, o.sig.dtype.type(o.empty), o.h, o.off,
-                                    o.fps, float(threshold - max_drift), sample, np.int32 if n < 2**31 else np.int64)
+        args = (o.kind, o.sig, o.sig.dtype.type(o.empty), o.h, o.off, o.fps, float(threshold - max_drift), sample,
+                np.int32 if n < 2**31 else np.int64)
+        threads = _linkage_threads(order.shape[0])
+        if threads > 1:
+            order, offsets = component_parts(n, lo, hi, order, 8 * threads)
+            labels = bounded_components_parts(n, lo, hi, order, offsets, *args)
+        else:
+            labels = bounded_components(n, lo, hi, order, *args)
     else:
         labels = components(n, lo, hi)
     rep = pick_representatives(labels, score)

@@ -6,7 +6,7 @@ independent of edge order — so clusters are deterministic across runs, engines
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .jaccard import intersect_size
 from .swar import borrowed, prefetch, prefetch_row
@@ -99,15 +99,52 @@ def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, s
     ``samp_dtype``: of the n × sample member table (int32 below 2^31 documents: 640 MB at 10 M).
     The rows of the edges ahead are prefetched, and two samples merge without a sort (the 623 k
     verified pairs of the 1 M corpus: 1.17 → 0.75 s; the samples' members too: 10.9 → 7.7 s at 10 M)."""
-    # views without reference counting (:func:`~neardup.kernels.swar.borrowed`): ``_sim`` takes the
-    # oracle's arrays at every pair of sample members
-    lo, hi, order, sig, h, off, fps = borrowed(lo), borrowed(hi), borrowed(order), borrowed(sig), borrowed(h), \
-        borrowed(off), borrowed(fps)
+    parent, samp, cnt = _bounded_state(n, sample, samp_dtype)
+    _bounded_run(parent, samp, cnt, lo, hi, order, kind, sig, empty, h, off, fps, floor, sample)
+    return _labels(parent)
+
+
+@njit(cache=True, parallel=True)
+def bounded_components_parts(n, lo, hi, order, offsets, kind, sig, empty, h, off, fps, floor, sample,
+                             samp_dtype=np.int64):
+    """:func:`bounded_components` with the edges in parts, ``order[offsets[t]:offsets[t + 1]]``, run
+    on all threads: each part holds the edges of whole connected components (of all the edges), in
+    their order. A merge reads and writes only the two groups' members, all in one component, so
+    components never touch each other's state, and each component sees its edges in the same order
+    as in one pass: the labels are those of :func:`bounded_components` (tested equal)."""
+    parent, samp, cnt = _bounded_state(n, sample, samp_dtype)
+    for t in prange(offsets.shape[0] - 1):
+        _bounded_run(parent, samp, cnt, lo, hi, order[offsets[t]:offsets[t + 1]], kind, sig, empty, h, off, fps,
+                     floor, sample)
+    return _labels(parent)
+
+
+@njit(cache=True)
+def _bounded_state(n, sample, samp_dtype):
     parent = np.arange(n, dtype=np.int64)
     samp = np.full((n, sample), -1, dtype=samp_dtype)
     cnt = np.ones(n, dtype=np.int64)
     for x in range(n):
         samp[x, 0] = x
+    return parent, samp, cnt
+
+
+@njit(cache=True)
+def _labels(parent):
+    out = np.empty(parent.shape[0], dtype=np.int64)
+    for x in range(parent.shape[0]):
+        out[x] = _find(parent, x)
+    return out
+
+
+@njit(cache=True)
+def _bounded_run(parent, samp, cnt, lo, hi, order, kind, sig, empty, h, off, fps, floor, sample):
+    """The merges of :func:`bounded_components` for the edges ``order``, on the state (parents,
+    samples, member counts) given."""
+    # views without reference counting (:func:`~neardup.kernels.swar.borrowed`): ``_sim`` takes the
+    # oracle's arrays at every pair of sample members
+    lo, hi, order, sig, h, off, fps = borrowed(lo), borrowed(hi), borrowed(order), borrowed(sig), borrowed(h), \
+        borrowed(off), borrowed(fps)
     tmp = np.empty(sample, dtype=np.int64)
     ne = order.shape[0]
     d = _SAMPLES_AHEAD
@@ -165,10 +202,6 @@ def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, s
         for t in range(m):
             samp[root, t] = tmp[t]
         cnt[root] = cnt[a] + cnt[b]
-    out = np.empty(n, dtype=np.int64)
-    for x in range(n):
-        out[x] = _find(parent, x)
-    return out
 
 
 @njit(cache=True)
