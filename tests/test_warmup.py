@@ -93,3 +93,18 @@ def test_explicit_warmup_covers_the_index_for_both_methods(tmp_path, monkeypatch
     assert calls == ["minhash", "simhash"]
     assert warmup.warm_up(DedupConfig(method="exact"), announce=False, force=True, explicit=True) >= 0
     assert calls == ["minhash", "simhash"]                       # no index for the other methods
+
+
+def test_warm_up_compiles_the_linkage_on_all_threads_and_restores_its_limit(tmp_path, monkeypatch):
+    """The warm-up runs bounded linkage's all-threads path too (a run takes it from 100 k verified
+    pairs on, which the warm-up's few documents never reach), then puts the limit back."""
+    from neardup.clusters import cluster
+
+    monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / "stamp"))
+    calls = []
+    real = cluster.bounded_components_parts
+    monkeypatch.setattr(cluster, "bounded_components_parts", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(cluster, "_linkage_threads", lambda edges: 2 if edges >= cluster.PARALLEL_LINKAGE_EDGES else 1)
+    limit = cluster.PARALLEL_LINKAGE_EDGES
+    warmup.warm_up(DedupConfig(), announce=False, force=True, explicit=True)
+    assert calls and cluster.PARALLEL_LINKAGE_EDGES == limit

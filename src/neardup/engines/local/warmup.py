@@ -87,6 +87,20 @@ def _warm_band(src: str) -> None:
     pair_stats_parallel(np.zeros(1, dtype=np.uint64), off[:-1], off[1:], two, two + 1, 2)
 
 
+def _warm_linkage(src: str, tmp: str, small: DedupConfig, run_dedup) -> None:
+    """Bounded linkage on all threads (``kernels.clusters.bounded_components_parts``), which a run
+    takes from :data:`~neardup.clusters.cluster.PARALLEL_LINKAGE_EDGES` verified pairs on: the same
+    small run again with that limit at one pair, so that it compiles for the run's own types."""
+    from ...clusters import cluster  # noqa: PLC0415
+
+    limit = cluster.PARALLEL_LINKAGE_EDGES
+    cluster.PARALLEL_LINKAGE_EDGES = 1
+    try:
+        run_dedup([src], os.path.join(tmp, "out-linkage"), small)
+    finally:
+        cluster.PARALLEL_LINKAGE_EDGES = limit
+
+
 def _warm_stretches() -> None:
     """What ``--method substrings`` compiles above 16 MB of text, which the small run above does not
     reach: the cross-check of stretches sorted apart (two, as on a large corpus)."""
@@ -124,6 +138,8 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
             with open(src, "w", encoding="utf-8") as fh:
                 fh.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in DOCS)
             run_dedup([src], os.path.join(tmp, "out"), small)
+            if cfg.method in ("minhash", "simhash"):
+                _warm_linkage(src, tmp, small, run_dedup)
             if cfg.method == "minhash" and cfg.verify == "borderline":
                 _warm_band(src)
             if "substrings" in (cfg.method, cfg.spans):
