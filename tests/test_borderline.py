@@ -417,3 +417,25 @@ def test_the_band_buffer_is_at_most_a_fifth_of_memory(monkeypatch):
     assert verify.band_buffer_bytes() == 4 << 30
     del pages["SC_PHYS_PAGES"]
     assert verify.band_buffer_bytes() == 4 << 30
+
+
+def test_sets_file_reads_whole_ranges_and_refuses_a_file_cut_short(tmp_path):
+    """verify.SetsFile.read: a range of values read whole, small (one pread) and large (two halves on
+    two threads, past 64 MB); a file shorter than the range asked for (cut short under the run) is
+    an error that says so, not a buffer left half filled."""
+    from neardup.dedup.verify import SetsFile
+
+    values = np.arange(9 << 20, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)     # 72 MB
+    path = tmp_path / "band-sets.u64"
+    path.write_bytes(values.tobytes())
+    sets = SetsFile(str(path), values.shape[0])
+    for start, count in ((0, 10), (12345, 1000), (3, (9 << 20) - 7)):
+        out = np.zeros(count, dtype=np.uint64)
+        sets.read(start, out)
+        assert np.array_equal(out, values[start:start + count])
+    with open(path, "r+b") as fh:
+        fh.truncate(8 * 1000)
+    with pytest.raises(OSError, match="ended .* bytes early"):
+        sets.read(990, np.zeros(20, dtype=np.uint64))
+    with pytest.raises(OSError, match="ended .* bytes early"):
+        sets.read(0, np.zeros(9 << 20, dtype=np.uint64))

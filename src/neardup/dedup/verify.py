@@ -309,6 +309,7 @@ def band_buffer_bytes() -> int:
         phys = 0
     return min(_BAND_BLOCK_BYTES, phys // 5) if phys > 0 else _BAND_BLOCK_BYTES
 
+
 #: blocks per group in :func:`similarity_by_blocks`: a group takes 7/8 of the buffer, one block the rest
 _BLOCKS_PER_GROUP = 7
 
@@ -343,11 +344,11 @@ def similarity_by_blocks(sets, first, stop, lo, hi, place, out, metric, buffer_v
     buffer and its own pairs decided; then each later block is read into the buffer's last eighth
     and the pairs between it and the group decided. Every pair lies in one group, or between a
     group and a later block, so each is decided once (:func:`~neardup.kernels.jaccard.pair_order_blocks`
-    sorts them so, keeping the anchors' order within each). Reads: the file once for the groups and,
-    for each group, the part of the file after it — 15 GB for a 8.6 GB file in a 4 GB buffer, copied
-    from the page cache while the file is there (about 3 GB/s on this machine)."""
-    block = max(1, buffer_values // (_BLOCKS_PER_GROUP + 1))
+    sorts them so, each group of pairs in the pairs' own order, by first row). Reads: the file once
+    for the groups and, for each group, the part of the file after it — 15 GB for an 8.6 GB file in
+    a 4 GB buffer, copied from the page cache while the file is there (about 3 GB/s on this machine)."""
     g = _BLOCKS_PER_GROUP
+    block = max(1, buffer_values // (g + 1))
     cuts = block_cuts(first, stop, sets.values, block)
     nb = cuts.shape[0] - 1
     held = stop > first
@@ -459,14 +460,13 @@ class BandSets:
         """(values, first, stop): the set of ``rows[i]`` (sorted) is values[first[i]:stop[i]]; a row
         no batch holds (its text could not be read) gets an empty set. ``values``: an array, or a
         :class:`SetsFile` when the file is larger than ``map_limit`` bytes."""
-        if self.fd is not None and map_limit is not None and os.fstat(self.fd).st_size > map_limit:
-            return (SetsFile(self.path, os.fstat(self.fd).st_size // 8), *row_ranges(rows, self.docs, self.starts,
-                                                                                    self.sizes))
+        size = os.fstat(self.fd).st_size if self.fd is not None else 0
         if self.fd is None:
             h = (self.hashes[0] if len(self.hashes) == 1 else concatenate_freeing(self.hashes) if self.hashes
                  else np.zeros(0, np.uint64))                       # (freed as copied)
+        elif map_limit is not None and size > map_limit:
+            h = SetsFile(self.path, size // 8)
         else:
-            size = os.fstat(self.fd).st_size
             h = np.zeros(0, np.uint64)
             if size:
                 fd = os.open(self.path, os.O_RDONLY)

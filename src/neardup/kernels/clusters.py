@@ -86,7 +86,7 @@ def _sim(kind, a, b, sig, empty, h, off, fps):
 
 
 #: edges ahead at which :func:`bounded_components` fetches the samples' signatures (their roots' samples
-#: twice as far, their parents three times): 10.9 → 7.7 s on the 9.6 M verified pairs of the 10 M corpus
+#: twice as far, their parents three times): 10.9 → 7.7–8.3 s on the 9.6 M verified pairs of the 10 M corpus
 _SAMPLES_AHEAD = 4
 
 
@@ -98,7 +98,7 @@ def bounded_components(n, lo, hi, order, kind, sig, empty, h, off, fps, floor, s
     growing where the next merge would bring in a document unlike the group. Labels: smallest member.
     ``samp_dtype``: of the n × sample member table (int32 below 2^31 documents: 640 MB at 10 M).
     The rows of the edges ahead are prefetched, and two samples merge without a sort (the 623 k
-    verified pairs of the 1 M corpus: 1.17 → 0.75 s; the samples' members too: 10.9 → 7.7 s at 10 M)."""
+    verified pairs of the 1 M corpus: 1.17 → 0.75 s; the samples' members too: 10.9 → 7.7–8.3 s at 10 M)."""
     parent, samp, cnt = _bounded_state(n, sample, samp_dtype)
     _bounded_run(parent, samp, cnt, lo, hi, order, kind, sig, empty, h, off, fps, floor, sample)
     return _labels(parent)
