@@ -274,3 +274,27 @@ def test_a_stop_inside_a_kernel_dispatch_is_a_stop_not_a_bug():
     assert isinstance(_stop_in(info.value), KeyboardInterrupt)
     assert _stop_in(SystemError("a real bug")) is None
     assert _stop_in(SystemError("wrapped").with_traceback(None)) is None
+
+
+def test_a_full_disk_while_the_substrings_text_is_spooled_is_one_line(tmp_path):
+    """``--method substrings`` appends every document's bytes to a file in the run's work folder as
+    pass 1 goes: a write failure there (EFBIG past RLIMIT_FSIZE) is the run's write error in one
+    line, and nothing is left behind. Every output of the same run fits under the limit (the
+    boilerplate is removed from 2,000 of its 2,001 copies), so the spool is what failed."""
+    boiler = "This page uses cookies to improve your experience; by reading on you accept them. " * 6
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jsonl_bytes([f"{boiler}page {i}" for i in range(2001)]))
+    limit = 450_000
+    ok = cli_proc("dedup", src, "-o", tmp_path / "o1", "--method", "substrings", "--min-length", "50",
+                  "--workers", "2", "--no-html")
+    assert ok.returncode == 0, ok.stderr.decode()
+    sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp_path / "o1") for f in fs]
+    assert max(sizes) < limit < len(boiler) * 2001
+    out = tmp_path / "o"
+    res = cli_proc("dedup", src, "-o", out, "--method", "substrings", "--min-length", "50", "--workers", "2",
+                   "--no-html", preexec_fn=_limit_file_size(limit))
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    line = one_line_error(err)
+    assert "cannot write the outputs" in line and "File too large" in line
+    assert not out.exists() or not [p for p in os.listdir(out) if p.startswith(".neardup-tmp")]

@@ -500,3 +500,93 @@ def test_substrings_from_several_suffix_arrays_equal_one(seed, parts):
         assert got.windows == one.windows and got.digests.tolist() == one.digests.tolist()
     with pytest.raises(ValueError, match="parts"):
         repeated_in_buffer(text, starts, 4, parts=0)
+
+
+# ---------------------------------------------------------------- larger than memory
+@pytest.mark.parametrize("seed", range(8))
+def test_substrings_a_stretch_at_a_time_equal_the_reference(seed):
+    """Text sorted a stretch at a time (the budget far below the text: stretches of a few documents,
+    some longer than a stretch on their own), cross-checked pair by pair through files, gives the
+    ranges, digests and counts of the in-memory sort and of the brute-force reference; copies of
+    earlier documents (and empty ones) skip the sorts either way."""
+    from neardup.index.suffix import IN_MEMORY_FACTOR, repeated_in_parts
+
+    rnd = random.Random(seed)
+    texts = _corpus(seed, 24)
+    texts += [rnd.choice(texts) for _ in range(6)] + ["", ""]
+    rnd.shuffle(texts)
+    parts = [utf8(t) for t in texts]
+    total = sum(len(p) + 1 for p in parts)
+    for L in (1, 5, 13):
+        want = _reference(texts, L)
+        whole = repeated_in_parts(parts, L, memory=IN_MEMORY_FACTOR * total)
+        assert whole.parts == 1
+        for memory in (1, 170, 600, 2400):
+            got = repeated_in_parts(parts, L, memory=memory)
+            assert got.parts > 1
+            assert list(zip(got.docs.tolist(), got.starts.tolist(), got.ends.tolist())) == want
+            assert got.digests.tolist() == whole.digests.tolist()
+            assert (got.windows, got.copies) == (whole.windows, whole.copies)
+
+
+def test_equal_documents_are_found_through_colliding_hashes(monkeypatch):
+    """Copies are grouped by (XXH64, length) and compared byte for byte: with every hash made equal,
+    documents of one length that differ are not taken for copies, and the result is unchanged."""
+    import neardup.index.suffix as suffix
+
+    texts = ["abcdefgh", "abcdefgX", "abcdefgh", "zzzzzzzz", "abcdefgX", "abcdefgh", "12345", "zzzzzzzz"]
+    parts = [utf8(t) for t in texts]
+    real = suffix.repeated_in_parts(parts, 3)
+    monkeypatch.setattr(suffix, "range_digests",
+                        lambda text, starts, docs, rs, re: np.zeros(np.asarray(docs).shape[0], dtype=np.uint64))
+    collided = suffix._copies(np.frombuffer(b"".join(parts), dtype=np.uint8).copy(),
+                              np.cumsum([0] + [len(p) for p in parts]), np.arange(len(parts)))
+    assert collided.tolist() == [-1, -1, 0, -1, 1, 0, -1, 3]
+    fake = suffix.repeated_in_parts(parts, 3)
+    assert real.copies == fake.copies == 4
+    for s in (real, fake):
+        assert list(zip(s.docs.tolist(), s.starts.tolist(), s.ends.tolist())) == _reference(texts, 3)
+
+
+def test_a_run_a_stretch_at_a_time_writes_what_the_in_memory_run_writes(tmp_path, monkeypatch):
+    """A run whose text does not fit its memory budget spools the text to its work folder and sorts
+    it a stretch at a time: the same rows, edits and counts, and nothing left behind."""
+    import neardup.index.suffix as suffix
+
+    docs = _docs() * 5 + _corpus(6, 60)
+    src = _write_inputs(tmp_path, docs, "jsonl")
+
+    def run(name, workers):
+        o = tmp_path / name
+        r = run_dedup([str(src)], str(o), DedupConfig(method="substrings", min_length=12, workers=workers,
+                                                      html=False))
+        return ((o / "kept" / "in.jsonl").read_bytes(), (o / "edits.jsonl").read_bytes(),
+                r["counts"]["removed_bytes"], r["spans"]["repeated_windows"],
+                r["spans"]["copies_removed_whole"]), r["spans"]["suffix_arrays"], sorted(os.listdir(o))
+
+    want, arrays, files = run("memory", 1)
+    assert arrays == 1 and want[2] > 0 and want[4] > 0
+    monkeypatch.setattr(suffix, "spans_memory_bytes", lambda: 2000)
+    for workers in (1, 2):
+        got, arrays, got_files = run(f"stretches{workers}", workers)
+        assert arrays > 3 and got == want and got_files == files
+
+
+def test_the_text_spool_holds_every_byte_in_order(tmp_path):
+    from neardup.dedup.spans import TextSpool
+
+    chunks = [np.frombuffer(b"abc", dtype=np.uint8), np.zeros(0, dtype=np.uint8),
+              np.frombuffer("日本\xff".encode("utf-8", "surrogatepass"), dtype=np.uint8)]
+    for folder in (str(tmp_path), None):
+        spool = TextSpool(folder)
+        for c in chunks:
+            spool.add(c)
+        buf = spool.buffer()
+        assert bytes(buf[:spool.size]) == b"".join(c.tobytes() for c in chunks) and buf.flags.writeable
+        assert os.listdir(tmp_path) == []                   # the file is gone once mapped
+    empty = TextSpool(str(tmp_path))
+    assert empty.buffer().shape[0] == 1 and os.listdir(tmp_path) == []
+    stopped = TextSpool(str(tmp_path))
+    stopped.add(chunks[0])
+    stopped.close()
+    assert os.listdir(tmp_path) == []

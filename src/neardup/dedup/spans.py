@@ -18,7 +18,10 @@ documents (``--min-remaining``), bytes being those of the text field's UTF-8 for
 """
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
+import tempfile
 import time
 from dataclasses import replace
 
@@ -49,10 +52,57 @@ def make_signer(cfg: DedupConfig):
         return sign
 
     def sign(texts):
-        parts = [utf8(t) for t in texts]
-        nbytes = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-        return (parts, nbytes), nbytes == 0, None
+        buf, off = pack_raw(texts)
+        nbytes = np.diff(off)
+        return (buf[:int(off[-1])], nbytes), nbytes == 0, None
     return sign
+
+
+class TextSpool:
+    """The documents' UTF-8 bytes for ``substrings``, in the order pass 1 numbers them: each batch's
+    buffer appended to one file of the run's work folder as it comes back from a worker (or held in
+    memory when there is no work folder), so that the text is not held by the run as Python
+    objects; read back as one map of the file (:meth:`buffer`)."""
+
+    def __init__(self, folder: str | None):
+        self.folder = folder
+        self.size = 0
+        self.chunks: list = []
+        self.fh = None
+        if folder is not None:
+            fd, self.path = tempfile.mkstemp(dir=folder, prefix="text-", suffix=".utf8")
+            self.fh = os.fdopen(fd, "wb")
+
+    def add(self, buf: np.ndarray) -> None:
+        if self.fh is not None:
+            self.fh.write(memoryview(np.ascontiguousarray(buf)))   # (no space left: OSError, the run stops)
+        else:
+            self.chunks.append(buf)
+        self.size += int(buf.shape[0])
+
+    def buffer(self) -> np.ndarray:
+        """Every byte added, as a writable uint8 array (a private map of the file, removed once
+        mapped: its space comes back with the map), never empty."""
+        if self.fh is None:
+            return np.concatenate([*self.chunks, np.zeros(1, dtype=np.uint8)])
+        self.fh.close()
+        if self.size == 0:
+            os.unlink(self.path)
+            return np.zeros(1, dtype=np.uint8)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            mm = mmap.mmap(fd, self.size, access=mmap.ACCESS_COPY)
+        finally:
+            os.close(fd)
+            os.unlink(self.path)
+        return np.frombuffer(mm, dtype=np.uint8)
+
+    def close(self) -> None:
+        """The file removed (a run that stops before :meth:`buffer`)."""
+        if self.fh is not None and not self.fh.closed:
+            self.fh.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
 
 
 class _Ranges:
@@ -81,9 +131,10 @@ class _Ranges:
 
 
 def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndarray,
-          n_docs: int) -> tuple[_Ranges, dict]:
+          n_docs: int, text: TextSpool | None = None) -> tuple[_Ranges, dict]:
     """The ranges to remove among the documents ``alive`` (indices into what the workers gave, in
-    order), which are documents ``out_docs`` of the run (``n_docs`` in all)."""
+    order), which are documents ``out_docs`` of the run (``n_docs`` in all); ``text``: their bytes
+    (``substrings``)."""
     total = sum(p[1].shape[0] for p in payloads)
     remap = np.full(total, -1, dtype=np.int64)
     remap[alive] = out_docs
@@ -101,15 +152,15 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
         info = {"units": len(units), "distinct_units": distinct, "removed_units": int(r.shape[0])}
         return _Ranges(n_docs, units.docs[r], units.starts[r], units.ends[r], units.digests[r],
                        source=units.docs[first[r]], key=units.hashes[r]), info
-    from ..index.suffix import repeated_in_parts  # noqa: PLC0415
+    from ..index.suffix import repeated_in_documents  # noqa: PLC0415
 
-    flat = [b for parts, _ in payloads for b in parts]
+    offsets = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([nb for _, nb in payloads]) if payloads else [], out=offsets[1:])
     payloads.clear()
-    parts = [flat[d] for d in alive.tolist()]
-    del flat
-    spans = repeated_in_parts(parts, cfg.min_length)
-    info = {"text_bytes": sum(len(b) for b in parts), "repeated_windows": spans.windows, "suffix_arrays": spans.parts,
-            "copies_removed_whole": spans.copies}
+    buf = text.buffer()
+    spans = repeated_in_documents(buf, offsets, alive, cfg.min_length, folder=text.folder)
+    info = {"text_bytes": int((offsets[alive + 1] - offsets[alive]).sum()), "repeated_windows": spans.windows,
+            "suffix_arrays": spans.parts, "copies_removed_whole": spans.copies}
     return _Ranges(n_docs, out_docs[spans.docs], spans.starts, spans.ends, spans.digests), info
 
 
@@ -176,9 +227,11 @@ class SpanStage:
         nb_all = np.concatenate([p[1] for p in payloads]) if payloads else np.zeros(0, dtype=np.int64)
         self.nbytes = nb_all[payload_of_doc]
         t0 = time.perf_counter()
-        self.ranges, self.info = _find(cfg, payloads, payload_of_doc[consider], np.flatnonzero(consider), n_docs)
+        self.ranges, self.info = _find(cfg, payloads, payload_of_doc[consider], np.flatnonzero(consider), n_docs,
+                                       corpus.span_text)
         self.seconds = time.perf_counter() - t0
         corpus.spans = []
+        corpus.span_text = None
         self.where = where
         self.editor: _Editor | None = None
         self.top: list = []
@@ -326,4 +379,4 @@ def edited(text: str, ranges) -> str:
     """``text`` without the byte ranges (starts, ends) of its UTF-8 form (``--spans-order before``)."""
     return cut(text.encode("utf-8", "surrogatepass"), *ranges).decode("utf-8", "surrogatepass")
 
-__all__ = ["SPAN_METHODS", "SpanStage", "cut", "edited", "make_signer", "run_spans", "stage_config"]
+__all__ = ["SPAN_METHODS", "SpanStage", "TextSpool", "cut", "edited", "make_signer", "run_spans", "stage_config"]

@@ -35,6 +35,7 @@ class Corpus:
     row_source: list = field(default_factory=list)    # per input: number of rows read
     skipped: list = field(default_factory=list)       # (global row, file, line, reason)
     spans: list = field(default_factory=list)         # span step: what the workers gave per batch
+    span_text: object = None                          # substrings: their bytes (dedup.spans.TextSpool)
     blocks: dict = field(default_factory=dict)        # input → its blocks (first line, offset, length, lines)
     payload_of_doc: np.ndarray | None = None          # its index there per document (after id checks)
     replaced: int = 0

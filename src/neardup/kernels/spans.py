@@ -464,3 +464,37 @@ def window_ranges(text, marks, starts, L):
                 re[r] = b - s
                 r += 1
     return rd, rs, re
+
+
+@njit(cache=True)
+def gather_documents(buf, offsets, docs, starts, out):
+    """T, or a stretch of it: document ``docs[i]`` (bytes ``offsets[d]:offsets[d+1]`` of ``buf``)
+    copied to ``out[starts[i] - starts[0]:]`` and followed by :data:`SEPARATOR`
+    (``starts[i+1] = starts[i] + its length + 1``)."""
+    base = starts[0]
+    for i in range(docs.shape[0]):
+        d = docs[i]
+        a = offsets[d]
+        n = offsets[d + 1] - a
+        p = starts[i] - base
+        for k in range(n):
+            out[p + k] = buf[a + k]
+        out[p + n] = SEPARATOR
+
+
+@njit(cache=True)
+def equal_documents(buf, offsets, a, b):
+    """``same[i]``: documents ``a[i]`` and ``b[i]`` of ``buf`` hold the same bytes."""
+    same = np.zeros(a.shape[0], dtype=np.bool_)
+    for i in range(a.shape[0]):
+        x0, y0 = offsets[a[i]], offsets[b[i]]
+        n = offsets[a[i] + 1] - x0
+        if offsets[b[i] + 1] - y0 != n:
+            continue
+        k = 0
+        while k + 8 <= n and load_u64(buf, x0 + k) == load_u64(buf, y0 + k):
+            k += 8
+        while k < n and buf[x0 + k] == buf[y0 + k]:
+            k += 1
+        same[i] = k == n
+    return same

@@ -297,7 +297,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     stage, by_row = None, {}
     if span_cfg is not None and cfg.spans_order == "before":
         # the spans first (one read), then the documents signed with them removed (a second read)
-        _read(specs, span_cfg, corpus)
+        _read(specs, span_cfg, corpus, spill=work)
         stage = SpanStage(span_cfg, corpus, corpus.payload_of_doc, np.ones(len(corpus.ids), dtype=bool),
                           lambda d: _where(specs, corpus, d))
         timings["spans"] = stage.seconds

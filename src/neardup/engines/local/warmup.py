@@ -103,12 +103,15 @@ def _warm_linkage(src: str, tmp: str, small: DedupConfig, run_dedup) -> None:
 
 def _warm_stretches() -> None:
     """What ``--method substrings`` compiles above 16 MB of text, which the small run above does not
-    reach: the cross-check of stretches sorted apart (two, as on a large corpus)."""
+    reach: the cross-check of stretches sorted apart (two, as on a large corpus), documents equal to
+    earlier ones, and text larger than its memory budget, sorted a stretch at a time."""
     from ...features.units import utf8  # noqa: PLC0415
-    from ...index.suffix import join, repeated_in_buffer  # noqa: PLC0415
+    from ...index.suffix import IN_MEMORY_FACTOR, join, repeated_in_buffer, repeated_in_parts  # noqa: PLC0415
 
-    text, starts = join([utf8(t) for t in DOCS])
+    parts = [utf8(t) for t in DOCS]
+    text, starts = join(parts)
     repeated_in_buffer(text, starts, 20, parts=2)
+    repeated_in_parts(parts + parts[:2], 20, memory=IN_MEMORY_FACTOR * text.shape[0] // 4)
 
 
 def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: bool = False) -> float | None:

@@ -33,7 +33,7 @@ from ..._arrays import concatenate_freeing
 from ...config import DedupConfig
 from ...dedup.progress import progress
 from ...dedup.signing import Both, make_signer
-from ...dedup.spans import SPAN_METHODS, edited
+from ...dedup.spans import SPAN_METHODS, TextSpool, edited
 from ...dedup.tables import Corpus, Signed
 from ...errors import ConfigError, InputFormatError, WorkerError
 from ...features.shingles import Features
@@ -464,6 +464,17 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
             if rows:
                 yield batch(rows, texts)
 
+    spool = TextSpool(spill) if "substrings" in (cfg.method, cfg.spans) else None
+    corpus.span_text = spool
+
+    def keep_span(payload):
+        """A batch's span payload: units, or (UTF-8 bytes, bytes per document) whose bytes go to the
+        text spool."""
+        if spool is not None:
+            spool.add(payload[0])
+            payload = (None, payload[1])
+        corpus.spans.append(payload)
+
     def collect(si, meta: RowsMeta, res, nbytes, job=None):
         _collect(si, meta, res, nbytes)
         if parts is not None:
@@ -506,10 +517,12 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         if res is None:
             return
         if isinstance(res, Both):
-            corpus.spans.append(res.span)
+            keep_span(res.span)
             res = res.doc
         s, e, z = res[:3]
-        if s is not None:                  # (None: the worker wrote them into the signature file)
+        if cfg.method in SPAN_METHODS:
+            keep_span(s)
+        elif s is not None:                # (None: the worker wrote them into the signature file)
             sigs.append(s)
         empties.append(e)
         if z is not None:
@@ -548,6 +561,8 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
                 while window:
                     collect_oldest()
     except BaseException:
+        if spool is not None:
+            spool.close()
         if parts is not None:            # the part being written finishes (or fails) before the run ends
             with contextlib.suppress(Exception):
                 parts.close()
@@ -557,7 +572,6 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
     corpus.row_source.extend(rows_of)
     bar.close()
     if cfg.method in SPAN_METHODS:   # documents numbered here; what the workers found is in corpus.spans
-        corpus.spans = sigs
         empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
         return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
     features = None
