@@ -590,3 +590,22 @@ def test_the_text_spool_holds_every_byte_in_order(tmp_path):
     stopped.add(chunks[0])
     stopped.close()
     assert os.listdir(tmp_path) == []
+
+
+def test_max_memory_from_the_command_line_sorts_by_stretches_with_the_same_outputs(tmp_path):
+    rnd = random.Random(9)
+    words = ["cookie", "banner", "licence", "river", "garden", "naïve", "日本語", "menu", "home", "search"]
+    boiler = " ".join(rnd.choice(words) for _ in range(60))
+    docs = [boiler + " " + " ".join(rnd.choice(words) for _ in range(rnd.randint(5, 80))) for _ in range(1500)]
+    src = _write_inputs(tmp_path, docs, "jsonl")
+    outs = []
+    for name, extra in (("default", []), ("capped", ["--max-memory", "1"])):
+        res = CliRunner().invoke(main, ["dedup", str(src), "-o", str(tmp_path / name), "--method", "substrings",
+                                        "--min-length", "40", "--no-html", "-q", *extra])
+        assert res.exit_code == 0, res.output
+        r = json.loads((tmp_path / name / "report.json").read_text())
+        outs.append(((tmp_path / name / "kept" / "in.jsonl").read_bytes(),
+                     (tmp_path / name / "edits.jsonl").read_bytes(), r["counts"]["removed_bytes"]))
+        # capped: 1 MB of memory for 0.9 MB of text, in stretches of 1 MB / (5t + 5) at most (t threads)
+        assert (r["spans"]["suffix_arrays"] == 1) if name == "default" else (r["spans"]["suffix_arrays"] >= 9)
+    assert outs[0] == outs[1] and outs[0][2] > 0

@@ -213,6 +213,10 @@ def _params() -> tuple[Param, ...]:
         Param("workers", R, int, 0, lo=0,
               help="Signing processes (0: all cores; more than the cores this process may use is capped)."),
         Param("batch_size", R, int, 2000, lo=1, help="Documents per signing batch."),
+        Param("max_memory", R, int, None, lo=1, nullable=True, methods=("substrings",),
+              help="substrings: MB of memory the suffix sort may take (default: half of physical memory). Text "
+                   "above a tenth of it is sorted a stretch at a time, through files in the run's work folder; "
+                   "the result is the same."),
         Param("quiet", R, bool, False, flag="-q --quiet", help="No progress bars or summary."),
         Param("progress", R, bool, None, nullable=True, flag="",
               help="Progress bars (None: when stderr is a terminal)."),
@@ -276,6 +280,7 @@ class DedupConfig:
     unit: str = "line"                   # lines: line | paragraph
     min_docs: int = 1                    # lines: remove units found in ≥ N documents
     min_length: int = 100                # substrings: shortest repeated span, bytes
+    max_memory: int | None = None        # substrings: MB the suffix sort may take (None: half of RAM)
     spans: str | None = None             # whole-document methods: also remove spans (lines | substrings)
     spans_order: str = "after"           # with spans: after | before the whole-document step
     min_remaining: int = 0               # spans: drop documents left shorter than this

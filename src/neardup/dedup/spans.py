@@ -158,7 +158,8 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
     np.cumsum(np.concatenate([nb for _, nb in payloads]) if payloads else [], out=offsets[1:])
     payloads.clear()
     buf = text.buffer()
-    spans = repeated_in_documents(buf, offsets, alive, cfg.min_length, folder=text.folder)
+    memory = None if cfg.max_memory is None else cfg.max_memory * 1_000_000
+    spans = repeated_in_documents(buf, offsets, alive, cfg.min_length, memory, folder=text.folder)
     info = {"text_bytes": int((offsets[alive + 1] - offsets[alive]).sum()), "repeated_windows": spans.windows,
             "suffix_arrays": spans.parts, "copies_removed_whole": spans.copies}
     return _Ranges(n_docs, out_docs[spans.docs], spans.starts, spans.ends, spans.digests), info
