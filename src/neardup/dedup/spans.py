@@ -23,6 +23,8 @@ import mmap
 import os
 import tempfile
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -64,28 +66,48 @@ class TextSpool:
     memory when there is no work folder), so that the text is not held by the run as Python
     objects; read back as one map of the file (:meth:`buffer`)."""
 
+    #: batches written in the background at most, beyond the one being added
+    PENDING = 4
+
     def __init__(self, folder: str | None):
         self.folder = folder
         self.size = 0
         self.chunks: list = []
         self.fh = None
+        self.pending: deque = deque()
         if folder is not None:
             fd, self.path = tempfile.mkstemp(dir=folder, prefix="text-", suffix=".utf8")
             self.fh = os.fdopen(fd, "wb")
+            self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-spool")
 
     def add(self, buf: np.ndarray) -> None:
+        """A batch's bytes appended: written by a thread (the write releases the GIL, so pass 1 goes
+        on collecting); a failed write (no space left) raises here, at a later batch, or in
+        :meth:`buffer`."""
         if self.fh is not None:
-            self.fh.write(memoryview(np.ascontiguousarray(buf)))   # (no space left: OSError, the run stops)
+            while len(self.pending) >= self.PENDING:
+                self.pending.popleft().result()
+            self.pending.append(self.writer.submit(self.fh.write, memoryview(np.ascontiguousarray(buf))))
         else:
             self.chunks.append(buf)
         self.size += int(buf.shape[0])
+
+    def _drain(self) -> None:
+        try:
+            while self.pending:
+                self.pending.popleft().result()
+        finally:
+            self.writer.shutdown(wait=True, cancel_futures=True)
 
     def buffer(self) -> np.ndarray:
         """Every byte added, as a writable uint8 array (a private map of the file, removed once
         mapped: its space comes back with the map), never empty."""
         if self.fh is None:
             return np.concatenate([*self.chunks, np.zeros(1, dtype=np.uint8)])
-        self.fh.close()
+        try:
+            self._drain()
+        finally:
+            self.fh.close()
         if self.size == 0:
             os.unlink(self.path)
             return np.zeros(1, dtype=np.uint8)
@@ -100,6 +122,8 @@ class TextSpool:
     def close(self) -> None:
         """The file removed (a run that stops before :meth:`buffer`)."""
         if self.fh is not None and not self.fh.closed:
+            with contextlib.suppress(Exception):
+                self._drain()
             self.fh.close()
             with contextlib.suppress(OSError):
                 os.unlink(self.path)

@@ -234,6 +234,7 @@ def repeated_in_documents(buf: np.ndarray, offsets: np.ndarray, docs, min_length
     L = _check_length(min_length)
     docs = np.asarray(docs, dtype=np.int64)
     copy_of = _copies(buf, offsets, docs)
+    release_pages(buf)              # (a map of the text file: its pages are the system's again)
     lens = offsets[docs + 1] - offsets[docs]
     unique = np.flatnonzero(copy_of < 0)
     copies = np.flatnonzero((copy_of >= 0) & (lens >= L))
@@ -243,6 +244,7 @@ def repeated_in_documents(buf: np.ndarray, offsets: np.ndarray, docs, min_length
     if int(starts[-1]) * IN_MEMORY_FACTOR <= budget:
         text = np.empty(int(starts[-1]), dtype=np.uint8)
         gather_documents(buf, offsets, docs[unique], starts, text)
+        release_pages(buf)
         found = repeated_in_buffer(text, starts, L)
         del text
     else:
@@ -304,7 +306,7 @@ def repeated_by_stretches(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray
         size = int(starts[b] - starts[a])
         out = np.empty(size, dtype=np.uint8) if out is None else out[:size]
         gather_documents(buf, offsets, docs[a:b], starts[a:b + 1], out)
-        release_pages(buf)              # (a map of the text file: its pages are the system's again)
+        release_pages(buf)
         return out
 
     rd, rs, re, dg, marked = [], [], [], [], 0
