@@ -539,8 +539,8 @@ def test_equal_documents_are_found_through_colliding_hashes(monkeypatch):
     real = suffix.repeated_in_parts(parts, 3)
     monkeypatch.setattr(suffix, "range_digests",
                         lambda text, starts, docs, rs, re: np.zeros(np.asarray(docs).shape[0], dtype=np.uint64))
-    collided = suffix._copies(np.frombuffer(b"".join(parts), dtype=np.uint8).copy(),
-                              np.cumsum([0] + [len(p) for p in parts]), np.arange(len(parts)))
+    buf, offsets = suffix._pack(parts)
+    collided = suffix._copies(buf, offsets, np.arange(len(parts)), np.diff(offsets))
     assert collided.tolist() == [-1, -1, 0, -1, 1, 0, -1, 3]
     fake = suffix.repeated_in_parts(parts, 3)
     assert real.copies == fake.copies == 4

@@ -143,6 +143,15 @@ def _advise(values, advice: str) -> bool:
     return True
 
 
+def physical_memory() -> int:
+    """Bytes of physical memory, or 0 where ``sysconf`` does not answer (the buffers sized from it
+    then take their fixed defaults)."""
+    try:
+        return max(0, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
 def release_freed_memory() -> None:
     """Give the pages of freed heap memory back to the system (glibc's ``malloc_trim``; elsewhere a
     no-op). Pass 1 gathers its results in many arrays of a few MB, which glibc serves from the heap

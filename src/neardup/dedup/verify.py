@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from .._arrays import concatenate_freeing, read_ahead, release_pages, sorted_unique
+from .._arrays import concatenate_freeing, physical_memory, read_ahead, release_pages, sorted_unique
 from ..config import DedupConfig
 from ..features.shingles import Features
 from ..kernels.jaccard import pair_order, pair_order_blocks
@@ -303,10 +303,7 @@ _BAND_BLOCK_BYTES = 4 << 30
 def band_buffer_bytes() -> int:
     """:data:`_BAND_BLOCK_BYTES`, or a fifth of physical memory where that is less (the buffer is the
     run's own memory, which a mapped file is not). The band's results do not depend on it."""
-    try:
-        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        phys = 0
+    phys = physical_memory()
     return min(_BAND_BLOCK_BYTES, phys // 5) if phys > 0 else _BAND_BLOCK_BYTES
 
 

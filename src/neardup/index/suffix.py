@@ -29,10 +29,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._arrays import release_pages, sorted_unique
+from .._arrays import physical_memory, release_pages, sorted_unique
 from ..features.units import utf8
 from ..kernels.spans import (
-    SEPARATOR,
     equal_documents,
     gather_documents,
     mark_and_keep,
@@ -66,15 +65,29 @@ def _check_length(min_length) -> int:
     return int(min_length)
 
 
+def _pack(parts: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``(buf, offsets)``: the parts back to back in a writable, never empty uint8 array."""
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    buf = np.zeros(max(1, int(offsets[-1])), dtype=np.uint8)
+    buf[:offsets[-1]] = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    return buf, offsets
+
+
+def _starts(lens: np.ndarray) -> np.ndarray:
+    """Where each document starts in T (each followed by the separator); the last entry is len(T)."""
+    starts = np.zeros(lens.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lens + 1, out=starts[1:])
+    return starts
+
+
 def join(parts: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """T (writable uint8: the suffix sorter needs a writable buffer) and document starts
     (``starts[d]``; ``starts[n]`` = len(T)); every document is followed by the separator."""
-    n = len(parts)
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum([len(p) + 1 for p in parts], out=starts[1:])
-    text = np.full(int(starts[-1]), SEPARATOR, dtype=np.uint8)
-    for d, p in enumerate(parts):
-        text[starts[d]:starts[d] + len(p)] = np.frombuffer(p, dtype=np.uint8)
+    buf, offsets = _pack(parts)
+    starts = _starts(np.diff(offsets))
+    text = np.empty(int(starts[-1]), dtype=np.uint8)
+    gather_documents(buf, offsets, np.arange(len(parts), dtype=np.int64), starts, text)
     return text, starts
 
 
@@ -180,22 +193,19 @@ IN_MEMORY_FACTOR = 10
 def spans_memory_bytes() -> int:
     """The memory a substrings search may take: half of physical memory, 8 GiB when ``sysconf``
     does not answer. Its results do not depend on it."""
-    try:
-        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        phys = 0
+    phys = physical_memory()
     return phys // 2 if phys > 0 else 8 << 30
 
 
-def _copies(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """``copy_of[i]``: the first position j < i of ``docs`` whose document holds the same bytes as
-    document ``docs[i]``, or −1. Equal documents are found by (XXH64, length), then compared byte
-    for byte (a group whose hashes collide falls back to its bytes as dictionary keys)."""
+def _copies(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """``copy_of[i]``: the first position j < i of ``docs`` whose document (``lens[i]`` bytes) holds
+    the same bytes as document ``docs[i]``, or −1. Equal documents are found by (XXH64, length),
+    then compared byte for byte (a group whose hashes collide falls back to its bytes as dictionary
+    keys)."""
     n = docs.shape[0]
     copy_of = np.full(n, -1, dtype=np.int64)
     if n < 2:
         return copy_of
-    lens = offsets[docs + 1] - offsets[docs]
     dig = range_digests(buf, offsets, docs, np.zeros(n, dtype=np.int64), lens)
     order = np.lexsort((np.arange(n), lens, dig))
     sd, sl = dig[order], lens[order]
@@ -233,13 +243,12 @@ def repeated_in_documents(buf: np.ndarray, offsets: np.ndarray, docs, min_length
     (:func:`repeated_by_stretches`): the same ranges either way."""
     L = _check_length(min_length)
     docs = np.asarray(docs, dtype=np.int64)
-    copy_of = _copies(buf, offsets, docs)
-    release_pages(buf)              # (a map of the text file: its pages are the system's again)
     lens = offsets[docs + 1] - offsets[docs]
+    copy_of = _copies(buf, offsets, docs, lens)
+    release_pages(buf)              # (a map of the text file: its pages are the system's again)
     unique = np.flatnonzero(copy_of < 0)
     copies = np.flatnonzero((copy_of >= 0) & (lens >= L))
-    starts = np.zeros(unique.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lens[unique] + 1, out=starts[1:])
+    starts = _starts(lens[unique])
     budget = spans_memory_bytes() if memory is None else int(memory)
     if int(starts[-1]) * IN_MEMORY_FACTOR <= budget:
         text = np.empty(int(starts[-1]), dtype=np.uint8)
@@ -296,15 +305,14 @@ def repeated_by_stretches(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray
     L = _check_length(min_length)
     nt = get_num_threads()
     lens = offsets[docs + 1] - offsets[docs]
-    starts = np.zeros(docs.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lens + 1, out=starts[1:])
+    starts = _starts(lens)
     cuts = _stretch_cuts(lens, max(1, min(int(memory) // (5 * nt + 5), (1 << 31) - 1)))
     parts = len(cuts) - 1
+    sizes = np.diff(starts[cuts]).tolist()           # bytes of each stretch
 
     def stretch(k: int, out: np.ndarray | None = None) -> np.ndarray:
         a, b = cuts[k], cuts[k + 1]
-        size = int(starts[b] - starts[a])
-        out = np.empty(size, dtype=np.uint8) if out is None else out[:size]
+        out = np.empty(sizes[k], dtype=np.uint8) if out is None else out[:sizes[k]]
         gather_documents(buf, offsets, docs[a:b], starts[a:b + 1], out)
         release_pages(buf)
         return out
@@ -331,10 +339,9 @@ def repeated_by_stretches(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray
                     del marks, keep
         finally:     # a stop (Ctrl-C, SIGTERM) while sorting leaves at once; the command line then exits
             pool.shutdown(wait=False, cancel_futures=True)
-        widest = max((int(starts[cuts[k + 1]] - starts[cuts[k]]) for k in range(parts)), default=0)
-        both = np.empty(2 * widest, dtype=np.uint8)
+        both = np.empty(2 * max(sizes, default=0), dtype=np.uint8)
         for k in range(parts):
-            size = int(starts[cuts[k + 1]] - starts[cuts[k]])
+            size = sizes[k]
             text = stretch(k, both)
             marks = np.fromfile(marks_path[k], dtype=np.int8)
             later = np.fromfile(keep_path[k], dtype=dtype[k])
@@ -367,10 +374,7 @@ def repeated_by_stretches(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray
 def repeated_in_parts(parts: Sequence[bytes], min_length: int, memory: int | None = None,
                       folder: str | None = None) -> Spans:
     """:func:`repeated_in_documents` over UTF-8 documents given as bytes."""
-    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=offsets[1:])
-    buf = np.zeros(max(1, int(offsets[-1])), dtype=np.uint8)          # (writable, never empty)
-    buf[:offsets[-1]] = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    buf, offsets = _pack(parts)
     return repeated_in_documents(buf, offsets, np.arange(len(parts)), min_length, memory, folder)
 
 
