@@ -144,3 +144,11 @@ def test_choose_params_threshold_one_and_bounds():
     assert (p.b, p.r) == (1, 128)
     with pytest.raises(ValueError):
         choose_params(1.5, 128)
+
+
+def test_max_memory_is_checked_before_any_input():
+    with pytest.raises(ConfigError, match=r"max_memory \(--max-memory\) must be an integer >= 1; got 0"):
+        DedupConfig(method="substrings", max_memory=0).resolved()
+    with pytest.raises(ConfigError, match="max_memory"):
+        DedupConfig(method="minhash", max_memory=100).resolved()
+    assert DedupConfig(method="minhash", spans="substrings", max_memory=100).resolved().max_memory == 100
