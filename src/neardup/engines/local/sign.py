@@ -109,7 +109,9 @@ def write_parquet(path_or_file, cfg: DedupConfig, values, empty, ids, rows) -> N
     table = pa.table({"id": arrow_strings([parquet_id_text(v) for v in ids]),
                       "row": arrow_numeric(np.asarray(rows, dtype=np.int64)), "empty": arrow_bool(empty), name: sig})
     meta = {b"neardup": json.dumps({"method": cfg.method, **_sig_params(cfg)}).encode()}
-    pq.write_table(table.replace_schema_metadata(meta), path_or_file)
+    # no dictionary encoding: ids and rows are distinct and MinHash slots nearly so, so Parquet would
+    # build a dictionary per column chunk only to drop it (0.21 → 0.03 s for 20 k rows of 128 slots)
+    pq.write_table(table.replace_schema_metadata(meta), path_or_file, use_dictionary=False)
 
 
 def _sig_params(cfg: DedupConfig) -> dict:
