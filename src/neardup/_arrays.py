@@ -174,6 +174,24 @@ def release_freed_memory() -> None:
 _trim = None
 
 
+def keep_freed_memory(largest: int = 64 << 20) -> None:
+    """Let this process reuse the memory it frees instead of giving it back (glibc; elsewhere a
+    no-op): blocks up to ``largest`` bytes come from the heap, not a fresh mapping each, and the
+    heap is not trimmed below 4 × that. For a signing worker, which allocates and frees the same few
+    buffers of a few MB per block: a new mapping's every page is a fault and a cleared page, 8–10 %
+    of pass 1's CPU time at 10 M documents (``perf``). Its resident memory grows by at most that."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes  # noqa: PLC0415
+
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, largest)           # M_MMAP_THRESHOLD (setting it turns glibc's adjustment off)
+    mallopt(-1, 4 * largest)       # M_TRIM_THRESHOLD
+
+
 def concatenate_freeing(chunks: list) -> np.ndarray:
     """``np.concatenate(chunks)``, each chunk released as soon as it is copied (the list's entries
     become None) and freed heap pages given back as it goes: resident memory peaks near one copy of

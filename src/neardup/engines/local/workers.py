@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._arrays import concatenate_freeing
+from ..._arrays import concatenate_freeing, keep_freed_memory
 from ...config import DedupConfig
 from ...dedup.progress import progress
 from ...dedup.signing import Both, make_signer
@@ -103,6 +103,7 @@ def _worker_init(cfg_dict: dict, parent: int) -> None:
     # stopped halfway through sending a result would leave the pool's reader waiting forever)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    keep_freed_memory()
     _CFG = DedupConfig(**cfg_dict)
     _SIGNER = make_signer(_CFG)
 
