@@ -554,3 +554,43 @@ def test_pairs_decided_on_the_executors_match_local(spark, planted, tmp_path, mo
     if verify == "borderline":
         assert ra["borderline"] == rep["borderline"] and rep["borderline"]["pairs"] > 0
     assert rep["counts"]["removed"] > 20
+
+
+@pytest.mark.parametrize("id_field", [None, "id"])
+def test_a_batch_of_json_lines_signs_the_same_parsed_whole_or_line_by_line(monkeypatch, id_field):
+    """The Spark signer parses a batch of JSON lines in one pass (the local engine's block parser)
+    when it can; its output batch is the one the line-by-line parser gives, and a batch with a line
+    the pass refuses still goes line by line."""
+    from neardup.config import DedupConfig
+    from neardup.engines.spark import read as R
+    from neardup.engines.spark.columns import _cfg_json
+    from neardup.io.formats import InputSpec
+
+    spec = InputSpec("/nowhere/x.jsonl", "jsonl")
+    cfg = _cfg_json(DedupConfig(id_field=id_field).resolved())
+    lines = [json.dumps({"id": i, "text": t, "m": {"text": 1}}, ensure_ascii=i % 2 == 0).encode()
+             for i, t in enumerate(["the quick brown fox jumps over the lazy dog", "caf\u00e9 \U0001F600 \u65e5\u672c",
+                                    "", "a \"quoted\" line\twith\\escapes"])]
+
+    def batch_of(raws):
+        return pa.RecordBatch.from_arrays([pa.array(range(5, 5 + len(raws)), pa.int64()),
+                                           pa.array(raws, pa.binary())], names=["row", "raw"])
+
+    def run(raws, bom=False):
+        return pa.Table.from_batches(list(R._parse_sign(iter([batch_of(raws)]), "jsonl", spec, 5, -1, cfg, "text",
+                                                        id_field, None, "first", bom)))
+
+    whole_calls = []
+    real = R._parse_block
+    monkeypatch.setattr(R, "_parse_block", lambda *a: whole_calls.append(1) or real(*a))
+    for raws, bom, taken in ((lines, False, True), (lines, True, True),
+                             (lines + [b'{"id": 9, "text": null}'], False, False),
+                             (lines + [b"not json"], False, False)):
+        whole_calls.clear()
+        fast = run(raws, bom)
+        assert whole_calls == [1]
+        assert (real(batch_of(raws), spec, 5, "text", id_field, bom) is not None) == taken
+        monkeypatch.setattr(R, "_parse_block", lambda *a: None)
+        slow = run(raws, bom)
+        monkeypatch.setattr(R, "_parse_block", lambda *a: whole_calls.append(1) or real(*a))
+        assert fast.equals(slow), (raws, bom)

@@ -29,7 +29,10 @@ _SIGNERS: dict = {}
 def _signer(cfg_json: str):
     s = _SIGNERS.get(cfg_json)
     if s is None:
+        from ..._arrays import keep_freed_memory  # noqa: PLC0415
         from ...dedup.signing import make_signer  # noqa: PLC0415
+
+        keep_freed_memory()        # this Python worker signs batch after batch, as the local workers do
 
         s = _SIGNERS[cfg_json] = make_signer(DedupConfig(**json.loads(cfg_json)))
     return s

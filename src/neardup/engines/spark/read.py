@@ -96,6 +96,21 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
     return rows, texts, ids, keyv, errs, blank, repl, fatal
 
 
+def _parse_block(batch, spec, start, text_field, id_field, bom):
+    """A batch of JSON lines parsed whole, as the local engine parses a block
+    (:func:`~neardup.io.formats.parse_jsonl_block`: one compiled pass over the lines joined), or
+    None when a line needs the line parser (then :func:`_parse_batch` reads each line as before)."""
+    from ...io.formats import parse_jsonl_block  # noqa: PLC0415
+
+    raws = _column(batch, "raw")
+    if len(raws) == 0:
+        return None
+    rows = _column(batch, "row").to_numpy(zero_copy_only=False)
+    lead = bom and int(rows[0]) == start        # the byte-order mark Spark's reader dropped, put back
+    block = (_BOM if lead else b"") + b"\n".join(raws.to_pylist()) + b"\n"
+    return parse_jsonl_block(spec, 1 if lead else 2, block, text_field, id_field)
+
+
 def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, id_field, key_field, keep, bom=False):
     """mapInArrow: numbered rows → signed rows (schema ``_SIGNED``)."""
     from ...kernels.lsh import row_keys  # noqa: PLC0415
@@ -106,14 +121,26 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
     minhash = cfg["method"] == "minhash"
     exact = minhash and cfg["verify"] == "exact"
     for batch in batches:
-        rows, texts, ids, keyv, errs, blank, repl, fatal = _parse_batch(
-            batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keep == "key", bom)
-        n = rows.shape[0]
-        doc = np.array([t is not None and e is None for t, e in zip(texts, errs)], dtype=bool)
-        idx = np.flatnonzero(doc)
-        doc_texts = [texts[j] for j in idx]
-        length = np.zeros(n, dtype=np.int64)
-        length[idx] = [len(t) for t in doc_texts]
+        whole = _parse_block(batch, spec, start, text_field, id_field, bom) if kind == "jsonl" and keep != "key" \
+            else None
+        if whole is not None:           # every row a document, its text packed as the kernel left it
+            rows = _column(batch, "row").to_numpy(zero_copy_only=False)
+            n = rows.shape[0]
+            ids = [_dump_id(v) for v in whole.ids] if whole.ids is not None else [None] * n
+            keyv, errs, blank, repl, fatal = [None] * n, [None] * n, [False] * n, [False] * n, [False] * n
+            doc = np.ones(n, dtype=bool)
+            idx = np.arange(n)
+            doc_texts = whole.texts
+            length = np.asarray(whole.chars, dtype=np.int64)
+        else:
+            rows, texts, ids, keyv, errs, blank, repl, fatal = _parse_batch(
+                batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keep == "key", bom)
+            n = rows.shape[0]
+            doc = np.array([t is not None and e is None for t, e in zip(texts, errs)], dtype=bool)
+            idx = np.flatnonzero(doc)
+            doc_texts = [texts[j] for j in idx]
+            length = np.zeros(n, dtype=np.int64)
+            length[idx] = [len(t) for t in doc_texts]
         sh = None
         if idx.shape[0]:
             out = sign(doc_texts)
