@@ -439,3 +439,34 @@ def test_sets_file_reads_whole_ranges_and_refuses_a_file_cut_short(tmp_path):
         sets.read(990, np.zeros(20, dtype=np.uint64))
     with pytest.raises(OSError, match="ended .* bytes early"):
         sets.read(0, np.zeros(9 << 20, dtype=np.uint64))
+
+
+@pytest.mark.parametrize("queries", [50, 20_000])
+def test_exactly_checked_pairs_override_the_estimate_in_either_order(queries):
+    """``known_similarity``: a pair checked exactly gets its exact value whichever way round it is
+    asked for, any other pair the estimate; the same for a small batch (searched as given) and a
+    large one (searched in sorted order)."""
+    from neardup.dedup.verify import EXACT, known_similarity
+
+    rng = np.random.default_rng(7)
+    n = 5_000
+    lo = rng.integers(0, n, 30_000)
+    hi = rng.integers(0, n, 30_000)
+    keep = lo != hi
+    lo, hi = lo[keep], hi[keep]
+    sim = rng.random(lo.shape[0])
+    how = np.where(rng.random(lo.shape[0]) < 0.5, EXACT, 0)
+    truth = {}
+    for a, b, s, h in zip(lo.tolist(), hi.tolist(), sim.tolist(), how.tolist()):
+        if h == EXACT:
+            truth.setdefault((min(a, b), max(a, b)), s)        # (stable sort: the first given wins)
+    estimate = lambda a, b: -(np.asarray(a) * n + np.asarray(b)).astype(np.float64)  # noqa: E731
+    look = known_similarity(estimate, lo, hi, sim, n, how)
+    pick = rng.integers(0, lo.shape[0], queries // 2)
+    a = np.concatenate([lo[pick], rng.integers(0, n, queries - queries // 2)])
+    b = np.concatenate([hi[pick], rng.integers(0, n, queries - queries // 2)])
+    swap = rng.random(queries) < 0.5
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    got = look(a, b)
+    want = [truth.get((min(x, y), max(x, y)), -(x * n + y)) for x, y in zip(a.tolist(), b.tolist())]
+    assert got.tolist() == want
