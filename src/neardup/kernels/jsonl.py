@@ -428,12 +428,8 @@ def _literal(buf, i, end, word):
 
 @njit(inline="always", cache=True)
 def _key_is(buf, start, stop, key):
-    if stop - start != key.shape[0]:
-        return False
-    for k in range(key.shape[0]):
-        if buf[start + k] != key[k]:
-            return False
-    return True
+    """Whether ``buf[start:stop]`` holds exactly the bytes of ``key``."""
+    return stop - start == key.shape[0] and _literal(buf, start, stop, key)
 
 
 _TRUE = np.frombuffer(b"true", dtype=np.uint8)
@@ -466,7 +462,7 @@ def extract_fields(buf, head, max_depth, max_digits, text_key, id_key, want_id):
     idb = np.empty(end if want_id else 0, dtype=np.uint8)
     idoff = np.empty(cap + 1 if want_id else 1, dtype=np.int64)
     stack = np.empty(max_depth + 1, dtype=np.uint8)
-    keys = np.empty(end, dtype=np.uint8)          # an escaped key, unescaped (pages touched only then)
+    keys = np.empty(0, dtype=np.uint8)            # an escaped key, unescaped (grown when one comes)
     toff[0] = 0
     idoff[0] = 0
     id_kind = 0
@@ -509,6 +505,8 @@ def extract_fields(buf, head, max_depth, max_digits, text_key, id_key, want_id):
                     ks, ke, kb = i + 1, j - 1, buf
                     for k in range(ks, ke):
                         if buf[k] == 0x5C:          # an escaped key: compared unescaped
+                            if keys.shape[0] < ke - ks:         # (never longer than written)
+                                keys = np.empty(ke - ks, dtype=np.uint8)
                             _, ke = _string(buf, i + 1, end, keys, 0, True)
                             ks, kb = 0, keys
                             break

@@ -96,6 +96,12 @@ def _key_bytes(name: str) -> np.ndarray:
 _id_first: dict = {}             # (file, id field) → the id type that parsed its last block
 
 
+def _parsed(buf: np.ndarray, offsets: np.ndarray, ids: list | None) -> ParsedBlock:
+    """A block's texts (UTF-8 ``buf`` cut at ``offsets``; an empty buffer becomes one byte) and ids."""
+    texts = PackedTexts(buf if buf.shape[0] else np.zeros(1, np.uint8), offsets)
+    return ParsedBlock(texts, char_counts(texts.buf, texts.offsets), ids)
+
+
 def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str,
                       id_field: str | None) -> ParsedBlock | None:
     """The lines of ``block`` (whole lines, the first numbered ``first``) parsed at once, or None
@@ -132,8 +138,7 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
             else:
                 raw = id_bytes.tobytes()
                 ids = [raw[a:b].decode("utf-8") for a, b in zip(id_offsets[:-1].tolist(), id_offsets[1:].tolist())]
-        texts = PackedTexts(buf if buf.shape[0] else np.zeros(1, np.uint8), offsets)
-        return ParsedBlock(texts, char_counts(texts.buf, texts.offsets), ids)
+        return _parsed(buf, offsets, ids)
     lines, status = scan_lines(arr, head, depth, max_digits)
     if status != 0:
         return None
@@ -165,9 +170,8 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
         ids = col.to_pylist()
     _, off_buf, data_buf = text.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int32, count=len(text) + 1, offset=4 * text.offset).astype(np.int64)
-    buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
-    texts = PackedTexts(buf, offsets)
-    return ParsedBlock(texts, char_counts(texts.buf, texts.offsets), ids)
+    buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return _parsed(buf, offsets, ids)
 
 
 class JSONL(LineFormat):
