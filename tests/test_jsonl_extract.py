@@ -170,6 +170,8 @@ def test_what_it_refuses_is_what_python_reads_another_way_or_refuses():
     assert _extract(b'{"id": 1, "text": "a", "x": 1.' + b"0" * 5000 + b"}\n") == [("a", 1)]
     assert _extract(b'{"id": -0, "text": "a", "m": {"id": "no", "text": 5}}\n') == [("a", 0)]
     assert _extract(b'\xef\xbb\xbf{"id": 1, "text": "a"}', head=3) == [("a", 1)]
+    assert _extract(b"\xef\xbb\xbf", head=3) is None        # a byte-order mark alone is a blank line
+    assert parse_jsonl_block(SPEC, 1, b"\xef\xbb\xbf", "text", None) is None
     assert _extract(b'{"\\u0069d": 1, "te\\u0078t": "a", "t\\u00e9": 2}\n') == [("a", 1)]     # keys unescaped
     assert _extract(b'{"id": 1, "te\\u0078t": "a", "text": "b"}\n') is None      # ... so this is a duplicate
     deep = b'{"id": 1, "text": "a", "m": ' + b"[" * 499 + b"]" * 499 + b"}\n"

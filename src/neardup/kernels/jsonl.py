@@ -470,6 +470,8 @@ def extract_fields(buf, head, max_depth, max_digits, text_key, id_key, want_id):
     o = 0
     io = 0
     i = head
+    if head >= end:                   # nothing after a byte-order mark: a blank line, not no line
+        return False, n, text[:0], toff[:1], 0, ints[:0], idb[:0], idoff[:1]
     while i < end:
         if buf[i] != 0x7B or n >= cap or max_depth <= 1:
             return False, n, text[:0], toff[:1], 0, ints[:0], idb[:0], idoff[:1]
