@@ -1,5 +1,5 @@
-"""``python -m neardup``: the command line."""
-from neardup.cli import entry
+"""``python -m neardup``: the command line (through the console script's entry point)."""
+from neardup._start import main
 
 if __name__ == "__main__":  # pragma: no cover
-    entry()
+    main()

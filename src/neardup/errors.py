@@ -49,3 +49,15 @@ def stop_cause(exc: BaseException) -> BaseException | None:
             return exc
         exc = exc.__cause__
     return None
+
+
+def user_message(exc: BaseException) -> str | None:
+    """The one line a user error is reported with — a :class:`NeardupError`, or the operating
+    system's (a full disk, a permission) — or None for any other exception (a bug, which keeps its
+    traceback). ``BrokenPipeError`` (the reader of our output left) is the caller's to handle."""
+    if isinstance(exc, NeardupError):
+        return str(exc)
+    if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    return None

@@ -16,7 +16,7 @@ import click
 
 from .._arrays import prefer_small_pages
 from .._version import __version__
-from ..errors import NeardupError, stop_cause
+from ..errors import NeardupError, stop_cause, user_message
 
 
 class _Group(click.Group):
@@ -46,14 +46,11 @@ class _Group(click.Group):
                     _INTERRUPTED = signal.SIGINT
                     raise KeyboardInterrupt from None
                 raise SystemExit(stop.code) from None
-            except NeardupError as exc:
-                raise click.ClickException(str(exc)) from None
             except BrokenPipeError:        # `neardup … | head`: the reader left, not an error of ours
                 _silence_stdout()
                 raise SystemExit(141) from None
-            except OSError as exc:
-                where = f"{exc.filename}: " if exc.filename else ""
-                raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+            except (NeardupError, OSError) as exc:
+                raise click.ClickException(user_message(exc)) from None
 
 
 _INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one did

@@ -22,13 +22,21 @@ A stage never knows which engine runs it, nor reads an input format by name: row
 in :mod:`.records` work over the in-memory :class:`~.tables.Corpus` (the local engine's, also used by
 :mod:`.spans`); the Spark engine formats the same records with the same functions on its executors.
 """
-from .find import (
-    DuplicateResult,
-    containment_from_jaccard,
-    find_equal_duplicates,
-    find_minhash_duplicates,
-    find_simhash_duplicates,
-)
+# loaded on first use (PEP 562): the light modules (:mod:`.ids`) are read without the stages' kernels
+_FROM_FIND = ("DuplicateResult", "containment_from_jaccard", "find_equal_duplicates", "find_minhash_duplicates",
+              "find_simhash_duplicates")
+__all__ = list(_FROM_FIND)
 
-__all__ = ["DuplicateResult", "containment_from_jaccard", "find_equal_duplicates", "find_minhash_duplicates",
-           "find_simhash_duplicates"]
+
+def __getattr__(name: str):
+    if name not in _FROM_FIND:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import find  # noqa: PLC0415
+
+    value = getattr(find, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

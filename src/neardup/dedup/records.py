@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from json.encoder import encode_basestring
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +27,7 @@ from .._arrays import arrow_binaries, arrow_int64, int64_values
 from ..config import DedupConfig
 from ..errors import InputFormatError
 from ..io.formats import output_name, write_edited, write_kept
+from .ids import id_json, json_default, parquet_id_text  # noqa: F401  (their home is .ids)
 from .progress import progress
 from .tables import Corpus
 
@@ -35,27 +35,6 @@ if TYPE_CHECKING:
     from .find import DuplicateResult
 
 PARQUET_COLUMNS = ("id", "cluster", "kept", "similarity", "status", "row", "reason", "empty")
-
-
-def json_default(o):
-    """JSON for NumPy scalars and arrays (and ``str`` of anything else) in reports and records."""
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
-
-
-def id_json(v) -> str:
-    """``json.dumps(v, ensure_ascii=False)`` for an id, with the common types done directly."""
-    t = type(v)
-    if t is str:
-        return encode_basestring(v)
-    if t is int:
-        return str(v)
-    return json.dumps(v, ensure_ascii=False, default=json_default)
 
 
 def document_line(id_text: str, cluster_text: str, kept: bool, similarity: float, row: int, empty: bool,
@@ -72,11 +51,6 @@ def skipped_line(row: int, reason: str) -> str:
     """The line of a skipped row, without its newline."""
     return json.dumps({"id": None, "cluster": None, "kept": False, "similarity": None, "status": "skipped",
                        "row": row, "reason": reason}, ensure_ascii=False)
-
-
-def parquet_id_text(v) -> str:
-    """An id as clusters.parquet writes it: its text (``str``), a lone surrogate as ``\\udXXX``."""
-    return str(v).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def parquet_schema(indexed: bool = False):

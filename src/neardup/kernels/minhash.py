@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._seeds import scheme_salt  # noqa: F401  (the salt, defined in plain Python; callers take it from here)
 from .hashing import fmix64, splitmix64_array
 from .shingle import doc_word_shingles, scan_scratch
 from .swar import AHEAD, prefetch_row
@@ -36,9 +37,6 @@ def permutation_params(seed: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def scheme_salt(seed: int) -> np.uint64:
-    """The 64-bit salt of the single-hash schemes (oph, bottomk) derived from ``seed``."""
-    return splitmix64_array(np.uint64(seed) ^ np.uint64(0x6F70685F73616C74), 1)[0]
 
 
 @njit(cache=True)

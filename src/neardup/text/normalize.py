@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import sys
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -21,6 +20,8 @@ import numpy as np
 
 from .._arrays import arrow_strings, utf8_buffer
 from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch, non_ascii_docs, splice_docs
+from .nfkc import nfkc as _nfkc
+from .nfkc import nfkc_docs as _nfkc_docs
 from .packed import PackedTexts
 from .unicode import char_map, nfkc_clean_leads, nfkc_unsafe
 
@@ -35,20 +36,6 @@ def _converter(name: str):
     except ImportError:
         raise ImportError("Chinese script conversion needs OpenCC: pip install 'neardup[zh]'") from None
     return opencc.OpenCC(f"{name}.json")
-
-
-def _nfkc(text: str) -> str:
-    return text if unicodedata.is_normalized("NFKC", text) else _nfkc_by_line(text)
-
-
-def _nfkc_by_line(text: str) -> str:
-    """NFKC applied to the lines that need it. Exact: a line feed is a starter that never
-    composes with a neighbour, so normalisation commutes with splitting at it."""
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if not line.isascii() and not unicodedata.is_normalized("NFKC", line):
-            lines[i] = unicodedata.normalize("NFKC", line)
-    return "\n".join(lines)
 
 
 @dataclass
@@ -239,11 +226,6 @@ def _encode_packed(texts: PackedTexts, normalizer: Normalizer | None, fold_here:
             buf = buf.copy()
         ascii_lower_inplace(buf)
     return buf, offsets
-
-
-def _nfkc_docs(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> list[bytes]:
-    """Documents ``docs`` of a packed batch (well-formed UTF-8) through Python's NFKC, as UTF-8."""
-    return [to_utf8(_nfkc(buf[offsets[i]:offsets[i + 1]].tobytes().decode("utf-8"))) for i in docs.tolist()]
 
 
 def _splice(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, new: list) -> tuple[np.ndarray, np.ndarray]:

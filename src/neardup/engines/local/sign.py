@@ -16,8 +16,6 @@ Each file replaces its destination only when the run succeeds.
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import sys
 import tempfile
@@ -27,38 +25,7 @@ import numpy as np
 from ...config import DedupConfig
 from ...errors import ConfigError, OutputError
 from ...io.sources import expand_inputs, spool
-
-FORMATS = ("jsonl", "parquet", "npy")
-
-
-def ids_path(npy_path: str) -> str:
-    """Where the ids of an ``.npy`` output go: ``sigs.npy`` → ``sigs.ids.jsonl``."""
-    base = npy_path[:-4] if npy_path.endswith(".npy") else npy_path
-    return base + ".ids.jsonl"
-
-
-@contextlib.contextmanager
-def replacing(path: str):
-    """A temporary file beside ``path`` (yielded as its name) that replaces ``path`` only when the
-    block ends without an error."""
-    if os.path.isdir(path):
-        raise OutputError(f"{path}: is a folder; -o needs a file")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write here ({exc.strerror or exc})") from None
-    os.close(fd)
-    try:
-        yield tmp
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+from ..sign_output import FORMATS, ids_path, replacing, write_npy, write_parquet  # noqa: F401  (their home)
 
 
 def sign_corpus(inputs: list[str], cfg: DedupConfig):
@@ -89,45 +56,6 @@ def sign_corpus(inputs: list[str], cfg: DedupConfig):
     return values, np.asarray(empty, dtype=bool), ids, rows, corpus.skipped, specs
 
 
-def _column_name(cfg: DedupConfig) -> str:
-    return {"minhash": "minhash", "simhash": "simhash"}.get(cfg.method, "sentences")
-
-
-def write_parquet(path_or_file, cfg: DedupConfig, values, empty, ids, rows) -> None:
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    from ..._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415  (no pandas import)
-    from ...dedup.records import parquet_id_text  # noqa: PLC0415
-
-    name = _column_name(cfg)
-    if values.ndim == 2 and cfg.method == "minhash":
-        k = values.shape[1]
-        sig = pa.FixedSizeListArray.from_arrays(arrow_numeric(np.ascontiguousarray(values).reshape(-1)), k)
-    else:
-        sig = arrow_numeric(np.ascontiguousarray(values).reshape(-1).astype(np.uint64))
-    table = pa.table({"id": arrow_strings([parquet_id_text(v) for v in ids]),
-                      "row": arrow_numeric(np.asarray(rows, dtype=np.int64)), "empty": arrow_bool(empty), name: sig})
-    meta = {b"neardup": json.dumps({"method": cfg.method, **_sig_params(cfg)}).encode()}
-    # no dictionary encoding: ids and rows are distinct and MinHash slots nearly so, so Parquet would
-    # build a dictionary per column chunk only to drop it (0.21 → 0.03 s for 20 k rows of 128 slots)
-    pq.write_table(table.replace_schema_metadata(meta), path_or_file, use_dictionary=False)
-
-
-def _sig_params(cfg: DedupConfig) -> dict:
-    """The parameters a signature depends on (so a reader can tell whether two files compare)."""
-    if cfg.method == "minhash":
-        return {"num_perm": cfg.num_perm, "scheme": cfg.scheme, "seed": cfg.seed, "tokenizer": cfg.tokenizer,
-                "ngram": cfg.ngram, "convert": cfg.convert}
-    if cfg.method == "simhash":
-        from ...text.dictionaries import file_keys  # noqa: PLC0415
-
-        return {"tokenizer": cfg.tokenizer, "ngram": cfg.ngram, "weighting": cfg.weighting, "idf": cfg.idf,
-                "user_dict": cfg.user_dict, "stop_words": cfg.stop_words, "top_n": cfg.top_n, "compat": cfg.compat,
-                "convert": cfg.convert, **file_keys(cfg.idf, cfg.user_dict, cfg.stop_words)}
-    return {"sentences": cfg.sentences, "convert": cfg.convert}
-
-
 def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str) -> dict:
     """``neardup sign --format parquet|npy``: sign ``inputs`` on all cores into ``output`` (``-``:
     Parquet to standard output). Returns counts (documents, skipped rows, empty documents)."""
@@ -154,11 +82,5 @@ def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str)
             with replacing(output) as tmp:
                 write_parquet(tmp, cfg, values, empty, ids, rows)
     else:
-        from ...dedup.records import id_json  # noqa: PLC0415
-
-        with replacing(ids_path(output)) as tmp_ids, replacing(output) as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, np.ascontiguousarray(values))
-            with open(tmp_ids, "w", encoding="utf-8", errors="backslashreplace") as fh:
-                fh.writelines(f'{{"id": {id_json(i)}, "row": {int(r)}}}\n' for i, r in zip(ids, rows.tolist()))
+        write_npy(output, values, ids, rows)
     return {"documents": len(ids), "skipped": skipped, "empty": int(empty.sum())}

@@ -1,0 +1,35 @@
+"""How a document's id is written: as JSON text (clusters.jsonl, ``.ids.jsonl``) and as the text of
+a Parquet string column. Plain Python and NumPy, so that every writer uses these, the ahead-of-time
+signer (:mod:`neardup.engines.aot_sign`) included."""
+from __future__ import annotations
+
+import json
+from json.encoder import encode_basestring
+
+import numpy as np
+
+
+def json_default(o):
+    """JSON for NumPy scalars and arrays (and ``str`` of anything else) in reports and records."""
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def id_json(v) -> str:
+    """``json.dumps(v, ensure_ascii=False)`` for an id, with the common types done directly."""
+    t = type(v)
+    if t is str:
+        return encode_basestring(v)
+    if t is int:
+        return str(v)
+    return json.dumps(v, ensure_ascii=False, default=json_default)
+
+
+def parquet_id_text(v) -> str:
+    """An id as clusters.parquet writes it: its text (``str``), a lone surrogate as ``\\udXXX``."""
+    return str(v).encode("utf-8", "backslashreplace").decode("utf-8")
