@@ -34,6 +34,7 @@ import numpy as np
 BOM = b"\xef\xbb\xbf"
 _SUFFIXES = (".jsonl", ".ndjson", ".json")   # the plain names dedup reads as JSON lines
 MAX_PIECE = 1 << 28                         # bytes a process parses at once (its text copy is as large)
+_MIN_PIECE = 1 << 20                        # pieces smaller than this cost more to hand out than they save
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,11 @@ def eligible_inputs(inputs: list[str], output: str, fmt: str, input_format: str 
 def _pieces(paths: list[str], workers: int) -> list[tuple[int, int, int]]:
     """(input, start, end) byte ranges, each a run of whole lines, in input order: about four per
     process (a process that drew the slow documents — long ones Python must normalise — is then
-    helped by the others), none under 1 MiB or over :data:`MAX_PIECE`."""
+    helped by the others), none under 1 MiB (unless a file is smaller) or over
+    :data:`MAX_PIECE` (unless a line is longer)."""
     sizes = [os.path.getsize(p) for p in paths]
     total = sum(sizes)
-    target = max(min(-(-total // (4 * workers)), MAX_PIECE), 1 << 20)
+    target = max(min(-(-total // (4 * workers)), MAX_PIECE), _MIN_PIECE)
     out = []
     for i, (path, size) in enumerate(zip(paths, sizes)):
         cuts = [0]
