@@ -321,7 +321,7 @@ def test_the_command_line_reader_takes_only_what_it_knows():
 # -- the build and the module --------------------------------------------------------------------------
 
 def test_a_failed_build_is_remembered_and_a_foreign_module_is_not_loaded(tmp_path, monkeypatch):
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(aot, "base_folder", lambda: str(tmp_path / "aot"))
     monkeypatch.setattr(aot, "_LOADED", {})
     monkeypatch.setattr(sys, "executable", shutil.which("false") or "/bin/false")
     seconds, reason = aot.build()
@@ -343,7 +343,7 @@ def test_a_failed_build_is_remembered_and_a_foreign_module_is_not_loaded(tmp_pat
 
 
 def test_a_module_in_a_folder_others_may_write_is_not_loaded(built, tmp_path, monkeypatch):
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(aot, "base_folder", lambda: str(tmp_path / "aot"))
     monkeypatch.setattr(aot, "_LOADED", {})
     target = Path(aot.module_path())
     target.parent.mkdir(parents=True)
@@ -399,3 +399,41 @@ def test_a_run_stopped_while_signing_leaves_nothing(built, tmp_path, sig, code):
         assert not Path(f"/proc/{kid}").exists() or "Z" in Path(f"/proc/{kid}/stat").read_text().split()[2]
     if sig == signal.SIGINT:
         assert err.decode().strip().endswith("Aborted!")
+
+
+def test_the_first_jit_run_builds_it_once_and_warmup_builds_it(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    monkeypatch.setattr(aot, "base_folder", lambda: str(tmp_path / "aot"))   # (not NUMBA_CACHE_DIR: numba rereads it)
+    monkeypatch.setenv("NEARDUP_WARMUP", "1")
+    monkeypatch.setattr(aot, "_LOADED", {})
+    calls = []
+
+    def fake_build(force=False):                  # a build that cannot be made here, remembered
+        calls.append(force)
+        os.makedirs(aot.base_folder(), exist_ok=True)
+        Path(aot.failure_path()).write_text("no C compiler\n")
+        return None, "no C compiler"
+
+    monkeypatch.setattr(aot, "build", fake_build)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_lines(TEXTS))
+    runner = CliRunner()
+    first = runner.invoke(main, ["sign", str(src), "-o", str(tmp_path / "a.parquet"), "--format", "parquet"])
+    assert first.exit_code == 0 and calls == [False]
+    assert "building the ahead-of-time signer" in first.stderr and "cannot be built here (no C compiler)" in first.stderr
+    again = runner.invoke(main, ["sign", str(src), "-o", str(tmp_path / "b.parquet"), "--format", "parquet"])
+    assert again.exit_code == 0 and calls == [False] and again.stderr == ""       # said once
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    # JSON lines output and options it does not cover never build it
+    for opts in (["-o", str(tmp_path / "c.jsonl")], ["-o", str(tmp_path / "c.parquet"), "--format", "parquet",
+                                                      "--scheme", "bottomk"]):
+        Path(aot.failure_path()).unlink(missing_ok=True)
+        assert runner.invoke(main, ["sign", str(src), *opts]).exit_code == 0 and calls == [False]
+    # `neardup warmup` builds it (the kernels of minhash already compiled: that part says so)
+    monkeypatch.setattr(aot, "build", lambda force=False: (calls.append(force), (1.5, None))[1])
+    monkeypatch.setattr("neardup.cli.warmup._warm", lambda method, force: None)
+    out = runner.invoke(main, ["warmup", "--force"])
+    assert out.exit_code == 0 and calls[-1] is True and "ahead-of-time signer built in 1.5 s" in out.output
