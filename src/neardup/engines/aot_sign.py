@@ -171,10 +171,13 @@ def _child(write_fd: int, queue_fd: int, pieces: list, *args) -> None:
     each number once, 4 bytes each: a read of 4 bytes is atomic, so each piece goes to one process,
     and a process that finishes early takes more), then sends (status, [(piece, result)]) through
     its pipe; never returns."""
+    from .._arrays import keep_freed_memory  # noqa: PLC0415
+
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)      # Ctrl-C or SIGTERM stop it at once (the parent
         signal.signal(signal.SIGTERM, signal.SIG_DFL)     # cleans up)
+        keep_freed_memory()             # a piece's buffers reused by the next (as the JIT path's workers do)
         out = []
         while True:
             msg = os.read(queue_fd, 4)
