@@ -437,3 +437,31 @@ def test_the_first_jit_run_builds_it_once_and_warmup_builds_it(tmp_path, monkeyp
     monkeypatch.setattr("neardup.cli.warmup._warm", lambda method, force: None)
     out = runner.invoke(main, ["warmup", "--force"])
     assert out.exit_code == 0 and calls[-1] is True and "ahead-of-time signer built in 1.5 s" in out.output
+
+
+@pytest.mark.parametrize("fault", ["killed", "raises", "refuses"])
+def test_a_signing_process_that_fails_leaves_the_run_to_the_jit_path(built, tmp_path, monkeypatch, capfd, fault):
+    src = _debian(tmp_path)
+    monkeypatch.setattr(aot_sign, "_MIN_PIECE", 1 << 14)
+    real = aot_sign._sign_piece
+
+    def faulty(mod, tables, path, start, end, *rest):
+        if start > 0:                        # every piece but the first
+            if fault == "killed":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if fault == "raises":
+                raise MemoryError("no memory left for the piece")
+            return None
+        return real(mod, tables, path, start, end, *rest)
+
+    monkeypatch.setattr(aot_sign, "_sign_piece", faulty)
+    out = tmp_path / "s.parquet"
+    assert aot_sign.sign_files([str(src)], str(out), "parquet", workers=2, mod=built) is None
+    assert not out.exists() and sorted(os.listdir(tmp_path)) == ["debian.jsonl"]
+    err = capfd.readouterr().err
+    if fault == "refuses":
+        assert err == ""                     # the JIT path has the lines' messages; nothing to add
+    else:
+        assert "the ahead-of-time signer stopped" in err and "signing with the JIT kernels" in err
+        assert ("was killed by SIGKILL" in err) if fault == "killed" else ("MemoryError: no memory left" in err)
+    assert not _children(os.getpid())        # every signing process reaped

@@ -135,7 +135,7 @@ def _read(path: str, start: int, end: int) -> np.ndarray:
 
 def _sign_piece(mod, tables: tuple, path: str, start: int, end: int, text_key, id_key, want_id: bool,
                 params: SignParams, salt: np.uint64):
-    """One piece: (documents, signatures, empty flags, id kind, ids) or None when the one-pass parser
+    """One piece: [documents, signatures, empty flags, id kind, ids] or None when the one-pass parser
     leaves a line of it to the line-by-line reader."""
     from ..text.nfkc import nfkc_docs  # noqa: PLC0415
 
@@ -163,14 +163,15 @@ def _sign_piece(mod, tables: tuple, path: str, start: int, end: int, text_key, i
     ids = None
     if want_id:
         ids = ints if kind == 1 else (id_bytes.tobytes(), id_offsets)
-    return n, values, sizes == 0, kind, ids
+    return [n, values, sizes == 0, kind, ids]      # (a list: the parent frees the matrix once copied)
 
 
 def _child(write_fd: int, queue_fd: int, pieces: list, *args) -> None:
     """A forked process: signs the pieces whose numbers it takes from the queue (a pipe holding
     each number once, 4 bytes each: a read of 4 bytes is atomic, so each piece goes to one process,
-    and a process that finishes early takes more), then sends (status, [(piece, result)]) through
-    its pipe; never returns."""
+    and a process that finishes early takes more), sending each piece's result through its pipe as
+    it is done (:func:`_send`): ``("piece", k, result)``, or ``("refused", k)`` for a piece with a line
+    for the line-by-line reader, or ``("error", message)``. Never returns."""
     from .._arrays import keep_freed_memory  # noqa: PLC0415
 
     code = 0
@@ -178,7 +179,6 @@ def _child(write_fd: int, queue_fd: int, pieces: list, *args) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)      # Ctrl-C or SIGTERM stop it at once (the parent
         signal.signal(signal.SIGTERM, signal.SIG_DFL)     # cleans up)
         keep_freed_memory()             # a piece's buffers reused by the next (as the JIT path's workers do)
-        out = []
         while True:
             msg = os.read(queue_fd, 4)
             if not msg:
@@ -186,28 +186,73 @@ def _child(write_fd: int, queue_fd: int, pieces: list, *args) -> None:
             k = int.from_bytes(msg, "little")
             got = _sign_piece(*args[:2], *pieces[k], *args[2:])
             if got is None:
-                out = None
+                _send(write_fd, ("refused", k))
                 break
-            out.append((k, got))
-        payload = pickle.dumps(("ok", out), protocol=5)
+            _send(write_fd, ("piece", k, got))
+            del got
     except BaseException as exc:            # sent to the parent, which decides
-        payload = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"), protocol=5)
         code = 1
-    try:
-        view = memoryview(payload)
-        while view.nbytes:
-            view = view[os.write(write_fd, view):]
+        with contextlib.suppress(BaseException):
+            _send(write_fd, ("error", f"{type(exc).__name__}: {exc}"))
     finally:
         os._exit(code)
 
 
-def _receive(fd: int) -> bytes:
-    parts = []
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(parts)
-        parts.append(chunk)
+def _send(fd: int, message) -> None:
+    """One message through a pipe: its length (8 bytes) and its pickle."""
+    payload = pickle.dumps(message, protocol=5)
+    view = memoryview(len(payload).to_bytes(8, "little") + payload)
+    while view.nbytes:
+        view = view[os.write(fd, view):]
+
+
+def _messages(children: list):
+    """The messages of the signing processes (``(pid, read end)`` each) as they come, read from
+    whichever pipe has data; then ``("ended", pid, status)`` for each process that closed its pipe,
+    after reaping it (status: as ``os.waitpid`` gives it; a message cut short becomes an error)."""
+    import selectors  # noqa: PLC0415
+
+    sel = selectors.DefaultSelector()
+    pending = {}
+    for pid, fd in children:
+        sel.register(fd, selectors.EVENT_READ, pid)
+        pending[fd] = bytearray()
+    try:
+        while pending:
+            for key, _ in sel.select():
+                fd, pid = key.fd, key.data
+                chunk = os.read(fd, 1 << 22)
+                buf = pending[fd]
+                if not chunk:
+                    sel.unregister(fd)
+                    os.close(fd)
+                    del pending[fd]
+                    _, status = os.waitpid(pid, 0)
+                    if buf:
+                        yield ("error", f"a signing process {_how_ended(status)} mid-message")
+                    yield ("ended", pid, status)
+                    continue
+                buf += chunk
+                while len(buf) >= 8:
+                    size = int.from_bytes(buf[:8], "little")
+                    if len(buf) < 8 + size:
+                        break
+                    message = pickle.loads(memoryview(buf)[8:8 + size])
+                    del buf[:8 + size]
+                    yield message
+    finally:
+        sel.close()
+
+
+def _how_ended(status: int) -> str:
+    """``os.waitpid``'s status in words: "was killed by SIGKILL", "ended with exit status 1"."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"was killed by {signal.Signals(sig).name}"
+        except ValueError:
+            return f"was killed by signal {sig}"
+    return f"ended with exit status {os.waitstatus_to_exitcode(status)}"
 
 
 def _end(pid: int, fd: int) -> None:
@@ -269,7 +314,8 @@ def sign_files(inputs: list[str], output: str, fmt: str, *, text_field: str = "t
     jobs = [(paths[i], a, b) for i, a, b in pieces]
     salt = scheme_salt(params.seed)
     children = []
-    results = []
+    parts: list = [None] * len(jobs)
+    failed = None
     queue_r, queue_w = os.pipe()
     try:
         for _ in range(min(workers, len(jobs))):
@@ -288,48 +334,51 @@ def sign_files(inputs: list[str], output: str, fmt: str, *, text_field: str = "t
             while queue.nbytes:                   # (a pipe holds 16,384 numbers; the children take them)
                 queue = queue[os.write(queue_w, queue):]
         except BrokenPipeError:
-            pass                                  # every child has ended: their statuses say why
+            pass                                  # every child has ended: their messages say why
         os.close(queue_w)
         queue_w = -1
         if fmt == "parquet":                      # while the children sign: pyarrow imported, and
             from .sign_output import warm_parquet  # noqa: PLC0415
 
             warm_parquet()                        # its writer's first call made (30 ms of set-up)
-        for pid, r in children:
-            data = _receive(r)
-            os.close(r)
-            _, status = os.waitpid(pid, 0)
-            results.append((data, status))
-        children = []
+        messages = _messages(children)
+        for message in messages:
+            kind = message[0]
+            if kind == "piece":
+                parts[message[1]] = message[2]
+            elif kind == "ended":
+                children = [c for c in children if c[0] != message[1]]
+                if message[2] != 0 and failed is None:
+                    failed = f"a signing process {_how_ended(message[2])}"
+            else:                                 # a refused piece or an error: the others stop now
+                failed = "refused" if kind == "refused" else message[1]
+                break
+        messages.close()
     finally:
         for fd in (queue_r, queue_w):
             if fd >= 0:
                 os.close(fd)
-        for pid, r in children:                   # an exception here (Ctrl-C): stop and reap them
+        for pid, r in children:                   # stopped early (a refusal, Ctrl-C): stop and reap them
             _end(pid, r)
-    parts: list = [None] * len(jobs)
-    for data, status in results:
-        try:
-            state, got = pickle.loads(data)
-        except Exception:                         # a process that died mid-way
-            state, got = "error", f"a signing process ended with status {status}"
-        if state != "ok":
-            print(f"neardup: the ahead-of-time signer stopped ({got}); signing with the JIT kernels",
-                  file=sys.stderr, flush=True)
-            return None
-        if got is None:
-            return None                           # a line for the line-by-line reader
-        for k, res in got:
-            parts[k] = res
+    if failed == "refused":
+        return None                               # a line for the line-by-line reader
+    if failed is not None:
+        print(f"neardup: the ahead-of-time signer stopped ({failed}); signing with the JIT kernels",
+              file=sys.stderr, flush=True)
+        return None
     if any(p is None for p in parts):             # (cannot happen: every number was taken once)
         raise RuntimeError("aot_sign: a piece was signed by no process")
     return _write(paths, output, fmt, id_field, params, pieces, parts)
 
 
 def _write(paths, output, fmt, id_field, params, pieces, parts) -> dict:
+    from .._arrays import concatenate_freeing  # noqa: PLC0415
     from .sign_output import write_npy, write_parquet  # noqa: PLC0415
 
-    values = np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, params.num_perm), np.uint32)
+    chunks = [p[1] for p in parts]
+    for p in parts:
+        p[1] = None                               # (each piece's matrix freed as it is copied)
+    values = concatenate_freeing(chunks) if chunks else np.zeros((0, params.num_perm), np.uint32)
     empty = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, bool)
     rows = np.arange(values.shape[0], dtype=np.int64)
     ids: list = []
