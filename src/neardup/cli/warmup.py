@@ -5,6 +5,8 @@ the first ``dedup`` of a method on a machine otherwise spends its first seconds 
 so, and times it apart). Methods are compiled in parallel processes, one per method."""
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -60,11 +62,14 @@ def warmup(methods, all_methods, force, jobs):
     if "minhash" in todo:           # and `neardup sign --format parquet|npy`'s kernels, ahead of time
         from ..kernels import aot  # noqa: PLC0415
 
-        seconds, reason = aot.build(force=force)
+        if force:                   # --force retries a build that failed; a built module is valid by its key
+            with contextlib.suppress(OSError):
+                os.unlink(aot.failure_path())
+        seconds, reason = aot.build()
         if reason is not None:
             click.echo(f"sign: the ahead-of-time signer cannot be built here ({reason}); sign keeps the JIT kernels")
         elif seconds is None:
-            click.echo("sign: the ahead-of-time signer is already built on this machine (--force builds it again)")
+            click.echo("sign: the ahead-of-time signer is already built for this machine and these sources")
         else:
             click.echo(f"sign: the ahead-of-time signer built in {seconds:.1f} s")
     click.echo(f"done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
