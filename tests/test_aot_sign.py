@@ -372,33 +372,43 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_run_stopped_while_signing_leaves_nothing(built, tmp_path, sig, code):
+@pytest.mark.parametrize("sig, code, group", [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, False),
+                                              (signal.SIGINT, 130, True)])
+def test_a_run_stopped_while_signing_leaves_nothing(built, tmp_path, sig, code, group):
+    """Stopped while its processes sign (each is paused with SIGSTOP as soon as it is seen, so the
+    run cannot finish first however loaded the machine); ``group``: the signal goes to the whole
+    process group, as a terminal's Ctrl-C does."""
     src = tmp_path / "big.jsonl"
     block = _debian(tmp_path).read_bytes()
     with open(src, "wb") as fh:
-        for _ in range(40):                           # ~40 MB: one process signs it for a while
+        for _ in range(8):
             fh.write(block)
     out = tmp_path / "out" / "s.parquet"
     out.parent.mkdir()
     out.write_bytes(b"the previous file")
     p = subprocess.Popen([sys.executable, "-m", "neardup", "sign", src, "-o", out, "--format", "parquet",
-                          "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=dict(os.environ, NEARDUP_AOT="1"))
+                          "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, NEARDUP_AOT="1"), start_new_session=True)
     deadline = time.monotonic() + 60
     kids: list[int] = []
-    while not kids and p.poll() is None and time.monotonic() < deadline:
-        kids = _children(p.pid)
-        time.sleep(0.005)
-    assert kids, "the signing process never started"
-    p.send_signal(sig)
+    while len(kids) < 2 and p.poll() is None and time.monotonic() < deadline:
+        for kid in _children(p.pid):
+            if kid not in kids:
+                os.kill(kid, signal.SIGSTOP)
+                kids.append(kid)
+        time.sleep(0.001)
+    assert len(kids) == 2, "the signing processes never started"
+    if group:
+        os.killpg(p.pid, sig)
+    else:
+        p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     assert p.returncode == code, err
     assert sorted(os.listdir(out.parent)) == ["s.parquet"] and out.read_bytes() == b"the previous file"
-    for kid in kids:                                  # the signing process is gone (not left running)
-        assert not Path(f"/proc/{kid}").exists() or "Z" in Path(f"/proc/{kid}/stat").read_text().split()[2]
+    for kid in kids:                                  # killed and reaped by the run, not left behind
+        assert not Path(f"/proc/{kid}").exists()
     if sig == signal.SIGINT:
-        assert err.decode().strip().endswith("Aborted!")
+        assert err.decode().strip() == "Aborted!"     # once, from the parent alone
 
 
 def test_the_first_jit_run_builds_it_once_and_warmup_builds_it(tmp_path, monkeypatch):
@@ -467,3 +477,111 @@ def test_a_signing_process_that_fails_leaves_the_run_to_the_jit_path(built, tmp_
         assert "the ahead-of-time signer stopped" in err and "signing with the JIT kernels" in err
         assert ("was killed by SIGKILL" in err) if fault == "killed" else ("MemoryError: no memory left" in err)
     assert not _children(os.getpid())        # every signing process reaped
+
+
+def test_the_fast_paths_ranges_are_inside_the_command_lines():
+    from neardup.config import DedupConfig
+    from neardup.errors import ConfigError
+
+    fields = {"num_perm": "num_perm", "seed": "seed", "ngram": "ngram", "workers": "workers",
+              "batch_size": "batch_size"}
+    for flag, (key, lo, hi) in _start._INTS.items():
+        values = [lo] + ([hi] if hi is not None else [lo + 10**6])
+        if key == "num_perm":
+            values += list(range(lo, 300)) + [1000, 4096, 65535]
+        for v in values:
+            DedupConfig(method="minhash", **{fields[key]: v}).resolved()      # accepted there too
+            assert _start.parse_sign(["a.jsonl", "--format", "parquet", "-o", "x", flag, str(v)])[key] == v
+        if lo > 0 or key == "seed":
+            assert _start.parse_sign(["a.jsonl", "--format", "parquet", "-o", "x", flag, str(lo - 1)]) is None
+    for k in (1, 2):            # what the command line refuses, the fast path leaves to it
+        with pytest.raises(ConfigError):
+            DedupConfig(method="minhash", num_perm=k).resolved()
+
+
+def test_more_pieces_than_a_pipe_holds(built, tmp_path, monkeypatch):
+    """Every file is a piece at least: with more pieces than the queue's pipe holds (16,384 numbers;
+    here pipes of one page, 1,024 numbers), the queue is fed while results are read."""
+    import fcntl
+
+    real_pipe = os.pipe
+
+    def small_pipe():
+        r, w = real_pipe()
+        fcntl.fcntl(w, 1031, 4096)                  # F_SETPIPE_SZ
+        return r, w
+
+    files = []
+    for i in range(1500):
+        p = tmp_path / f"f{i:04d}.jsonl"
+        p.write_bytes(_lines([f"document number {i} has words {i % 7} and more words to shingle"]))
+        files.append(str(p))
+    jit = tmp_path / "jit.parquet"
+    r = _run("sign", *files, "-o", jit, "--format", "parquet", aot_on=False)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setattr(os, "pipe", small_pipe)
+    fast = tmp_path / "fast.parquet"
+
+    def stuck(signum, frame):
+        raise TimeoutError("the fast path hung: queue and results each waiting on the other")
+
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(120)
+    try:
+        got = aot_sign.sign_files(files, str(fast), "parquet", workers=2, mod=built)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        monkeypatch.undo()
+    assert got is not None and got["documents"] == 1500
+    assert fast.read_bytes() == jit.read_bytes()
+
+
+def test_a_process_that_dies_mid_message(built, tmp_path, monkeypatch, capfd):
+    src = _debian(tmp_path)
+    real_send = aot_sign._send
+
+    def half_then_die(fd, message):
+        if message[0] == "piece":
+            os.write(fd, (10**6).to_bytes(8, "little") + b"partial")
+            os.kill(os.getpid(), signal.SIGKILL)
+        real_send(fd, message)
+
+    monkeypatch.setattr(aot_sign, "_send", half_then_die)
+    assert aot_sign.sign_files([str(src)], str(tmp_path / "s.parquet"), "parquet", workers=2, mod=built) is None
+    assert "was killed by SIGKILL mid-message" in capfd.readouterr().err
+    assert not _children(os.getpid()) and not (tmp_path / "s.parquet").exists()
+
+
+def test_a_build_that_cannot_write_is_said_not_raised(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from neardup.cli import main
+
+    blocked = tmp_path / "aot"
+    blocked.write_bytes(b"a file where the build folder goes")
+    monkeypatch.setattr(aot, "base_folder", lambda: str(blocked))
+    monkeypatch.setattr(aot, "_LOADED", {})
+    seconds, reason = aot.build()
+    assert seconds is None and "cannot write" in reason
+    monkeypatch.setenv("NEARDUP_WARMUP", "1")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_lines(TEXTS))
+    res = CliRunner().invoke(main, ["sign", str(src), "-o", str(tmp_path / "s.parquet"), "--format", "parquet"])
+    assert res.exit_code == 0 and (tmp_path / "s.parquet").exists()
+    assert "cannot be built here (cannot write" in res.stderr
+
+
+def test_a_module_below_a_folder_others_may_write_is_not_loaded(built, tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setattr(aot, "base_folder", lambda: str(shared / "cache" / "neardup-aot"))
+    monkeypatch.setattr(aot, "_LOADED", {})
+    target = Path(aot.module_path())
+    target.parent.mkdir(parents=True, mode=0o700)
+    shutil.copy(built.__file__, target)
+    os.chmod(target.parent.parent, 0o700)
+    for mode, loads in ((0o777, False), (0o1777, os.getuid() == 0), (0o755, True)):
+        os.chmod(shared, mode)            # (sticky and writable by all: safe only when root owns it)
+        aot._LOADED.clear()
+        assert (aot.load() is not None) == loads, oct(mode)

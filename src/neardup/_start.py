@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import sys
 
-_INTS = {"--num-perm": ("num_perm", 1, 65536), "--seed": ("seed", 0, 2**64 - 1), "--ngram": ("ngram", 1, 64),
+# each range inside what the command line accepts (tests/test_aot_sign.py checks it against DedupConfig):
+# k = 1 is refused there, and k = 2 has no LSH bands at the default threshold
+_INTS = {"--num-perm": ("num_perm", 3, 65536), "--seed": ("seed", 0, 2**64 - 1), "--ngram": ("ngram", 1, 64),
          "--workers": ("workers", 0, None), "--batch-size": ("batch_size", 1, None)}
 _CHOICES = {"--format": ("fmt", ("parquet", "npy")), "--method": ("method", ("minhash",)),
             "--scheme": ("scheme", ("oph",)), "--tokenizer": ("tokenizer", ("word",)),

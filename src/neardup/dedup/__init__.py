@@ -29,8 +29,15 @@ __all__ = list(_FROM_FIND)
 
 
 def __getattr__(name: str):
-    if name not in _FROM_FIND:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # noqa: PLC0415
+
+    if name not in _FROM_FIND:        # a submodule, as when the package imported them all
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     from . import find  # noqa: PLC0415
 
     value = getattr(find, name)

@@ -166,18 +166,24 @@ def _sign_piece(mod, tables: tuple, path: str, start: int, end: int, text_key, i
     return [n, values, sizes == 0, kind, ids]      # (a list: the parent frees the matrix once copied)
 
 
-def _child(write_fd: int, queue_fd: int, pieces: list, *args) -> None:
+def _child(write_fd: int, parent: int, close: tuple, queue_fd: int, pieces: list, *args) -> None:
     """A forked process: signs the pieces whose numbers it takes from the queue (a pipe holding
     each number once, 4 bytes each: a read of 4 bytes is atomic, so each piece goes to one process,
     and a process that finishes early takes more), sending each piece's result through its pipe as
     it is done (:func:`_send`): ``("piece", k, result)``, or ``("refused", k)`` for a piece with a line
-    for the line-by-line reader, or ``("error", message)``. Never returns."""
-    from .._arrays import keep_freed_memory  # noqa: PLC0415
-
-    code = 0
+    for the line-by-line reader, or ``("error", message)``. Never returns. Ctrl-C and SIGTERM end it
+    at once (they were held while it was forked), and so does its parent's death."""
+    code = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)      # Ctrl-C or SIGTERM stop it at once (the parent
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)     # cleans up)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+        for fd in close:                # the parent's ends (the queue's writer: else no end of queue)
+            os.close(fd)
+        _die_with(parent)
+        from .._arrays import keep_freed_memory  # noqa: PLC0415
+
         keep_freed_memory()             # a piece's buffers reused by the next (as the JIT path's workers do)
         while True:
             msg = os.read(queue_fd, 4)
@@ -190,12 +196,57 @@ def _child(write_fd: int, queue_fd: int, pieces: list, *args) -> None:
                 break
             _send(write_fd, ("piece", k, got))
             del got
+        code = 0
     except BaseException as exc:            # sent to the parent, which decides
-        code = 1
         with contextlib.suppress(BaseException):
             _send(write_fd, ("error", f"{type(exc).__name__}: {exc}"))
     finally:
         os._exit(code)
+
+
+def _die_with(parent: int) -> None:
+    """This process is killed when its parent dies (Linux ``PR_SET_PDEATHSIG``), not left to finish
+    a piece nobody will read; if the parent is gone already, it ends now."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes  # noqa: PLC0415
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def _hold_signals():
+    """Ctrl-C and SIGTERM held back (delivered at :func:`_release_signals`), so that every forked
+    process is known before a stop can unwind the parent, and its cleanup is not cut short; a no-op
+    outside the main thread or without ``pthread_sigmask``."""
+    import threading  # noqa: PLC0415
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+
+
+def _release_signals(old) -> None:
+    """The signal mask as it was before :func:`_hold_signals` returned ``old``."""
+    if old is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _feed(fd: int, n: int) -> None:
+    """The queue: the numbers 0 … n−1, written by a thread of the parent while it reads the results
+    (a pipe holds 16,384 numbers; with more pieces, the children must be read from meanwhile)."""
+    try:
+        queue = memoryview(b"".join(k.to_bytes(4, "little") for k in range(n)))
+        while queue.nbytes:
+            queue = queue[os.write(fd, queue):]
+    except OSError:
+        pass                                    # every child has ended: their messages say why
+    finally:
+        os.close(fd)
 
 
 def _send(fd: int, message) -> None:
@@ -208,8 +259,9 @@ def _send(fd: int, message) -> None:
 
 def _messages(children: list):
     """The messages of the signing processes (``(pid, read end)`` each) as they come, read from
-    whichever pipe has data; then ``("ended", pid, status)`` for each process that closed its pipe,
-    after reaping it (status: as ``os.waitpid`` gives it; a message cut short becomes an error)."""
+    whichever pipe has data; and ``("ended", pid, status, cut short)`` for each process that closed
+    its pipe, once its pipe is closed and it is reaped (status as ``os.waitpid`` gives it; cut short:
+    it ended in the middle of a message)."""
     import selectors  # noqa: PLC0415
 
     sel = selectors.DefaultSelector()
@@ -228,9 +280,7 @@ def _messages(children: list):
                     os.close(fd)
                     del pending[fd]
                     _, status = os.waitpid(pid, 0)
-                    if buf:
-                        yield ("error", f"a signing process {_how_ended(status)} mid-message")
-                    yield ("ended", pid, status)
+                    yield ("ended", pid, status, bool(buf))
                     continue
                 buf += chunk
                 while len(buf) >= 8:
@@ -305,61 +355,16 @@ def sign_files(inputs: list[str], output: str, fmt: str, *, text_field: str = "t
     from .._seeds import scheme_salt  # noqa: PLC0415
 
     prefer_small_pages()                          # as the command line does (see there)
-    if workers <= 0:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = cpus if workers <= 0 else min(workers, cpus)     # (as the JIT path: no more than the CPUs)
     tables = aot.load_tables()
     keys = tuple(np.frombuffer(k.encode("utf-8", "surrogatepass"), dtype=np.uint8).copy()
                  for k in (text_field, id_field or ""))
     pieces = _pieces(paths, workers)
     jobs = [(paths[i], a, b) for i, a, b in pieces]
     salt = scheme_salt(params.seed)
-    children = []
-    parts: list = [None] * len(jobs)
-    failed = None
-    queue_r, queue_w = os.pipe()
-    try:
-        for _ in range(min(workers, len(jobs))):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:                              # the child
-                os.close(r)
-                os.close(queue_w)
-                _child(w, queue_r, jobs, mod, tables, *keys, id_field is not None, params, salt)
-            os.close(w)
-            children.append((pid, r))
-        os.close(queue_r)                         # (only the children read the queue)
-        queue_r = -1
-        queue = memoryview(b"".join(k.to_bytes(4, "little") for k in range(len(jobs))))
-        try:
-            while queue.nbytes:                   # (a pipe holds 16,384 numbers; the children take them)
-                queue = queue[os.write(queue_w, queue):]
-        except BrokenPipeError:
-            pass                                  # every child has ended: their messages say why
-        os.close(queue_w)
-        queue_w = -1
-        if fmt == "parquet":                      # while the children sign: pyarrow imported, and
-            from .sign_output import warm_parquet  # noqa: PLC0415
-
-            warm_parquet()                        # its writer's first call made (30 ms of set-up)
-        messages = _messages(children)
-        for message in messages:
-            kind = message[0]
-            if kind == "piece":
-                parts[message[1]] = message[2]
-            elif kind == "ended":
-                children = [c for c in children if c[0] != message[1]]
-                if message[2] != 0 and failed is None:
-                    failed = f"a signing process {_how_ended(message[2])}"
-            else:                                 # a refused piece or an error: the others stop now
-                failed = "refused" if kind == "refused" else message[1]
-                break
-        messages.close()
-    finally:
-        for fd in (queue_r, queue_w):
-            if fd >= 0:
-                os.close(fd)
-        for pid, r in children:                   # stopped early (a refusal, Ctrl-C): stop and reap them
-            _end(pid, r)
+    parts, failed = _run(jobs, min(workers, len(jobs)), fmt,
+                         (mod, tables, *keys, id_field is not None, params, salt))
     if failed == "refused":
         return None                               # a line for the line-by-line reader
     if failed is not None:
@@ -369,6 +374,76 @@ def sign_files(inputs: list[str], output: str, fmt: str, *, text_field: str = "t
     if any(p is None for p in parts):             # (cannot happen: every number was taken once)
         raise RuntimeError("aot_sign: a piece was signed by no process")
     return _write(paths, output, fmt, id_field, params, pieces, parts)
+
+
+def _run(jobs: list, workers: int, fmt: str, args: tuple) -> tuple[list, str | None]:
+    """Sign ``jobs`` in ``workers`` forked processes: (each piece's result, None), or (…, why not:
+    ``"refused"`` or what stopped a process). The processes still running when this ends (a
+    refusal, an error, Ctrl-C) are killed and reaped."""
+    import threading  # noqa: PLC0415
+
+    parts: list = [None] * len(jobs)
+    failed = None
+    children: list = []
+    queue_r, queue_w = os.pipe()
+    parent = os.getpid()
+    try:
+        held = _hold_signals()
+        try:
+            for _ in range(workers):
+                r, w = os.pipe()
+                try:
+                    pid = os.fork()
+                except OSError:
+                    os.close(r)
+                    os.close(w)
+                    raise
+                if pid == 0:                          # the child
+                    _child(w, parent, (r, queue_w), queue_r, jobs, *args)
+                os.close(w)
+                children.append((pid, r))
+        except OSError as exc:                    # no more processes or descriptors: the JIT path's turn
+            failed = f"cannot start a signing process ({exc.strerror or exc})"
+        finally:
+            _release_signals(held)
+        os.close(queue_r)                         # (only the children read the queue)
+        queue_r = -1
+        if failed is None:
+            threading.Thread(target=_feed, args=(queue_w, len(jobs)), name="neardup-queue", daemon=True).start()
+            queue_w = -1                          # (the thread closes it)
+            if fmt == "parquet":                  # while the children sign: pyarrow imported, and
+                from .sign_output import warm_parquet  # noqa: PLC0415
+
+                warm_parquet()                    # its writer's first call made (30 ms of set-up)
+            messages = _messages(children)
+            try:
+                for message in messages:
+                    kind = message[0]
+                    if kind == "piece":
+                        parts[message[1]] = message[2]
+                        continue
+                    if kind == "ended":
+                        _, pid, status, cut = message
+                        children = [c for c in children if c[0] != pid]
+                        if status == 0 and not cut:
+                            continue
+                        failed = f"a signing process {_how_ended(status)}" + (" mid-message" if cut else "")
+                    else:                         # a refused piece or an error: the others stop now
+                        failed = "refused" if kind == "refused" else message[1]
+                    break
+            finally:
+                messages.close()
+    finally:
+        held = _hold_signals()                    # (a second Ctrl-C does not cut the cleanup short)
+        try:
+            for fd in (queue_r, queue_w):
+                if fd >= 0:
+                    os.close(fd)
+            for pid, r in children:               # still running (stopped early): killed and reaped
+                _end(pid, r)
+        finally:
+            _release_signals(held)
+    return parts, failed
 
 
 def _write(paths, output, fmt, id_field, params, pieces, parts) -> dict:

@@ -113,18 +113,27 @@ def failure_path(k: str | None = None) -> str:
 
 
 def _private(folder: str) -> bool:
-    """The folder is this user's and nobody else may write to it (or to the folder holding it):
-    a shared temporary folder must not let another user plant code that we would run."""
+    """No other user can have put or can swap the code in ``folder``: the folder and every folder
+    above it (of its real path) is this user's or root's, and none is writable by others, unless it
+    is root's and sticky (``/tmp``: others cannot rename or remove what is ours there). A shared
+    temporary folder must not let another user plant code that we would run."""
     if not hasattr(os, "getuid"):
         return True
-    for path in (folder, os.path.dirname(folder)):
+    me = os.getuid()
+    path = os.path.realpath(folder)
+    while True:
         try:
             st = os.stat(path)
         except OSError:
             return False
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        if st.st_uid not in (me, 0):
             return False
-    return True
+        if st.st_mode & 0o022 and not (st.st_uid == 0 and st.st_mode & 0o1000):
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
 
 
 def word_tables() -> tuple:
@@ -158,9 +167,9 @@ def load():
         return _LOADED["module"]
     mod = None
     try:
-        path = module_path()
+        path = os.path.realpath(module_path())
         if os.path.exists(path) and _private(os.path.dirname(path)):
-            mod = _import(path)
+            mod = _import(path)             # (by its real path, the one checked)
     except Exception:             # a missing, partial or foreign file: the JIT kernels do the work
         mod = None
     if mod is not None:
@@ -184,6 +193,7 @@ def build(force: bool = False, timeout: float = 900) -> tuple[float | None, str 
     (None, None) when it was already built, (None, reason) when it cannot be (no C compiler, numba
     without ``pycc``, a check that failed). A failure is remembered (``.failed`` beside the builds)
     and not retried unless ``force``."""
+    import contextlib  # noqa: PLC0415
     import shutil  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
@@ -197,20 +207,25 @@ def build(force: bool = False, timeout: float = 900) -> tuple[float | None, str 
     if not force and os.path.exists(failed):
         with open(failed, encoding="utf-8", errors="replace") as fh:
             return None, fh.read().strip() or "an earlier build failed"
-    base = base_folder()
-    os.makedirs(base, mode=0o700, exist_ok=True)
     t0 = time.perf_counter()
-    tmp = tempfile.mkdtemp(prefix=".build-", dir=base)
+    try:
+        base = base_folder()
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".build-", dir=base)
+    except OSError as exc:      # a read-only or full disk, a folder of another user's: not ours to build in
+        return None, f"cannot write {exc.filename or 'the build folder'} ({exc.strerror or exc})"
     try:
         try:
+            # run in the private build folder: `-m` puts the working folder first on the path, and
+            # a ./neardup there must not be what gets compiled
             done = subprocess.run([sys.executable, "-m", "neardup.kernels.aot", tmp], capture_output=True, text=True,
-                                  timeout=timeout, env=dict(os.environ, NEARDUP_AOT="0"))
+                                  timeout=timeout, env=dict(os.environ, NEARDUP_AOT="0"), cwd=tmp)
             ok = done.returncode == 0 and os.path.exists(os.path.join(tmp, os.path.basename(target)))
             reason = None if ok else (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, reason = False, str(exc)
         if not ok:
-            with open(failed, "w", encoding="utf-8") as fh:
+            with contextlib.suppress(OSError), open(failed, "w", encoding="utf-8") as fh:
                 fh.write(f"{reason}\n")
             return None, reason
         final = os.path.dirname(target)
@@ -218,10 +233,10 @@ def build(force: bool = False, timeout: float = 900) -> tuple[float | None, str 
             shutil.rmtree(final, ignore_errors=True)
         try:
             os.rename(tmp, final)        # atomic: a reader sees no module or a whole, checked one
-        except OSError:
+        except OSError as exc:
             if not os.path.exists(target):
-                raise
-        if os.path.exists(failed):
+                return None, f"cannot move the build into place ({exc.strerror or exc})"
+        with contextlib.suppress(OSError):
             os.unlink(failed)
         _LOADED.clear()
         return time.perf_counter() - t0, None

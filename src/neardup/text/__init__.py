@@ -14,8 +14,13 @@ def __getattr__(name: str):
     import importlib  # noqa: PLC0415
 
     where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if where is None:                 # a submodule, as when the package imported them all
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     value = getattr(importlib.import_module(where, __name__), name)
     globals()[name] = value
     return value
