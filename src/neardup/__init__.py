@@ -4,6 +4,7 @@ Data flow: text (normalise, tokenise) → features (hashed shingles) → sketche
 SimHash, sentence signatures) → similarity (exact Jaccard / containment for verification).
 """
 from . import _cache  # noqa: F401  (first: where numba caches kernels, before any compiles)
+from ._lazy import lazy_names
 
 # The public names are loaded on first use (PEP 562), so that ``import neardup`` costs a few
 # milliseconds and a command that needs no compiled kernel (``neardup sign`` with its ahead-of-time
@@ -58,22 +59,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """``neardup.X``: the public name ``X`` from its module, or the submodule ``neardup.X``."""
-    import importlib  # noqa: PLC0415
-
-    where = _WHERE.get(name)
-    if where is None:
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, __all__)

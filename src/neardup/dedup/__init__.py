@@ -23,27 +23,8 @@ in :mod:`.records` work over the in-memory :class:`~.tables.Corpus` (the local e
 :mod:`.spans`); the Spark engine formats the same records with the same functions on its executors.
 """
 # loaded on first use (PEP 562): the light modules (:mod:`.ids`) are read without the stages' kernels
-_FROM_FIND = ("DuplicateResult", "containment_from_jaccard", "find_equal_duplicates", "find_minhash_duplicates",
-              "find_simhash_duplicates")
-__all__ = list(_FROM_FIND)
+from .._lazy import lazy_names
 
-
-def __getattr__(name: str):
-    import importlib  # noqa: PLC0415
-
-    if name not in _FROM_FIND:        # a submodule, as when the package imported them all
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    from . import find  # noqa: PLC0415
-
-    value = getattr(find, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__all__ = ["DuplicateResult", "containment_from_jaccard", "find_equal_duplicates", "find_minhash_duplicates",
+           "find_simhash_duplicates"]
+__getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(__all__, ".find"), __all__)

@@ -7,14 +7,7 @@
 * :mod:`neardup.engines.spark_submit` — the file given to ``spark-submit`` (imports only the CLI).
 """
 
+from .._lazy import lazy_names
 
-def __getattr__(name: str):
-    """``neardup.engines.local`` without importing it first, as when ``import neardup`` loaded it."""
-    import importlib  # noqa: PLC0415
-
-    try:
-        return importlib.import_module(f".{name}", __name__)
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+# ``neardup.engines.local`` without importing it first, as when ``import neardup`` loaded it
+__getattr__, __dir__ = lazy_names(__name__, {}, [])
