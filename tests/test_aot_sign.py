@@ -388,7 +388,10 @@ def test_a_run_stopped_while_signing_leaves_nothing(built, tmp_path, sig, code, 
     out.write_bytes(b"the previous file")
     p = subprocess.Popen([sys.executable, "-m", "neardup", "sign", src, "-o", out, "--format", "parquet",
                           "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=dict(os.environ, NEARDUP_AOT="1"), start_new_session=True)
+                         env=dict(os.environ, NEARDUP_AOT="1"), start_new_session=True,
+                         # SIGINT at its default, as in a terminal: a suite started in the background
+                         # by a non-interactive shell passes it on ignored, and Python keeps it so
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     kids: list[int] = []
     while len(kids) < 2 and p.poll() is None and time.monotonic() < deadline:

@@ -94,7 +94,10 @@ def fast_sign(opts: dict) -> bool:
 def _run_fast(args: list[str]) -> bool:
     """:func:`fast_sign` as the command line would end it: a user error is one line (``Error: …``) and
     exit status 1; Ctrl-C prints ``Aborted!`` and SIGTERM stops the run, each with 128 + the signal's
-    number, after the partial output and the signing processes are gone."""
+    number, once the partial output and the signing processes are gone. A stopped run then ends at
+    once (``os._exit``, as the command line does after a stop): a library stopped halfway through
+    its import or its first write (pyarrow, in the parent while the children sign) may have
+    threads that the interpreter's exit would wait on."""
     import signal  # noqa: PLC0415
 
     opts = parse_sign(args)
@@ -109,7 +112,9 @@ def _run_fast(args: list[str]) -> bool:
         return fast_sign(opts)
     except KeyboardInterrupt:
         sys.stderr.write("Aborted!\n")
-        sys.exit(128 + signal.SIGINT)
+        _end_now(128 + signal.SIGINT)
+    except SystemExit as exc:
+        _end_now(exc.code if isinstance(exc.code, int) else 1)
     except Exception as exc:
         from .errors import user_message  # noqa: PLC0415
 
@@ -120,6 +125,17 @@ def _run_fast(args: list[str]) -> bool:
         sys.exit(1)
     finally:
         signal.signal(signal.SIGTERM, old)
+    return False        # (not reached)
+
+
+def _end_now(code: int) -> None:
+    import contextlib  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):      # (a closed stream: nothing more to say)
+            stream.flush()
+    os._exit(code)
 
 
 def main() -> None:

@@ -246,7 +246,8 @@ def _feed(fd: int, n: int) -> None:
     except OSError:
         pass                                    # every child has ended: their messages say why
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _send(fd: int, message) -> None:
@@ -409,8 +410,12 @@ def _run(jobs: list, workers: int, fmt: str, args: tuple) -> tuple[list, str | N
         os.close(queue_r)                         # (only the children read the queue)
         queue_r = -1
         if failed is None:
-            threading.Thread(target=_feed, args=(queue_w, len(jobs)), name="neardup-queue", daemon=True).start()
-            queue_w = -1                          # (the thread closes it)
+            held = _hold_signals()                # (a stop cannot come between the thread's start and
+            try:                                  # its taking the queue's end: one of them closes it)
+                feed, queue_w = queue_w, -1
+                threading.Thread(target=_feed, args=(feed, len(jobs)), name="neardup-queue", daemon=True).start()
+            finally:
+                _release_signals(held)
             if fmt == "parquet":                  # while the children sign: pyarrow imported, and
                 from .sign_output import warm_parquet  # noqa: PLC0415
 
