@@ -27,7 +27,7 @@ import os
 import pickle
 import signal
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,8 +37,7 @@ MAX_PIECE = 1 << 28                         # bytes a process parses at once (it
 _MIN_PIECE = 1 << 20                        # pieces smaller than this cost more to hand out than they save
 
 
-@dataclass(frozen=True)
-class SignParams:
+class SignParams(NamedTuple):
     """What the signature depends on (the Parquet metadata's ``neardup`` entry)."""
 
     num_perm: int = 128
@@ -336,11 +335,12 @@ def params_of(cfg) -> SignParams:
 
 
 def sign_files(inputs: list[str], output: str, fmt: str, *, text_field: str = "text", id_field: str | None = None,
-               params: SignParams = SignParams(), workers: int = 0, input_format: str | None = None,
+               params: SignParams | None = None, workers: int = 0, input_format: str | None = None,
                mod=None) -> dict | None:
     """Sign ``inputs`` into ``output`` as ``neardup sign --format fmt`` does; returns its counts
     (documents, skipped rows, empty documents), or None — having written nothing — when this path
     does not apply (see the module docstring)."""
+    params = params or SignParams()
     if (params.method, params.scheme, params.tokenizer, params.convert) != ("minhash", "oph", "word", None):
         return None
     paths = eligible_inputs(inputs, output, fmt, input_format)
