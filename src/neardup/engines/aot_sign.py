@@ -16,7 +16,7 @@ is about 0.3 s on two cores. Here the command imports NumPy and, while the worke
 
 How: the inputs are cut into one piece per process at line starts; each forked process parses its
 piece in one pass, signs it (documents whose NFKC is not exact character by character are
-normalised in Python and signed again, as :func:`neardup.text.normalize.run_nfkc_checked` does)
+normalised in Python and signed again, by the JIT path's :func:`neardup.text.nfkc.sign_nfkc_checked`)
 and sends back the signatures, the empty flags and the ids through a pipe. Ids without
 ``--id-field`` are ``file:line`` as the JIT path writes them; rows count from 0 across the inputs.
 """
@@ -136,7 +136,7 @@ def _sign_piece(mod, tables: tuple, path: str, start: int, end: int, text_key, i
                 params: SignParams, salt: np.uint64):
     """One piece: [documents, signatures, empty flags, id kind, ids] or None when the one-pass parser
     leaves a line of it to the line-by-line reader."""
-    from ..text.nfkc import nfkc_docs  # noqa: PLC0415
+    from ..text.nfkc import sign_nfkc_checked  # noqa: PLC0415
 
     block = _read(path, start, end)
     head = 3 if start == 0 and block[:3].tobytes() == BOM else 0
@@ -150,15 +150,9 @@ def _sign_piece(mod, tables: tuple, path: str, start: int, end: int, text_key, i
     if buf.shape[0] == 0:
         buf = np.zeros(1, np.uint8)
     cls, slot, utf8, unsafe, leads = tables
-    args = (cls, slot, utf8, params.ngram, np.uint64(0), params.num_perm, salt)
-    values, sizes = mod.oph_word_batch(buf, offsets, *args, True, unsafe, leads)
-    redo = np.flatnonzero(sizes < 0)
-    if redo.size:                  # NFKC not exact per character: normalised here, signed again
-        new = nfkc_docs(buf, offsets, redo)
-        off2 = np.zeros(len(new) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in new], out=off2[1:])
-        buf2 = np.frombuffer(b"".join(new) + b"\0", dtype=np.uint8)
-        values[redo], sizes[redo] = mod.oph_word_batch(buf2, off2, *args, False, unsafe, leads)
+    values, sizes = sign_nfkc_checked(mod.oph_word_batch, buf, offsets,
+                                      (cls, slot, utf8, params.ngram, np.uint64(0), params.num_perm, salt),
+                                      True, unsafe, leads)
     ids = None
     if want_id:
         ids = ints if kind == 1 else (id_bytes.tobytes(), id_offsets)

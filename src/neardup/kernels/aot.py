@@ -139,12 +139,9 @@ def _private(folder: str) -> bool:
 def word_tables() -> tuple:
     """The word kernel's tables for the default normaliser (NFKC, case folding), in :data:`TABLES`'
     order, as :mod:`neardup.text.unicode` builds them."""
-    import numpy as np  # noqa: PLC0415
+    from ..text.unicode import char_map, class_table, nfkc_check_tables  # noqa: PLC0415
 
-    from ..text.unicode import char_map, class_table, nfkc_clean_leads, nfkc_unsafe  # noqa: PLC0415
-
-    return (class_table(), *char_map(True, True, False), nfkc_unsafe().astype(np.uint8),
-            nfkc_clean_leads().astype(np.uint8))
+    return class_table(), *char_map(True, True, False), *nfkc_check_tables()
 
 
 def load_tables() -> tuple:

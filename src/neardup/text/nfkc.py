@@ -1,6 +1,6 @@
 """Unicode NFKC in plain Python (``unicodedata``), for the documents the word kernels flag as not
-exact character by character (:func:`neardup.text.normalize.run_nfkc_checked`); no kernel import, so
-the ahead-of-time signer (:mod:`neardup.engines.aot_sign`) uses the same code."""
+exact character by character (:func:`sign_nfkc_checked`); no kernel import, so the ahead-of-time
+signer (:mod:`neardup.engines.aot_sign`) uses the same code as the JIT path."""
 from __future__ import annotations
 
 import unicodedata
@@ -54,3 +54,24 @@ def nfkc_utf8(raw: np.ndarray) -> bytes:
         return data
     parts.append(data[at:])
     return b"".join(parts)
+
+
+def sign_nfkc_checked(kernel, buf: np.ndarray, offsets: np.ndarray, args: tuple, check: bool,
+                      unsafe: np.ndarray, leads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``kernel(buf, offsets, *args, check, unsafe, leads)`` → (values, sizes) of a fused word kernel
+    (the JIT one or its ahead-of-time build). With ``check`` the kernel checks NFKC as it scans and
+    gives size −1 to a document where NFKC is not exact per character; those documents are
+    normalised here (:func:`nfkc_docs`), signed again unchecked and put in place. The same values
+    and sizes as normalising first (:func:`~neardup.kernels.normalize.nfkc_unsafe_batch`), without
+    that pass over the text."""
+    from .._arrays import utf8_buffer  # noqa: PLC0415
+
+    values, sizes = kernel(buf, offsets, *args, check, unsafe, leads)
+    if check:
+        redo = np.flatnonzero(sizes < 0)
+        if redo.size:
+            new = nfkc_docs(buf, offsets, redo)
+            new_offsets = np.zeros(len(new) + 1, dtype=np.int64)
+            np.cumsum([len(b) for b in new], out=new_offsets[1:])
+            values[redo], sizes[redo] = kernel(utf8_buffer(new), new_offsets, *args, False, unsafe, leads)
+    return values, sizes

@@ -22,8 +22,9 @@ from .._arrays import arrow_strings, utf8_buffer
 from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch, non_ascii_docs, splice_docs
 from .nfkc import nfkc as _nfkc
 from .nfkc import nfkc_docs as _nfkc_docs
+from .nfkc import sign_nfkc_checked
 from .packed import PackedTexts
-from .unicode import char_map, nfkc_clean_leads, nfkc_unsafe
+from .unicode import char_map, nfkc_check_tables, nfkc_clean_leads, nfkc_unsafe
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 CONVERSIONS = ("t2s", "tw2s", "tw2sp", "hk2s")
@@ -114,30 +115,12 @@ def kernel_char_map(normalizer: Normalizer | None, separators: bool = False) -> 
     return char_map(normalizer.nfkc, normalizer.casefold, separators)
 
 
-@lru_cache(maxsize=1)
-def nfkc_check_tables() -> tuple[np.ndarray, np.ndarray]:
-    """``(unsafe, lead_clean)`` as the word kernels' NFKC check reads them
-    (:func:`~neardup.kernels.shingle.word_scan_nfkc`): :func:`~neardup.text.unicode.nfkc_unsafe`
-    and :func:`~neardup.text.unicode.nfkc_clean_leads` as writable uint8 arrays, the type of the
-    class table, so that the scanner is compiled once for checked and unchecked callers."""
-    return nfkc_unsafe().astype(np.uint8), nfkc_clean_leads().astype(np.uint8)
-
-
 def run_nfkc_checked(kernel, buf: np.ndarray, offsets: np.ndarray, normalizer: Normalizer | None, *args):
     """``kernel(buf, offsets, *args, check, unsafe, lead_clean)`` → (values, sizes) of a fused word
-    kernel on a batch from :func:`encode_batch` with ``nfkc_checked=True``: the kernel checks NFKC
-    as it scans and gives size −1 to a document where NFKC is not exact per character; those
-    documents are normalised here (Python's NFKC), signed again unchecked and put in place. The
-    same values and sizes as checking first (:func:`~neardup.kernels.normalize.nfkc_unsafe_batch`),
-    without that pass over the text."""
-    unsafe, leads = nfkc_check_tables()
-    check = normalizer is not None and normalizer.nfkc
-    values, sizes = kernel(buf, offsets, *args, check, unsafe, leads)
-    if check:
-        redo = np.flatnonzero(sizes < 0)
-        if redo.size:
-            values[redo], sizes[redo] = kernel(*_pack(_nfkc_docs(buf, offsets, redo)), *args, False, unsafe, leads)
-    return values, sizes
+    kernel on a batch from :func:`encode_batch` with ``nfkc_checked=True``, the NFKC check on when
+    ``normalizer`` applies NFKC (:func:`~neardup.text.nfkc.sign_nfkc_checked`)."""
+    return sign_nfkc_checked(kernel, buf, offsets, args, normalizer is not None and normalizer.nfkc,
+                             *nfkc_check_tables())
 
 
 def encode_batch(texts: Sequence, normalizer: Normalizer | None,

@@ -101,3 +101,12 @@ def nfkc_clean_leads() -> np.ndarray:
             lo, size = (lead & 0x07) << 18, 1 << 18
         out[lead] = not unsafe[lo:min(lo + size, 0x110000)].any()
     return out
+
+
+@lru_cache(maxsize=1)
+def nfkc_check_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``(unsafe, lead_clean)`` as the word kernels' NFKC check reads them
+    (:func:`~neardup.kernels.shingle.word_scan_nfkc`): :func:`nfkc_unsafe` and
+    :func:`nfkc_clean_leads` as writable uint8 arrays, the type of the class table, so that the
+    scanner is compiled once for checked and unchecked callers."""
+    return nfkc_unsafe().astype(np.uint8), nfkc_clean_leads().astype(np.uint8)
