@@ -1,6 +1,6 @@
-"""How a document's id is written: as JSON text (clusters.jsonl, ``.ids.jsonl``) and as the text of
-a Parquet string column. Plain Python and NumPy, so that every writer uses these, the ahead-of-time
-signer (:mod:`neardup.engines.aot_sign`) included."""
+"""How a document's id is read from the one-pass parser and written: as JSON text (clusters.jsonl,
+``.ids.jsonl``) and as the text of a Parquet string column. Plain Python and NumPy, so that every
+reader and writer uses these, the ahead-of-time signer (:mod:`neardup.engines.aot_sign`) included."""
 from __future__ import annotations
 
 import json
@@ -33,3 +33,12 @@ def id_json(v) -> str:
 def parquet_id_text(v) -> str:
     """An id as clusters.parquet writes it: its text (``str``), a lone surrogate as ``\\udXXX``."""
     return str(v).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def parsed_ids(kind: int, ints: np.ndarray, id_bytes: np.ndarray, id_offsets: np.ndarray) -> list:
+    """The ids :func:`~neardup.kernels.jsonl.extract_fields` took out of a block, as the Python values
+    ``json.loads`` gives: ``kind`` 1, integers; otherwise strings (UTF-8 cut at ``id_offsets``)."""
+    if kind == 1:
+        return ints.tolist()
+    raw = id_bytes.tobytes()
+    return [raw[a:b].decode("utf-8") for a, b in zip(id_offsets[:-1].tolist(), id_offsets[1:].tolist())]

@@ -134,8 +134,9 @@ def _read(path: str, start: int, end: int) -> np.ndarray:
 
 def _sign_piece(mod, tables: tuple, path: str, start: int, end: int, text_key, id_key, want_id: bool,
                 params: SignParams, salt: np.uint64):
-    """One piece: [documents, signatures, empty flags, id kind, ids] or None when the one-pass parser
+    """One piece: [documents, signatures, empty flags, ids] or None when the one-pass parser
     leaves a line of it to the line-by-line reader."""
+    from ..dedup.ids import parsed_ids  # noqa: PLC0415
     from ..text.nfkc import sign_nfkc_checked  # noqa: PLC0415
 
     block = _read(path, start, end)
@@ -153,10 +154,8 @@ def _sign_piece(mod, tables: tuple, path: str, start: int, end: int, text_key, i
     values, sizes = sign_nfkc_checked(mod.oph_word_batch, buf, offsets,
                                       (cls, slot, utf8, params.ngram, np.uint64(0), params.num_perm, salt),
                                       True, unsafe, leads)
-    ids = None
-    if want_id:
-        ids = ints if kind == 1 else (id_bytes.tobytes(), id_offsets)
-    return [n, values, sizes == 0, kind, ids]      # (a list: the parent frees the matrix once copied)
+    ids = parsed_ids(kind, ints, id_bytes, id_offsets) if want_id else None
+    return [n, values, sizes == 0, ids]      # (a list: the parent frees the matrix once copied)
 
 
 def _child(write_fd: int, parent: int, close: tuple, queue_fd: int, pieces: list, *args) -> None:
@@ -309,13 +308,6 @@ def _end(pid: int, fd: int) -> None:
         os.waitpid(pid, 0)
 
 
-def _id_list(kind: int, ids) -> list:
-    if kind == 1:
-        return ids.tolist()
-    raw, offsets = ids
-    return [raw[a:b].decode("utf-8") for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
-
-
 def covers(cfg) -> bool:
     """Whether this path signs as ``cfg`` (a :class:`~neardup.config.DedupConfig`) asks: the default
     MinHash of JSON lines, any k, seed and n-gram size."""
@@ -457,13 +449,13 @@ def _write(paths, output, fmt, id_field, params, pieces, parts) -> dict:
     rows = np.arange(values.shape[0], dtype=np.int64)
     ids: list = []
     line = {}
-    for (i, _, _), (n, _, _, kind, got) in zip(pieces, parts):
+    for (i, _, _), (n, _, _, got) in zip(pieces, parts):
         if id_field is None:
             first = line.get(i, 1)
             ids.extend(f"{paths[i]}:{k}" for k in range(first, first + n))
             line[i] = first + n
         else:
-            ids.extend(_id_list(kind, got))
+            ids.extend(got)
     if fmt == "parquet":
         from .sign_output import replacing  # noqa: PLC0415
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...dedup.ids import parsed_ids
 from ...kernels.jsonl import extract_fields, scan_lines
 from ...kernels.normalize import char_counts
 from ...text.packed import PackedTexts
@@ -131,13 +132,7 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
     ok, n, buf, offsets, kind, ints, id_bytes, id_offsets = extract_fields(
         arr, head, depth, max_digits, _key_bytes(text_field), _key_bytes(id_field or ""), id_field is not None)
     if ok:                           # every line parsed in one pass: the values json.loads gives
-        ids = None
-        if id_field is not None:
-            if kind == 1:
-                ids = ints.tolist()
-            else:
-                raw = id_bytes.tobytes()
-                ids = [raw[a:b].decode("utf-8") for a, b in zip(id_offsets[:-1].tolist(), id_offsets[1:].tolist())]
+        ids = None if id_field is None else parsed_ids(kind, ints, id_bytes, id_offsets)
         return _parsed(buf, offsets, ids)
     lines, status = scan_lines(arr, head, depth, max_digits)
     if status != 0:
