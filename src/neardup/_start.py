@@ -112,9 +112,9 @@ def _run_fast(args: list[str]) -> bool:
         return fast_sign(opts)
     except KeyboardInterrupt:
         sys.stderr.write("Aborted!\n")
-        _end_now(128 + signal.SIGINT)
+        end_now(128 + signal.SIGINT)
     except SystemExit as exc:
-        _end_now(exc.code if isinstance(exc.code, int) else 1)
+        end_now(exc.code if isinstance(exc.code, int) else 1)
     except Exception as exc:
         from .errors import user_message  # noqa: PLC0415
 
@@ -128,7 +128,9 @@ def _run_fast(args: list[str]) -> bool:
     return False        # (not reached)
 
 
-def _end_now(code: int) -> None:
+def end_now(code: int) -> None:
+    """The process ends at once with ``code``, its output flushed (after a stop: the command line's
+    :func:`~neardup.cli.entry` and the fast path both)."""
     import contextlib  # noqa: PLC0415
     import os  # noqa: PLC0415
 

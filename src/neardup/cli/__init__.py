@@ -7,7 +7,6 @@ SIGTERM stops a run like Ctrl-C.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -15,6 +14,7 @@ import sys
 import click
 
 from .._arrays import prefer_small_pages
+from .._start import end_now
 from .._version import __version__
 from ..errors import NeardupError, stop_cause, user_message
 
@@ -76,10 +76,7 @@ def entry() -> None:
     except SystemExit:
         if not _INTERRUPTED:
             raise
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(128 + int(_INTERRUPTED))
+        end_now(128 + int(_INTERRUPTED))
 
 
 def _silence_stdout() -> None:
