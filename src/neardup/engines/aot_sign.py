@@ -344,7 +344,7 @@ def sign_files(inputs: list[str], output: str, fmt: str, *, text_field: str = "t
     prefer_small_pages()                          # as the command line does (see there)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     workers = cpus if workers <= 0 else min(workers, cpus)     # (as the JIT path: no more than the CPUs)
-    tables = aot.load_tables()
+    tables = aot.load_tables(mod)                # (beside the module: its key is not digested again)
     keys = tuple(np.frombuffer(k.encode("utf-8", "surrogatepass"), dtype=np.uint8).copy()
                  for k in (text_field, id_field or ""))
     pieces = _pieces(paths, workers)

@@ -144,12 +144,12 @@ def word_tables() -> tuple:
     return class_table(), *char_map(True, True, False), *nfkc_check_tables()
 
 
-def load_tables() -> tuple:
-    """:func:`word_tables` from the files the build saved beside the module (mapped, read-only), or
-    built now where they are missing."""
+def load_tables(mod=None) -> tuple:
+    """:func:`word_tables` from the files the build saved beside the module (``mod``, loaded; else
+    where this machine's goes), mapped read-only, or built now where they are missing."""
     import numpy as np  # noqa: PLC0415
 
-    folder = os.path.dirname(module_path())
+    folder = os.path.dirname(mod.__file__ if mod is not None else module_path())
     try:
         return tuple(np.load(os.path.join(folder, f"{name}.npy"), mmap_mode="r") for name in TABLES)
     except (OSError, ValueError):
