@@ -276,6 +276,45 @@ def test_a_stop_inside_a_kernel_dispatch_is_a_stop_not_a_bug():
     assert _stop_in(SystemError("wrapped").with_traceback(None)) is None
 
 
+_STOP_IN_A_CALLBACK = r"""
+import ctypes, os, signal, sys, time
+import neardup.cli as cli
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+SIG = int(sys.argv[1])
+
+@cli.main.command("stop-in-callback")
+def stop_in_callback():
+    def callback():                        # Python called from C, as llvmlite calls numba's cache
+        os.kill(os.getpid(), SIG)
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:      # the handler runs here, inside the callback
+            pass
+    ctypes.CFUNCTYPE(None)(callback)()
+    time.sleep(20)
+    print("the stop was lost")
+
+sys.argv = ["neardup", "stop-in-callback"]
+cli.entry()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_inside_a_callback_from_c_still_stops_the_run(tmp_path, sig):
+    """Ctrl-C or SIGTERM whose handler runs inside Python called back from C (llvmlite's object-cache
+    callback while numba compiles) raises where the exception cannot cross the C frames: the run
+    still stops with 128 + the signal, at once and without a printed traceback, rather than printing
+    "Exception ignored" and going on to its end."""
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-c", _STOP_IN_A_CALLBACK, str(int(sig))], capture_output=True,
+                         timeout=60)
+    err = res.stderr.decode()
+    assert res.returncode == 128 + sig, err
+    assert b"the stop was lost" not in res.stdout
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert time.monotonic() - start < 15
+
+
 def test_a_full_disk_while_the_substrings_text_is_spooled_is_one_line(tmp_path):
     """``--method substrings`` appends every document's bytes to a file in the run's work folder as
     pass 1 goes: a write failure there (EFBIG past RLIMIT_FSIZE) is the run's write error in one

@@ -7,9 +7,12 @@ SIGTERM stops a run like Ctrl-C.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
+import time
 
 import click
 
@@ -32,7 +35,7 @@ class _Group(click.Group):
             raise SystemExit(128 + signum)
 
         global _INTERRUPTED
-        with _signal(signal.SIGTERM, on_term):
+        with _signal(signal.SIGTERM, on_term), _stops_not_swallowed():
             try:
                 return super().invoke(ctx)
             except KeyboardInterrupt:
@@ -85,6 +88,38 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+@contextlib.contextmanager
+def _stops_not_swallowed():
+    """A stop that lands in Python code called back from C is not lost. Python runs a signal's
+    handler between bytecodes, so Ctrl-C or SIGTERM can arrive inside a callback such as the one
+    llvmlite makes while numba compiles (``_raw_object_cache_notify``); the KeyboardInterrupt or
+    SystemExit raised there cannot cross the C frames, is printed as "Exception ignored" with a
+    traceback, and the run would go on to its end. Here such a stop is said nowhere and the same
+    signal is delivered again 10 ms later, when the callback has returned (and again, should that
+    one land in a callback too)."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        exc = unraisable.exc_value
+        signum = (signal.SIGINT if isinstance(exc, KeyboardInterrupt)
+                  else _INTERRUPTED if isinstance(exc, SystemExit) else 0)
+        if not signum:
+            previous(unraisable)
+            return
+        threading.Thread(target=_deliver_again, args=(signum,), name="neardup-stop", daemon=True).start()
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def _deliver_again(signum: int) -> None:
+    time.sleep(0.01)
+    os.kill(os.getpid(), signum)
 
 
 class _signal:
