@@ -13,7 +13,7 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
   "$VENV/bin/python" -m pip install --quiet -e "$ROOT$1"
   # compile the default method's kernels now (numba caches them), so a first run starts at full speed;
   # --force: the stamp may have outlived the cache (a new checkout); a valid cache just loads
-  echo "neardup: compiling the kernels once (neardup warmup, about 25 s)..." >&2
+  echo "neardup: compiling the kernels once (neardup warmup, about a minute)..." >&2
   "$VENV/bin/neardup" warmup --force >/dev/null 2>&1 || echo "neardup warmup failed: kernels compile on first use" >&2
   touch "$STAMP"
 fi
