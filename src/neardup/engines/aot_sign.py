@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._procs import kill_with_parent, release_stops, signals_held
+
 BOM = b"\xef\xbb\xbf"
 _SUFFIXES = (".jsonl", ".ndjson", ".json")   # the plain names dedup reads as JSON lines
 MAX_PIECE = 1 << 28                         # bytes a process parses at once (its text copy is as large)
@@ -169,11 +171,12 @@ def _child(write_fd: int, parent: int, close: tuple, queue_fd: int, pieces: list
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+        release_stops()
         for fd in close:                # the parent's ends (the queue's writer: else no end of queue)
             os.close(fd)
-        _die_with(parent)
+        kill_with_parent()              # not left to finish a piece nobody will read
+        if os.getppid() != parent:      # (the parent died before that was armed)
+            os._exit(1)
         from .._arrays import keep_freed_memory  # noqa: PLC0415
 
         keep_freed_memory()             # a piece's buffers reused by the next (as the JIT path's workers do)
@@ -194,38 +197,6 @@ def _child(write_fd: int, parent: int, close: tuple, queue_fd: int, pieces: list
             _send(write_fd, ("error", f"{type(exc).__name__}: {exc}"))
     finally:
         os._exit(code)
-
-
-def _die_with(parent: int) -> None:
-    """This process is killed when its parent dies (Linux ``PR_SET_PDEATHSIG``), not left to finish
-    a piece nobody will read; if the parent is gone already, it ends now."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            import ctypes  # noqa: PLC0415
-
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-_HELD = (signal.SIGINT, signal.SIGTERM)
-
-
-def _hold_signals():
-    """Ctrl-C and SIGTERM held back (delivered at :func:`_release_signals`), so that every forked
-    process is known before a stop can unwind the parent, and its cleanup is not cut short; a no-op
-    outside the main thread or without ``pthread_sigmask``."""
-    import threading  # noqa: PLC0415
-
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-
-
-def _release_signals(old) -> None:
-    """The signal mask as it was before :func:`_hold_signals` returned ``old``."""
-    if old is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _feed(fd: int, n: int) -> None:
@@ -375,33 +346,28 @@ def _run(jobs: list, workers: int, fmt: str, args: tuple) -> tuple[list, str | N
     queue_r, queue_w = os.pipe()
     parent = os.getpid()
     try:
-        held = _hold_signals()
         try:
-            for _ in range(workers):
-                r, w = os.pipe()
-                try:
-                    pid = os.fork()
-                except OSError:
-                    os.close(r)
+            with signals_held():                  # every forked process known before a stop unwinds this
+                for _ in range(workers):
+                    r, w = os.pipe()
+                    try:
+                        pid = os.fork()
+                    except OSError:
+                        os.close(r)
+                        os.close(w)
+                        raise
+                    if pid == 0:                      # the child
+                        _child(w, parent, (r, queue_w), queue_r, jobs, *args)
                     os.close(w)
-                    raise
-                if pid == 0:                          # the child
-                    _child(w, parent, (r, queue_w), queue_r, jobs, *args)
-                os.close(w)
-                children.append((pid, r))
+                    children.append((pid, r))
         except OSError as exc:                    # no more processes or descriptors: the JIT path's turn
             failed = f"cannot start a signing process ({exc.strerror or exc})"
-        finally:
-            _release_signals(held)
         os.close(queue_r)                         # (only the children read the queue)
         queue_r = -1
         if failed is None:
-            held = _hold_signals()                # (a stop cannot come between the thread's start and
-            try:                                  # its taking the queue's end: one of them closes it)
-                feed, queue_w = queue_w, -1
+            with signals_held():                  # (a stop cannot come between the thread's start and
+                feed, queue_w = queue_w, -1       # its taking the queue's end: one of them closes it)
                 threading.Thread(target=_feed, args=(feed, len(jobs)), name="neardup-queue", daemon=True).start()
-            finally:
-                _release_signals(held)
             if fmt == "parquet":                  # while the children sign: pyarrow imported, and
                 from .sign_output import warm_parquet  # noqa: PLC0415
 
@@ -425,15 +391,12 @@ def _run(jobs: list, workers: int, fmt: str, args: tuple) -> tuple[list, str | N
             finally:
                 messages.close()
     finally:
-        held = _hold_signals()                    # (a second Ctrl-C does not cut the cleanup short)
-        try:
+        with signals_held():                      # (a second Ctrl-C does not cut the cleanup short)
             for fd in (queue_r, queue_w):
                 if fd >= 0:
                     os.close(fd)
             for pid, r in children:               # still running (stopped early): killed and reaped
                 _end(pid, r)
-        finally:
-            _release_signals(held)
     return parts, failed
 
 

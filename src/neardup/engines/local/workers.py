@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._arrays import concatenate_freeing, keep_freed_memory
+from ..._procs import kill_with_parent, signals_held
 from ...config import DedupConfig
 from ...dedup.progress import progress
 from ...dedup.signing import Both, make_signer
@@ -60,13 +61,7 @@ def _die_with_parent(parent: int) -> None:
     """A worker must not outlive the run: on Linux the kernel kills it when the parent dies
     (``PR_SET_PDEATHSIG``); everywhere a daemon thread checks the parent once a second, so a
     worker blocked on its task pipe still exits when the parent is killed with SIGKILL."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes  # noqa: PLC0415
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
+    kill_with_parent()
 
     # forked: the run is the parent; from a fork server (see _worker_context) the parent is that
     # server, which exits with the run: either way the parent changing means the run has ended
@@ -666,22 +661,6 @@ def _noop():
 
 
 @contextlib.contextmanager
-def _signals_held():
-    """SIGINT and SIGTERM held back while the workers are forked: a signal's SystemExit raised inside
-    fork's at-fork handlers (logging's lock) is printed as "Exception ignored" with a traceback and
-    lost. A signal that came meanwhile is delivered as the block ends. (The workers inherit the mask;
-    they ignore both signals anyway.)"""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-@contextlib.contextmanager
 def worker_pool(cfg: DedupConfig):
     """The signing processes. On any exception (a bad row, Ctrl-C, SIGTERM turned into SystemExit)
     queued batches are cancelled and the workers are killed at once, not waited for."""
@@ -689,7 +668,7 @@ def worker_pool(cfg: DedupConfig):
     pool = ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init,
                                initargs=(asdict(cfg), os.getpid()))
     try:
-        with _signals_held():     # the workers start (fork) at the first submission
+        with signals_held():     # the workers start (fork) at the first submission
             pool.submit(_noop)
         yield pool
     except BaseException as exc:
