@@ -112,12 +112,12 @@ CRASH = textwrap.dedent("""
         orig_m = inc.matched
         inc.matched = lambda *a, **k: (orig_m(*a, **k), die())
     elif point == "segment":              # the segment's files written, the manifest not yet
-        orig_w = seg._write_atomic
-        def w(path, data):
-            if path.name == seg.MANIFEST and b'"runs"' in data:
+        orig_w = seg.write_new
+        def w(path, data, *a):
+            if path.name.startswith("." + seg.MANIFEST) and b'"runs"' in data:
                 die()
-            return orig_w(path, data)
-        seg._write_atomic = w
+            return orig_w(path, data, *a)
+        seg.write_new = w
     elif point == "commit":               # the index published, the outputs not in place
         outdir.StagedOutput.commit = lambda self: die()
     elif point == "mid-commit":           # the outputs half renamed

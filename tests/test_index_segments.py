@@ -16,7 +16,7 @@ import pytest
 from neardup.index import segments
 from neardup.index.disk import DiskIndex, SimHashDiskIndex
 from neardup.index.segments import SegmentStore
-from neardup.index.store import DuplicateKeyError, IndexStoreError, NotAnIndexError, ReadOnlyError
+from neardup.index.store import DuplicateKeyError, IndexCorruptError, IndexStoreError, NotAnIndexError, ReadOnlyError
 
 
 def _text(i: int, j: int = 0, n: int = 60) -> str:
@@ -92,11 +92,11 @@ def test_torn_log_tail_is_dropped_and_earlier_records_kept(tmp_path):
             idx.add(f"k{i}", _text(i))
     wal = path / json.loads((path / "MANIFEST").read_text())["wal"]
     data = wal.read_bytes()
-    for cut in (len(data) - 1, len(data) - 37):
+    for cut in (len(data) - 1, len(data) - 37, len(data) - 500):
         wal.write_bytes(data[:cut])                               # the last record torn
         with DiskIndex.open(path, readonly=True) as idx:
             assert len(idx) == 4 and "k4" not in idx and "k3" in idx
-    wal.write_bytes(data[:-10] + b"\x00" * 10)                    # same length, bad CRC
+    wal.write_bytes(data[:-10] + b"\x00" * 10)                    # same length, its end never written
     with DiskIndex.open(path) as idx:                              # the writer truncates the tail
         assert len(idx) == 4
         idx.add("k4", _text(4))
@@ -104,20 +104,127 @@ def test_torn_log_tail_is_dropped_and_earlier_records_kept(tmp_path):
         assert len(idx) == 5 and idx.query(_text(4))[0] == ("k4", 1.0)
 
 
-def test_files_of_a_crashed_publish_are_removed(tmp_path):
+WAL_RECORDS = 40
+
+
+def _logged_index(path, n=WAL_RECORDS):
+    with DiskIndex.create(path) as idx:
+        for i in range(n):
+            idx.add(f"k{i}", _text(i))
+    wal = path / json.loads((path / "MANIFEST").read_text())["wal"]
+    return wal, wal.read_bytes()
+
+
+@pytest.mark.parametrize("where", [0.5, 0.1, 0.9, 0.999])
+def test_a_damaged_log_record_refuses_to_open_and_is_never_folded_away(tmp_path, where):
+    """One byte flipped anywhere in the log — a record with acknowledged records after it, or the
+    last one — is damage, not a torn tail: readers and writers refuse naming the file, the record
+    and its offset, and nothing is truncated or folded into a segment."""
+    path = tmp_path / "idx"
+    wal, data = _logged_index(path)
+    at = int(len(data) * where)
+    bad = data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1:]
+    wal.write_bytes(bad)
+    for readonly in (True, False):
+        with pytest.raises(IndexCorruptError, match=r"wal-0\.log: record \d+ at byte \d+ is damaged"):
+            DiskIndex.open(path, readonly=readonly)
+    assert wal.read_bytes() == bad and len(list(path.glob("seg-*"))) == 0
+    wal.write_bytes(data)                                          # put back: everything is there
+    with DiskIndex.open(path) as idx:
+        assert len(idx) == WAL_RECORDS
+
+
+def test_log_records_moved_repeated_or_from_another_log_are_damage(tmp_path):
+    wal, data = _logged_index(tmp_path / "a", 6)
+    ends = [0]
+    from neardup.index import wal as walmod
+
+    salt = json.loads((tmp_path / "a" / "MANIFEST").read_text())["wal_salt"]
+    records, torn = walmod.read_log(data, "x", salt)
+    assert torn is None and len(records) == 6
+    ends += [e for e, _ in records]
+    rec = [data[ends[i]:ends[i + 1]] for i in range(6)]
+    cases = {"swapped": (rec[0] + rec[2] + rec[1] + b"".join(rec[3:]), 2),
+             "repeated": (b"".join(rec[:3]) + rec[2] + b"".join(rec[3:]), 4),
+             "missing": (b"".join(rec[:2]) + b"".join(rec[3:]), 3)}
+    for name, (bad, number) in cases.items():
+        wal.write_bytes(bad)
+        with pytest.raises(IndexCorruptError, match=f"record {number} at byte"):
+            DiskIndex.open(tmp_path / "a", readonly=True)
+    wal2, data2 = _logged_index(tmp_path / "b", 6)      # the same record numbers, another salt
+    wal.write_bytes(b"".join(rec[:3]) + data2[ends[3]:])
+    with pytest.raises(IndexCorruptError, match="record 4 at byte"):
+        DiskIndex.open(tmp_path / "a", readonly=True)
+
+
+def test_files_of_a_crashed_publish_are_removed_and_nothing_else(tmp_path):
+    """A writer killed inside a publish (the new segment written, the manifest not yet renamed)
+    leaves files that the next writer removes — the names its PENDING record lists — while
+    entries of the same shape that neardup did not make stay, whatever their names."""
     path = tmp_path / "idx"
     with DiskIndex.create(path) as idx:
         idx.add_batch([f"k{i}" for i in range(5000)], [_text(i) for i in range(5000)])
-    (path / "seg-99-abcdef").mkdir()
-    (path / "seg-99-abcdef" / "sigs.npy").write_bytes(b"half")
-    (path / "wal-99.log").write_bytes(b"x")
-    (path / "deleted-99.npy").write_bytes(b"x")
-    with DiskIndex.open(path, readonly=True) as idx:                 # readers leave them alone
+    before = {p.name for p in path.iterdir()}
+    script = tmp_path / "crash.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, signal, sys
+        import neardup.index.segments as seg
+        from neardup.index.disk import DiskIndex
+        orig = seg.write_new
+        def w(p, data, *a):
+            if p.name.startswith(".MANIFEST."):
+                orig(p, data, *a)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return orig(p, data, *a)
+        seg.write_new = w
+        with DiskIndex.open({str(path)!r}) as idx:
+            idx.add_batch([f"n{{i}}" for i in range(5000)], [f"new text {{i}} " * 5 for i in range(5000)])
+    """))
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=300)
+    assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
+    left = {p.name for p in path.iterdir()} - before
+    assert any(n.startswith("seg-") for n in left) and "PENDING" in left
+    foreign = {"seg-99-abcdef": "dir", "wal-99.log": b"x", "deleted-99.npy": b"x", "seg-1-000000-w": "dir",
+               ".MANIFEST.1-000000": b"mine"}
+    for name, what in foreign.items():
+        if what == "dir":
+            (path / name).mkdir()
+            (path / name / "sigs.npy").write_bytes(b"half")
+        else:
+            (path / name).write_bytes(what)
+    with DiskIndex.open(path, readonly=True) as idx:                 # readers leave everything alone
         assert len(idx) == 5000
-    assert (path / "seg-99-abcdef").exists()
+    assert left <= {p.name for p in path.iterdir()}
     with DiskIndex.open(path) as idx:
         assert len(idx) == 5000
-    assert not any(p.name.endswith("99.log") or "99-" in p.name or "-99." in p.name for p in path.iterdir())
+        idx.add_batch([f"m{i}" for i in range(5000)], [_text(i + 9000) for i in range(5000)])
+        idx.compact()
+        idx.remove("m7")
+        idx.flush()
+    now = {p.name for p in path.iterdir()}
+    assert not (left & now), left & now                              # the crashed publish's files: gone
+    assert set(foreign) <= now                                       # the user's: all there
+    assert (path / "seg-99-abcdef" / "sigs.npy").read_bytes() == b"half"
+    with DiskIndex.open(path) as idx:
+        assert len(idx) == 9999
+
+
+def test_a_removed_lock_file_lets_no_second_writer_in(tmp_path):
+    """The writer's lock is held on the folder, not inferred from the LOCK file: removing or
+    replacing that file while a writer holds the index does not let another writer in."""
+    path = tmp_path / "idx"
+    DiskIndex.create(path).close()
+    with DiskIndex.open(path) as idx:
+        idx.add("a", _text(1))
+        (path / "LOCK").unlink()
+        with pytest.raises(IndexStoreError, match="being written by"):
+            SegmentStore.open(path, timeout=0.2)
+        (path / "LOCK").write_text("")
+        with pytest.raises(IndexStoreError, match="being written by"):
+            SegmentStore.open(path, timeout=0.2)
+        idx.add("b", _text(2))
+    with DiskIndex.open(path) as idx:
+        assert "a" in idx and "b" in idx
 
 
 def test_not_an_index(tmp_path):

@@ -46,327 +46,70 @@ import fcntl
 import json
 import os
 import secrets
-import struct
 import time
-import zlib
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from .._arrays import unique_pairs
-from ..kernels.hashing import xxh64_batch
+from . import wal
+from .files import fsync_dir, load_array, remove_owned, save_array, write_atomic, write_new
+from .segment import (
+    VERIFY_ON_OPEN,
+    Segment,
+    _pack_keys,
+    decode_key,
+    encode_key,
+    fold32,
+    merge,
+)
 from .store import (
     DuplicateKeyError,
+    IndexCorruptError,
     IndexStore,
     IndexStoreError,
     NotAnIndexError,
     ReadOnlyError,
     check_batch,
-    check_key,
 )
 
-FORMAT = 2                      # the folder layout (the SQLite store is format 1)
+FORMAT = 3                      # the folder layout (the SQLite store is format 1); format 2 is still read
 MANIFEST = "MANIFEST"
-_MAGIC = b"NDW1"
-_HEAD = struct.Struct("<4sII")  # magic, payload length, crc32(payload)
-_KEY_SEED = 0x6B6579            # xxh64 seed of key hashes
+PENDING = "PENDING"             # the names a publish is about to create (removed by the next writer after a crash)
 PARALLEL_QUERIES = 2048         # query batches at least this large are probed on all cores
 FLUSH_DOCS = 65536              # online adds kept in the log (and memory) before they become a segment
 MERGE_SEGMENTS = 24             # more segments than this: an add merges the smaller ones
 
 
 def _threads() -> int:
-    import numba  # noqa: PLC0415
+    import numba  # noqa: PLC0415  (numba's import is 0.3 s; only a large query batch needs its thread count)
 
     return max(1, int(numba.get_num_threads()))
-
-
-# -- keys -------------------------------------------------------------------------------------------
-def encode_key(key) -> bytes:
-    key = check_key(key)
-    if isinstance(key, str):
-        return b"s" + key.encode("utf-8", "surrogatepass")
-    if isinstance(key, bytes):
-        return b"b" + key
-    return b"i" + struct.pack("<q", key)
-
-
-def decode_key(raw: bytes):
-    tag, body = raw[:1], raw[1:]
-    if tag == b"s":
-        return body.decode("utf-8", "surrogatepass")
-    if tag == b"b":
-        return bytes(body)
-    return struct.unpack("<q", body)[0]
-
-
-def fold32(x) -> np.ndarray:
-    """64-bit keys folded to 32 bits (x ⊕ x ≫ 32, low half); idempotent on values below 2³²."""
-    x = np.asarray(x, dtype=np.uint64)
-    return ((x ^ (x >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-
-
-def sig_sizes(sigs: np.ndarray) -> np.ndarray:
-    """The set sizes stored as the last 4 bytes (little-endian uint32) of each signature of a sized
-    index (:attr:`SegmentStore.sized`), as int64."""
-    return np.ascontiguousarray(sigs[:, -4:]).view("<u4").reshape(-1).astype(np.int64)
-
-
-def _pack_keys(raw: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(offsets, bytes, xxh64 per key) of tagged keys."""
-    off = np.zeros(len(raw) + 1, dtype=np.int64)
-    np.cumsum([len(r) for r in raw], out=off[1:])
-    data = np.frombuffer(b"".join(raw), dtype=np.uint8) if raw else np.zeros(0, np.uint8)
-    data = data.copy() if data.shape[0] else np.zeros(1, np.uint8)
-    return off, data, xxh64_batch(data, off, np.uint64(_KEY_SEED))
-
-
-# -- durable file operations -----------------------------------------------------------------------
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _save(path: Path, arr: np.ndarray) -> None:
-    with open(path, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _load(path: Path) -> np.ndarray:
-    return np.load(path, mmap_mode="r", allow_pickle=False)
-
-
-# -- segments ---------------------------------------------------------------------------------------
-def _frozen(a: np.ndarray) -> np.ndarray:
-    """A read-only view: segments never change, and a segment built in memory (the log's tail, a
-    merge) then has the array types of one mapped from disk — numba compiles the probe once, not
-    twice (3.5–4 s each, measured)."""
-    v = a.view()
-    v.flags.writeable = False
-    return v
-
-
-@dataclass
-class _Segment:
-    """A segment's arrays (mapped from disk, or in memory for the log's tail)."""
-    name: str
-    first_id: int
-    sigs: np.ndarray
-    key_off: np.ndarray
-    key_bytes: np.ndarray
-    key_hash: np.ndarray
-    key_row: np.ndarray
-    bands: np.ndarray
-    band_row: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return self.sigs.shape[0]
-
-    def key(self, row: int) -> bytes:
-        return bytes(self.key_bytes[int(self.key_off[row]):int(self.key_off[row + 1])])
-
-    @cached_property
-    def set_sizes(self) -> tuple[np.ndarray, int]:
-        """A sized segment's set sizes (int64) and their maximum, read once: segments never change."""
-        sizes = sig_sizes(self.sigs)
-        return sizes, int(sizes.max()) if sizes.shape[0] else 0
-
-    @classmethod
-    def build(cls, name: str, first_id: int, raw_keys, sigs: np.ndarray, band_keys: np.ndarray,
-              banded: np.ndarray, sized: bool = False) -> _Segment:
-        """A segment of tagged keys (a list of bytes, or already packed: (offsets, bytes)),
-        signatures and (n, b) band keys; rows where ``banded`` is False get no band entries.
-        ``sized``: each signature ends with its set size (little-endian uint32, :func:`sig_sizes`),
-        and each band column is sorted by (key, size), as containment probing needs."""
-        if isinstance(raw_keys, tuple):
-            off, data = raw_keys
-            off = np.asarray(off, dtype=np.int64)
-            data = data if data.shape[0] else np.zeros(1, np.uint8)
-            h = xxh64_batch(data, off, np.uint64(_KEY_SEED))
-        else:
-            off, data, h = _pack_keys(raw_keys)
-        n = off.shape[0] - 1
-        h = fold32(h)
-        order = np.argsort(h, kind="stable")
-        off = off.astype(np.uint32) if off[-1] < 2**32 else off
-        rows = np.flatnonzero(banded).astype(np.uint32)
-        if sized:     # rows by size first: the stable key sort below then leaves (key, size) order
-            rows = rows[np.argsort(sig_sizes(_sig_rows(sigs, n))[rows], kind="stable")]
-        bk = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64)[rows]).T)     # (b, m)
-        b = bk.shape[0]
-        border = np.argsort(bk, axis=1, kind="stable")
-        bands = np.take_along_axis(bk, border, axis=1) if b else bk
-        band_row = rows[border] if b else np.zeros((0, rows.shape[0]), np.uint32)
-        return cls(name, first_id, *map(_frozen, (
-            _sig_rows(sigs, n), off, data, h[order], order.astype(np.uint32),
-            np.ascontiguousarray(bands), np.ascontiguousarray(band_row, dtype=np.uint32))))
-
-    _FILES = ("sigs", "key_off", "key_bytes", "key_hash", "key_row", "bands", "band_row")
-
-    def write(self, folder: Path) -> None:
-        folder.mkdir()
-        for f in self._FILES:
-            _save(folder / f"{f}.npy", getattr(self, f))
-        _fsync_dir(folder)
-
-    @classmethod
-    def read(cls, folder: Path, name: str, first_id: int) -> _Segment:
-        return cls(name, first_id, *(_load(folder / f"{f}.npy") for f in cls._FILES))
-
-    def candidates(self, band_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, document id) for every band-key equality of the (q, b) ``band_keys``."""
-        qs, ds = [], []
-        q = band_keys.shape[0]
-        folded = fold32(band_keys)
-        for i in range(min(self.bands.shape[0], band_keys.shape[1])):
-            col = self.bands[i]
-            if col.shape[0] == 0:
-                continue
-            lo = np.searchsorted(col, folded[:, i], "left")
-            hi = np.searchsorted(col, folded[:, i], "right")
-            cnt = hi - lo
-            tot = int(cnt.sum())
-            if tot == 0:
-                continue
-            qi = np.repeat(np.arange(q, dtype=np.int64), cnt)
-            start = np.repeat(lo - np.concatenate([[0], np.cumsum(cnt)[:-1]]), cnt)
-            pos = start + np.arange(tot, dtype=np.int64)
-            qs.append(qi)
-            ds.append(np.asarray(self.band_row[i][pos], dtype=np.int64) + self.first_id)
-        if not qs:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(qs), np.concatenate(ds)
-
-
-def _sig_rows(sigs, n: int) -> np.ndarray:
-    """The signature bytes as n contiguous rows (n = 0 included: reshape(0, -1) cannot infer a width)."""
-    a = np.ascontiguousarray(sigs, dtype=np.uint8)
-    return a.reshape(n, -1) if n else a.reshape(0, a.shape[-1] if a.ndim == 2 else 0)
-
-
-def _merge(name: str, first_id: int, parts: list[_Segment], deleted: np.ndarray,
-           sized: bool = False) -> tuple[_Segment, np.ndarray]:
-    """One segment of the live documents of ``parts`` (ids renumbered from ``first_id`` in order);
-    returns it and the old ids of its rows."""
-    koffs, kdata, sigs, bks, banded, old = [], [], [], [], [], []
-    for s in parts:
-        ids = np.arange(s.first_id, s.first_id + s.n, dtype=np.int64)
-        live = ~np.isin(ids, deleted)
-        rows = np.flatnonzero(live)
-        b = s.bands.shape[0]
-        full = np.zeros((s.n, b), dtype=np.uint64)     # folded keys (fold32 keeps them as they are)
-        has = np.zeros(s.n, dtype=bool)
-        if b and s.band_row.shape[1]:
-            r = s.band_row.astype(np.int64)
-            for i in range(b):
-                full[r[i], i] = s.bands[i]
-            has[r[0]] = True
-        koff = np.asarray(s.key_off, dtype=np.int64)
-        start, length = koff[rows], koff[rows + 1] - koff[rows]
-        at = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-        np.cumsum(length, out=at[1:])
-        take = np.repeat(start - at[:-1], length) + np.arange(at[-1], dtype=np.int64)
-        koffs.append(length)
-        kdata.append(np.asarray(s.key_bytes)[take])
-        sigs.append(np.asarray(s.sigs[rows]))
-        bks.append(full[rows])
-        banded.append(has[rows])
-        old.append(ids[rows])
-    b = max((s.bands.shape[0] for s in parts), default=0)
-    width = max((s.sigs.shape[1] for s in parts), default=0)
-    sig = np.concatenate(sigs) if sigs else np.zeros((0, width), np.uint8)
-    bk = np.concatenate(bks) if bks else np.zeros((0, b), np.uint64)
-    lengths = np.concatenate(koffs) if koffs else np.zeros(0, np.int64)
-    off = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=off[1:])
-    data = np.concatenate(kdata) if kdata else np.zeros(0, np.uint8)
-    return (_Segment.build(name, first_id, (off, data), sig, bk,
-                           np.concatenate(banded) if banded else np.zeros(0, bool), sized),
-            np.concatenate(old) if old else np.zeros(0, np.int64))
-
-
-# -- the write-ahead log ----------------------------------------------------------------------------
-def _wal_record(first_id: int, raw_keys: list[bytes], sigs: np.ndarray, band_keys: np.ndarray,
-                banded: np.ndarray, deleted: np.ndarray) -> bytes:
-    off, data, _ = _pack_keys(raw_keys)
-    head = json.dumps({"first_id": first_id, "n": len(raw_keys), "w": int(sigs.shape[1]) if sigs.ndim == 2 else 0,
-                       "b": int(band_keys.shape[1]), "kb": int(off[-1]), "del": int(deleted.shape[0])}).encode()
-    body = b"".join([struct.pack("<I", len(head)), head, off.astype("<i8").tobytes(), data[:off[-1]].tobytes(),
-                     np.ascontiguousarray(sigs, dtype=np.uint8).tobytes(),
-                     np.ascontiguousarray(band_keys, dtype="<u8").tobytes(),
-                     np.asarray(banded, dtype=np.uint8).tobytes(), np.asarray(deleted, dtype="<i8").tobytes()])
-    return _HEAD.pack(_MAGIC, len(body), zlib.crc32(body)) + body
-
-
-def _read_records(data: bytes, pos: int = 0):
-    """Complete, intact records of ``data`` from ``pos``: yields (end offset, record dict); stops at a
-    torn or corrupt tail."""
-    while pos + _HEAD.size <= len(data):
-        magic, length, crc = _HEAD.unpack_from(data, pos)
-        end = pos + _HEAD.size + length
-        if magic != _MAGIC or end > len(data):
-            return
-        body = data[pos + _HEAD.size:end]
-        if zlib.crc32(body) != crc:
-            return
-        hl = struct.unpack_from("<I", body, 0)[0]
-        h = json.loads(body[4:4 + hl])
-        p = 4 + hl
-        n, w, b, kb, nd = h["n"], h["w"], h["b"], h["kb"], h["del"]
-        off = np.frombuffer(body, "<i8", n + 1, p).astype(np.int64)
-        p += 8 * (n + 1)
-        kbytes = body[p:p + kb]
-        p += kb
-        sigs = np.frombuffer(body, np.uint8, n * w, p).reshape(n, w)
-        p += n * w
-        bk = np.frombuffer(body, "<u8", n * b, p).reshape(n, b).astype(np.uint64)
-        p += 8 * n * b
-        banded = np.frombuffer(body, np.uint8, n, p).astype(bool)
-        p += n
-        dele = np.frombuffer(body, "<i8", nd, p).astype(np.int64)
-        keys = [kbytes[off[i]:off[i + 1]] for i in range(n)]
-        yield end, {"first_id": h["first_id"], "keys": keys, "sigs": sigs, "bands": bk, "banded": banded,
-                    "deleted": dele}
-        pos = end
 
 
 class SegmentStore(IndexStore):
     """:class:`~neardup.index.store.IndexStore` as a folder of memory-mapped segments (see the module
     documentation for the layout and the guarantees)."""
 
-    def __init__(self, path: Path, readonly: bool, synchronous: str, timeout: float):
+    def __init__(self, path: Path, readonly: bool, synchronous: str, timeout: float, verify: str = "auto"):
         self.path = Path(path)
         self.readonly = readonly
         self._sync = synchronous
         self._timeout = timeout
+        self._verify = verify
+        self._verified: set = set()           # segments whose checksums this process has verified
         self._lock_fd = None
         self._manifest: dict = {}
         self._stamp = None
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._deleted = np.zeros(0, np.int64)
-        self._tail: list[_Segment] = []       # the log's documents, as small in-memory runs
+        self._tail: list[Segment] = []        # the log's documents, as small in-memory runs
         self._tail_deleted: list[int] = []
         self._wal_pos = 0
+        self._wal_seq = 1                     # the number the log's next record gets
+        self._torn_at = None                  # where a torn log tail starts (a writer cuts it off)
         self._wal_fh = None
         self._in_snapshot = 0
         self._hidden: set = set()
@@ -379,19 +122,21 @@ class SegmentStore(IndexStore):
         two processes creating one index get one index and one ``FileExistsError``. An existing
         empty folder at ``path`` is used (e.g. made by ``mkdir`` or ``tempfile``)."""
         p = Path(path)
-        if p.exists() and not (p.is_dir() and not any(p.iterdir())):
+        if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):
             raise FileExistsError(f"{p} already exists; open it, or remove it to start over")
         tmp = p.parent / f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}.building"
         try:
             tmp.mkdir()
         except OSError as exc:
             raise IndexStoreError(f"{p}: cannot create the index here ({exc.strerror or exc})") from None
+        made = [tmp / MANIFEST, tmp / "LOCK", tmp / "wal-0.log"]
         try:
             manifest = {"format": FORMAT, "generation": 0, "meta": dict(meta), "next_id": 1, "count": 0,
-                        "segments": [], "deleted": None, "wal": "wal-0.log"}
-            (tmp / "LOCK").touch()
-            (tmp / "wal-0.log").touch()
-            _write_atomic(tmp / MANIFEST, json.dumps(manifest, sort_keys=True).encode())
+                        "segments": [], "deleted": None, "wal": "wal-0.log", "wal_salt": secrets.randbits(64),
+                        "garbage": []}
+            write_new(tmp / "LOCK", b"")
+            write_new(tmp / "wal-0.log", b"")
+            write_atomic(tmp / MANIFEST, json.dumps(manifest, sort_keys=True).encode())
             if p.is_dir():
                 try:
                     p.rmdir()        # the empty folder given; a folder filled meanwhile stays
@@ -404,13 +149,21 @@ class SegmentStore(IndexStore):
                     raise FileExistsError(f"{p} already exists (created meanwhile by another process); "
                                           "open it") from None
                 raise
-            _fsync_dir(p.parent if str(p.parent) else Path("."))
+            fsync_dir(p.parent if str(p.parent) else Path("."))
         finally:
-            _remove(tmp)       # gone already when it was renamed into place
+            if tmp.exists():     # gone already when it was renamed into place
+                for f in made:
+                    remove_owned(f)
+                remove_owned(tmp)
         return cls.open(p, synchronous=synchronous, timeout=timeout)
 
     @classmethod
-    def open(cls, path, readonly: bool = False, synchronous: str = "NORMAL", timeout: float = 10.0) -> SegmentStore:
+    def open(cls, path, readonly: bool = False, synchronous: str = "NORMAL", timeout: float = 10.0,
+             verify: str = "auto") -> SegmentStore:
+        """The index at ``path``. ``verify``: ``"auto"`` checksums every segment when they hold at
+        most :data:`~neardup.index.segment.VERIFY_ON_OPEN` bytes in all (else the cheap checks, and
+        each segment's row ranges before a kernel reads it); ``"full"`` always; ``"cheap"`` never.
+        The log is always verified record by record."""
         p = Path(path)
         if not p.exists():
             raise FileNotFoundError(f"no index at {p}")
@@ -419,7 +172,9 @@ class SegmentStore(IndexStore):
         synchronous = str(synchronous).upper()
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous must be one of ('NORMAL', 'FULL'), got {synchronous!r}")
-        st = cls(p, readonly, synchronous, timeout)
+        if verify not in ("auto", "full", "cheap"):
+            raise ValueError(f"verify must be one of ('auto', 'full', 'cheap'), got {verify!r}")
+        st = cls(p, readonly, synchronous, timeout, verify)
         try:
             if not readonly:
                 st._take_lock()
@@ -432,8 +187,11 @@ class SegmentStore(IndexStore):
         return st
 
     def _take_lock(self) -> None:
+        """The writer's lock: ``flock`` on the index folder itself (held by the open descriptor, so
+        removing or replacing any file inside cannot let a second writer in); the holder's pid
+        is written to ``LOCK`` for the message a second writer gets."""
         try:
-            fd = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o666)
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
             raise IndexStoreError(f"{self.path}: cannot open for writing ({exc.strerror or exc}); "
                                   "open it read-only") from None
@@ -446,59 +204,135 @@ class SegmentStore(IndexStore):
                 if time.monotonic() >= deadline:
                     os.close(fd)
                     try:
-                        holder = (self.path / "LOCK").read_text().strip() or "another process"
+                        holder = (self.path / "LOCK").read_text(errors="replace").strip()[:80] or "another process"
                     except OSError:
                         holder = "another process"
                     raise IndexStoreError(f"{self.path} is being written by {holder}; one writer at a time "
                                           f"(waited {self._timeout:g} s) — open it read-only to query") from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
         self._lock_fd = fd
+        if not os.access(self.path, os.W_OK):
+            raise IndexStoreError(f"{self.path}: cannot open for writing (Permission denied); open it read-only")
+        try:     # informational only; never through a link
+            lk = os.open(self.path / "LOCK", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+            try:
+                os.ftruncate(lk, 0)
+                os.write(lk, f"pid {os.getpid()}".encode())
+            finally:
+                os.close(lk)
+        except OSError:
+            pass
 
     def _read_manifest(self) -> dict:
+        path = self.path / MANIFEST
         try:
-            m = json.loads((self.path / MANIFEST).read_bytes())
+            m = json.loads(path.read_bytes())
         except ValueError:
-            raise NotAnIndexError(f"{self.path}/{MANIFEST} is not JSON") from None
-        if not isinstance(m, dict) or m.get("format") != FORMAT:
+            raise NotAnIndexError(f"{path} is not JSON") from None
+        if not isinstance(m, dict) or m.get("format") not in (2, FORMAT):
             fmt = m.get("format") if isinstance(m, dict) else "?"
-            raise NotAnIndexError(f"{self.path} is a neardup index of format {fmt}; this neardup reads format {FORMAT}")
+            raise NotAnIndexError(f"{self.path} is a neardup index of format {fmt}; this neardup reads formats 2 "
+                                  f"and {FORMAT}")
+        try:
+            segs = m["segments"]
+            ok = (all(isinstance(m[k], int) and m[k] >= 0 for k in ("generation", "next_id", "count"))
+                  and isinstance(m["meta"], dict) and isinstance(m["wal"], str) and isinstance(segs, list)
+                  and all(isinstance(x, dict) and _plain(x.get("dir")) and isinstance(x.get("first_id"), int)
+                          and isinstance(x.get("n"), int) and x["n"] >= 0 for x in segs)
+                  and _plain(m["wal"]) and (m["deleted"] is None or _plain(m["deleted"])))
+        except (KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise IndexCorruptError(f"{path}: not a manifest this neardup wrote (a field is missing or of the "
+                                    "wrong type)")
         return m
 
     def _manifest_stamp(self):
         st = os.stat(self.path / MANIFEST)
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
+    def _open_segment(self, s: dict) -> Segment:
+        folder = self.path / s["dir"]
+        seg = Segment.read(folder, s["dir"], s["first_id"], s["n"], s.get("files"))
+        if s.get("files") and s["dir"] not in self._verified and self._verify_now():
+            self._check_segment(seg, s)
+        return seg
+
+    def _verify_now(self) -> bool:
+        if self._verify != "auto":
+            return self._verify == "full"
+        return sum(v[0] for s in self._manifest.get("segments", ()) for v in s.get("files", {}).values()) \
+            <= VERIFY_ON_OPEN
+
+    def _check_segment(self, seg: Segment, s: dict) -> None:
+        bad = seg.verify(self.path / s["dir"], s.get("files"))
+        if bad:
+            raise IndexCorruptError(f"{bad[0]}; the index refuses to use it — `neardup index verify "
+                                    f"{self.path} --repair NEW` salvages what verifies")
+        self._verified.add(s["dir"])
+
+    def _load_deleted(self, m: dict) -> np.ndarray:
+        if not m["deleted"]:
+            return np.zeros(0, np.int64)
+        path = self.path / m["deleted"]
+        arr = load_array(path, m.get("deleted_file"), (np.dtype(np.int64),), 1)
+        if m.get("deleted_file") and self._verify_now():
+            from .files import digest  # noqa: PLC0415  (a sibling module; named here for clarity of the check)
+
+            if digest(path) != list(m["deleted_file"]):
+                raise IndexCorruptError(f"{path}: its checksum is not the manifest's; run `neardup index verify`")
+        arr = np.asarray(arr, dtype=np.int64)
+        if arr.shape[0] > 1 and not (np.diff(arr) > 0).all():
+            raise IndexCorruptError(f"{path}: the removed documents' ids are not sorted; run `neardup index verify`")
+        return arr
+
     def _load_manifest(self) -> None:
         for _ in range(20):     # a writer may publish a newer manifest and delete files meanwhile
             stamp = self._manifest_stamp()
             m = self._read_manifest()
+            self._manifest = m
             try:
-                segs = [_Segment.read(self.path / s["dir"], s["dir"], s["first_id"]) for s in m["segments"]]
-                deleted = (_load(self.path / m["deleted"]).astype(np.int64) if m["deleted"]
-                           else np.zeros(0, np.int64))
-                wal = (self.path / m["wal"]).read_bytes()
+                segs = [self._open_segment(s) for s in m["segments"]]
+                deleted = self._load_deleted(m)
+                data = (self.path / m["wal"]).read_bytes()
             except FileNotFoundError:
                 if self._manifest_stamp() != stamp:
                     continue
-                raise IndexStoreError(f"{self.path}: a file named by {MANIFEST} is missing") from None
+                raise IndexCorruptError(f"{self.path}: a file named by {MANIFEST} is missing") from None
+            except IndexCorruptError:
+                if self._manifest_stamp() != stamp:
+                    continue        # a writer replaced it meanwhile: read the new one
+                raise
             break
         else:
             raise IndexStoreError(f"{self.path}: the manifest kept changing while it was read")
         self._manifest, self._stamp, self._segments, self._deleted = m, stamp, segs, deleted
-        self._tail, self._tail_deleted, self._wal_pos = [], [], 0
-        self._replay(wal)
+        self._tail, self._tail_deleted, self._wal_pos, self._wal_seq = [], [], 0, 1
+        self._replay(data)
 
     def _replay(self, data: bytes) -> None:
-        for end, rec in _read_records(data, self._wal_pos):
+        m = self._manifest
+        label = str(self.path / m["wal"])
+        records, self._torn_at = wal.read_log(data, label, int(m.get("wal_salt", 0)), int(m["format"]),
+                                              self._wal_pos, self._wal_seq)
+        for end, body in records:
+            try:
+                rec = wal.decode_body(body)
+            except (ValueError, IndexError, UnicodeDecodeError) as exc:
+                raise IndexCorruptError(f"{label}: record {self._wal_seq} at byte {self._wal_pos} verifies but is "
+                                        f"not a record this neardup wrote ({exc})") from None
+            expect = int(m["next_id"]) + sum(s.n for s in self._tail)
+            if rec["keys"] and rec["first_id"] != expect:
+                raise IndexCorruptError(f"{label}: record {self._wal_seq} at byte {self._wal_pos} numbers its "
+                                        f"documents from {rec['first_id']} where {expect} comes next")
             self._apply(rec)
             self._wal_pos = end
+            self._wal_seq += 1
 
     def _apply(self, rec: dict) -> None:
         if rec["keys"]:
-            seg = _Segment.build("wal", rec["first_id"], rec["keys"], rec["sigs"], rec["bands"], rec["banded"],
-                                 self.sized)
+            seg = Segment.build("wal", rec["first_id"], rec["keys"], rec["sigs"], rec["bands"], rec["banded"],
+                                self.sized)
             self._tail.append(seg)
             self._compact_tail()
         self._tail_deleted.extend(int(i) for i in rec["deleted"])
@@ -507,26 +341,43 @@ class SegmentStore(IndexStore):
         """Keep O(log n) in-memory runs: merge the last two while the newer is at least half the older."""
         while len(self._tail) >= 2 and self._tail[-1].n * 2 >= self._tail[-2].n:
             b, a = self._tail.pop(), self._tail.pop()
-            seg, _ = _merge("wal", a.first_id, [a, b], np.zeros(0, np.int64), self.sized)
+            seg, _ = merge("wal", a.first_id, [a, b], np.zeros(0, np.int64), self.sized)
             self._tail.append(seg)
 
     def _recover(self) -> None:
-        """Writer only: drop a torn log tail, and files no manifest names (a crashed writer's)."""
-        wal = self.path / self._manifest["wal"]
-        if wal.stat().st_size != self._wal_pos:
-            with open(wal, "r+b") as fh:
-                fh.truncate(self._wal_pos)
+        """Writer only: cut a torn log tail off; remove what a crashed publish made (the names in
+        ``PENDING`` that no manifest names) and what the manifest lists as superseded (its
+        ``garbage``); a log of format 2 is folded into a segment at once (the index becomes format
+        3). Nothing else in the folder is touched, whatever its name."""
+        log = self.path / self._manifest["wal"]
+        if self._torn_at is not None:
+            with open(log, "r+b") as fh:
+                fh.truncate(self._torn_at)
                 fh.flush()
                 os.fsync(fh.fileno())
-        named = {MANIFEST, "LOCK", self._manifest["wal"], *(s["dir"] for s in self._manifest["segments"])}
-        if self._manifest["deleted"]:
-            named.add(self._manifest["deleted"])
-        for f in self.path.iterdir():
-            if f.name in named:
-                continue
-            if (f.name.startswith(("seg-", ".seg-")) and f.is_dir()
-                    or f.name.startswith(("wal-", "deleted-", f".{MANIFEST}.")) and f.is_file()):
-                _remove(f)
+            self._torn_at = None
+        named = self._named(self._manifest)
+        pending = self.path / PENDING
+        if pending.is_file() and not pending.is_symlink():
+            try:
+                names = json.loads(pending.read_bytes()).get("names", [])
+            except (ValueError, AttributeError):
+                names = []          # a torn PENDING: its publish made nothing yet (it is written first)
+            for name in names:
+                if _plain(name) and name not in named:
+                    remove_owned(self.path / name)
+            remove_owned(pending)
+        for name in self._manifest.get("garbage", []):
+            if _plain(name) and name not in named:
+                remove_owned(self.path / name)
+        if self._manifest["format"] < FORMAT:
+            self._publish()
+
+    @staticmethod
+    def _named(m: dict) -> set:
+        """The entries manifest ``m`` owns and uses."""
+        return {MANIFEST, "LOCK", m["wal"], *(s["dir"] for s in m["segments"]),
+                *([m["deleted"]] if m["deleted"] else [])}
 
     # -- state ------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -557,7 +408,7 @@ class SegmentStore(IndexStore):
         finally:
             self._in_snapshot -= 1
 
-    def _all(self) -> list[_Segment]:
+    def _all(self) -> list[Segment]:
         if self._hidden:
             return [s for s in self._segments if s.name not in self._hidden] + self._tail
         return self._segments + self._tail
@@ -584,6 +435,7 @@ class SegmentStore(IndexStore):
                 break
             if s.n == 0:
                 continue
+            s.ensure_checked()
             lo = np.searchsorted(s.key_hash, h[todo], "left")
             hi = np.searchsorted(s.key_hash, h[todo], "right")
             hit = np.flatnonzero(hi > lo)
@@ -651,6 +503,14 @@ class SegmentStore(IndexStore):
                 return s.sigs.shape[1]
         return None
 
+    def _log(self, first: int, raw, sigs, band_keys, banded, deleted) -> None:
+        """Append one record (the next number of this log) and count it."""
+        rec = wal.encode(self._wal_seq, int(self._manifest.get("wal_salt", 0)),
+                         wal.encode_body(first, raw, sigs, band_keys, banded, deleted))
+        self._append(rec)
+        self._wal_pos += len(rec)
+        self._wal_seq += 1
+
     def _append(self, record: bytes) -> None:
         if self._wal_fh is None:
             self._wal_fh = open(self.path / self._manifest["wal"], "ab")
@@ -668,7 +528,7 @@ class SegmentStore(IndexStore):
             raise IndexStoreError(f"{self.path}: cannot write the log ({exc.strerror or exc})") from None
 
     def put_batch(self, keys, signatures, band_keys, banded=None, replace=False) -> None:
-        """Online add: one log record (atomic by its CRC), then in memory; at :data:`FLUSH_DOCS`
+        """Online add: one log record (atomic by its checksum), then in memory; at :data:`FLUSH_DOCS`
         logged documents they become a segment."""
         self._check_writable()
         raw, sigs, band_keys, banded, old = self._prepare(keys, signatures, band_keys, banded, replace)
@@ -676,9 +536,7 @@ class SegmentStore(IndexStore):
         if n == 0:
             return
         first = int(self._manifest["next_id"]) + sum(s.n for s in self._tail)
-        rec = _wal_record(first, raw, sigs, band_keys, banded, old)
-        self._append(rec)
-        self._wal_pos += len(rec)
+        self._log(first, raw, sigs, band_keys, banded, old)
         self._apply({"first_id": first, "keys": raw, "sigs": sigs, "bands": band_keys, "banded": banded,
                      "deleted": old})
         if sum(s.n for s in self._tail) >= FLUSH_DOCS:
@@ -693,10 +551,8 @@ class SegmentStore(IndexStore):
         if not docs:
             return 0
         first = int(self._manifest["next_id"]) + sum(s.n for s in self._tail)
-        rec = _wal_record(first, [], np.zeros((0, 0), np.uint8), np.zeros((0, 0), np.uint64),
-                          np.zeros(0, bool), np.array(docs, dtype=np.int64))
-        self._append(rec)
-        self._wal_pos += len(rec)
+        self._log(first, [], np.zeros((0, 0), np.uint8), np.zeros((0, 0), np.uint64), np.zeros(0, bool),
+                  np.array(docs, dtype=np.int64))
         self._tail_deleted.extend(docs)
         return len(docs)
 
@@ -720,97 +576,113 @@ class SegmentStore(IndexStore):
         self._publish(meta=items)
 
     def _publish(self, extra=None, meta=None, merge_all: bool = False) -> None:
-        m = dict(self._manifest)
+        """A new manifest (generation + 1): the log's documents as a segment, ``extra`` (a prepared
+        batch) as another, merges, tombstones, a new empty log. The names it will create are
+        written to ``PENDING`` first, every file is created new (``O_EXCL``) and checksummed, and
+        the manifest's rename publishes all of it; what the old manifest owned and the new one does
+        not becomes ``garbage``, removed now and, after a crash, by the next writer."""
+        old_m = self._manifest
+        m = dict(old_m, format=FORMAT)
         gen = int(m["generation"]) + 1
+        tok = secrets.token_hex(3)
+        names = {"log_seg": f"seg-{gen}-{tok}-w", "added": f"seg-{gen}-{tok}", "merged": f"seg-{gen}-{tok}-m",
+                 "deleted": f"deleted-{gen}-{tok}.npy", "wal": f"wal-{gen}-{tok}.log",
+                 "tmp": f".{MANIFEST}.{gen}-{tok}"}
         made: list[Path] = []
         try:
+            write_new(self.path / PENDING, json.dumps({"generation": gen, "names": sorted(names.values())}).encode())
+            made.append(self.path / PENDING)
             next_id = int(m["next_id"])
             segs = list(m["segments"])
             seg_objs = list(self._segments)
             dead = self._dead()
             if self._tail:
-                name = f"seg-{gen}-{secrets.token_hex(3)}-w"
-                merged, _ = _merge(name, next_id, self._tail, np.zeros(0, np.int64), self.sized)
+                name = names["log_seg"]
+                merged, _ = merge(name, next_id, self._tail, np.zeros(0, np.int64), self.sized)
                 # the log's ids were assigned consecutively from next_id, so they carry over unchanged
                 next_id += merged.n
-                merged.write(self.path / name)
                 made.append(self.path / name)
-                segs.append({"dir": name, "first_id": merged.first_id, "n": merged.n})
+                files = merged.write(self.path / name)
+                segs.append({"dir": name, "first_id": merged.first_id, "n": merged.n, "files": files})
                 seg_objs.append(merged)
             added = None
             if extra is not None and extra[0]:
                 raw, sigs, band_keys, banded, old = extra
-                name = added = f"seg-{gen}-{secrets.token_hex(3)}"
-                seg = _Segment.build(name, next_id, raw, sigs, band_keys, banded, self.sized)
-                seg.write(self.path / name)
+                name = added = names["added"]
+                seg = Segment.build(name, next_id, raw, sigs, band_keys, banded, self.sized)
                 made.append(self.path / name)
-                segs.append({"dir": name, "first_id": next_id, "n": seg.n})
+                files = seg.write(self.path / name)
+                segs.append({"dir": name, "first_id": next_id, "n": seg.n, "files": files})
                 seg_objs.append(seg)
                 next_id += seg.n
                 dead = np.union1d(dead, old)
             if merge_all or len(segs) > MERGE_SEGMENTS:
-                segs, seg_objs, dead, next_id = self._merge_segments(gen, segs, seg_objs, dead, next_id, made,
-                                                                     merge_all, keep=added)
+                segs, seg_objs, dead, next_id = self._merge_segments(names["merged"], segs, seg_objs, dead, next_id,
+                                                                     made, merge_all, keep=added)
             m["segments"], m["next_id"], m["generation"] = segs, next_id, gen
             m["count"] = sum(s["n"] for s in segs) - int(dead.shape[0])
             if dead.shape[0]:
-                m["deleted"] = f"deleted-{gen}.npy"
-                _save(self.path / m["deleted"], dead)
+                m["deleted"] = names["deleted"]
                 made.append(self.path / m["deleted"])
+                m["deleted_file"] = save_array(self.path / m["deleted"], dead)
             else:
-                m["deleted"] = None
-            m["wal"] = f"wal-{gen}.log"
-            with open(self.path / m["wal"], "wb") as fh:
-                os.fsync(fh.fileno())
+                m["deleted"] = m["deleted_file"] = None
+            m["wal"], m["wal_salt"] = names["wal"], secrets.randbits(64)
             made.append(self.path / m["wal"])
+            write_new(self.path / m["wal"], b"")
             if callable(meta):
                 meta = meta(added)
             if meta:
                 m["meta"] = {**m["meta"], **dict(meta)}
-            _fsync_dir(self.path)
-            _write_atomic(self.path / MANIFEST, json.dumps(m, sort_keys=True).encode())
-        except OSError as exc:
-            for f in made:
-                _remove(f)
-            raise IndexStoreError(f"{self.path}: cannot write the index ({exc.strerror or exc}); "
-                                  "it is unchanged") from None
-        old_m = self._manifest
+            owned = self._named(m)
+            m["garbage"] = sorted({n for n in self._named(old_m) | set(old_m.get("garbage", []))
+                                   if n not in owned and _plain(n) and os.path.lexists(self.path / n)}
+                                  | {f.name for f in made if f.name.startswith("seg-") and f.name not in owned})
+            fsync_dir(self.path)
+            made.append(self.path / names["tmp"])
+            write_new(self.path / names["tmp"], json.dumps(m, sort_keys=True).encode())
+            os.replace(self.path / names["tmp"], self.path / MANIFEST)
+            fsync_dir(self.path)
+        except BaseException as exc:
+            for f in reversed(made):
+                remove_owned(f)
+            if isinstance(exc, OSError):
+                raise IndexStoreError(f"{self.path}: cannot write the index ({exc.strerror or exc}); "
+                                      "it is unchanged") from None
+            raise
         if self._wal_fh is not None:
             self._wal_fh.close()
             self._wal_fh = None
+        self._verified.update(f.name for f in made)
         self._manifest, self._stamp = m, self._manifest_stamp()
-        self._segments = [_Segment.read(self.path / s["dir"], s["dir"], s["first_id"]) for s in segs]
-        self._deleted = _load(self.path / m["deleted"]).astype(np.int64) if m["deleted"] else np.zeros(0, np.int64)
-        self._tail, self._tail_deleted, self._wal_pos = [], [], 0
-        live = {s["dir"] for s in segs}
-        for s in old_m["segments"]:          # readers that mapped them keep their mappings
-            if s["dir"] not in live:
-                _remove(self.path / s["dir"])
-        for f in made:                       # the log's segment when a merge took it in: never published
-            if f.name.startswith("seg-") and f.name not in live:
-                _remove(f)
-        for name in (old_m["wal"], old_m["deleted"]):
-            if name and name not in (m["wal"], m["deleted"]):
-                _remove(self.path / name)
+        self._segments = [self._open_segment(s) for s in segs]
+        self._deleted = self._load_deleted(m)
+        self._tail, self._tail_deleted, self._wal_pos, self._wal_seq = [], [], 0, 1
+        remove_owned(self.path / PENDING)
+        for name in m["garbage"]:         # readers that mapped them keep their mappings
+            remove_owned(self.path / name)
 
-    def _merge_segments(self, gen, segs, seg_objs, dead, next_id, made, merge_all, keep=None):
-        """Merge all segments (``merge_all``: also drops tombstones) or the smaller half, into one
-        new segment; the merged documents get new ids after ``next_id``. The segment ``keep`` (just
-        added, named by a run record) stays as it is unless everything is merged."""
+    def _merge_segments(self, name, segs, seg_objs, dead, next_id, made, merge_all, keep=None):
+        """Merge all segments (``merge_all``: also drops tombstones) or the smaller half, into the
+        new segment ``name``; the merged documents get new ids after ``next_id``. The segment ``keep``
+        (just added, named by a run record) stays as it is unless everything is merged. Segments
+        on disk are verified in full first: a merge never copies damage into a new checksum."""
         order = sorted((i for i in range(len(segs)) if merge_all or segs[i]["dir"] != keep),
                        key=lambda i: segs[i]["n"])
         pick = sorted(order if merge_all else order[: len(segs) // 2 + 1])
-        name = f"seg-{gen}-{secrets.token_hex(3)}-m"
         keep = [i for i in range(len(segs)) if i not in set(pick)]
         gone = np.concatenate([np.arange(seg_objs[i].first_id, seg_objs[i].first_id + seg_objs[i].n)
                                for i in pick]) if pick else np.zeros(0, np.int64)
         if np.isin(gone, dead).all():      # every picked row deleted: the segments go, none replaces them
             return [segs[i] for i in keep], [seg_objs[i] for i in keep], np.setdiff1d(dead, gone), next_id
-        merged, old_ids = _merge(name, next_id, [seg_objs[i] for i in pick], dead, self.sized)
-        merged.write(self.path / name)
+        for i in pick:
+            if segs[i].get("files") and segs[i]["dir"] not in self._verified:
+                self._check_segment(seg_objs[i], segs[i])
+        merged, old_ids = merge(name, next_id, [seg_objs[i] for i in pick], dead, self.sized)
         made.append(self.path / name)
+        files = merged.write(self.path / name)
         dead = np.setdiff1d(dead, gone)
-        segs = [segs[i] for i in keep] + [{"dir": name, "first_id": next_id, "n": merged.n}]
+        segs = [segs[i] for i in keep] + [{"dir": name, "first_id": next_id, "n": merged.n, "files": files}]
         objs = [seg_objs[i] for i in keep] + [merged]
         return segs, objs, dead, next_id + merged.n
 
@@ -854,6 +726,7 @@ class SegmentStore(IndexStore):
             for s in self._all():
                 if s.n == 0 or rows.shape[0] == 0:
                     continue
+                s.ensure_checked()
                 sig = s.sigs.view(values.dtype).reshape(s.n, -1)
                 lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
                 mask = np.zeros(s.n if hi > lo else 0, dtype=np.bool_)
@@ -905,6 +778,7 @@ class SegmentStore(IndexStore):
             for s in self._all():
                 if s.n == 0 or qsizes.shape[0] == 0 or s.bands.shape[1] == 0:
                     continue
+                s.ensure_checked()
                 sizes, max_size = s.set_sizes
                 live = np.ones(s.n, dtype=np.bool_)
                 lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
@@ -1032,16 +906,9 @@ class SegmentStore(IndexStore):
         self._segments, self._tail = [], []
 
 
-def _remove(path: Path) -> None:
-    try:
-        if path.is_dir():
-            for f in path.iterdir():
-                f.unlink()
-            path.rmdir()
-        else:
-            path.unlink()
-    except FileNotFoundError:
-        pass
+def _plain(name) -> bool:
+    """A name of an entry directly inside the index folder (what a manifest may name)."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
 
 
 __all__ = ["FLUSH_DOCS", "FORMAT", "SegmentStore", "decode_key", "encode_key"]

@@ -18,6 +18,7 @@ import abc
 import errno
 import functools
 import os
+import re
 import secrets
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -55,6 +56,12 @@ def _named(method):
     return wrapper
 
 
+class IndexCorruptError(IndexStoreError):
+    """An index file whose bytes do not verify (a checksum, a size, a record's structure): the
+    message names the file and, in a log, the record and its byte offset. Nothing is repaired or
+    dropped silently; ``neardup index verify IDX --repair NEW`` salvages what verifies."""
+
+
 class DuplicateKeyError(NeardupError, ValueError):
     """A key being added is already in the index (or twice in the batch)."""
 
@@ -63,15 +70,44 @@ class ReadOnlyError(NeardupError, PermissionError):
     """A write on an index opened with ``readonly=True``."""
 
 
-def check_key(key):
-    """Keys are ``str``, ``bytes`` or 64-bit ``int`` (not ``bool``); ``1`` and ``"1"`` differ."""
+class InvalidKeyError(NeardupError, TypeError, ValueError):
+    """A document id the index cannot hold (the one rule, :func:`check_key`): still a ``TypeError``
+    (wrong type) and a ``ValueError`` (out of range) for code that catches those."""
+
+
+MAX_KEY_BYTES = 1 << 16       # a key's UTF-8 (or raw) bytes at most: ids are names, not documents
+
+
+def check_key(key, where: str = ""):
+    """The one rule for document ids, shared by the library, every command and the service: an id is
+    a ``str`` (any characters, the empty string and ``/`` included; lone surrogates kept), ``bytes``,
+    or an ``int`` in the signed 64-bit range (not ``bool``), of at most :data:`MAX_KEY_BYTES` bytes;
+    ``1`` and ``"1"`` are different ids. Anything else is :class:`InvalidKeyError` naming ``where``
+    (e.g. ``"rows.jsonl:7"``) and the value."""
+    at = f"{where}: " if where else ""
     if isinstance(key, bool) or not isinstance(key, (str, bytes, int, np.integer)):
-        raise TypeError(f"index keys must be str, bytes or int, got {type(key).__name__}")
+        shown = repr(key)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise InvalidKeyError(f"{at}index keys (ids) must be str, bytes or int, got {type(key).__name__} {shown}")
     if isinstance(key, (int, np.integer)):
         key = int(key)
         if not -2**63 <= key < 2**63:
-            raise ValueError(f"integer keys must fit in 64 bits (signed), got {key}")
+            shown = str(key) if key.bit_length() < 200 else f"an integer of {key.bit_length()} bits"
+            raise InvalidKeyError(f"{at}integer keys (ids) must fit in 64 bits (signed), got {shown}")
+    elif len(key) > MAX_KEY_BYTES // 4 and len(key.encode("utf-8", "surrogatepass") if isinstance(key, str)
+                                              else key) > MAX_KEY_BYTES:
+        raise InvalidKeyError(f"{at}an id of more than {MAX_KEY_BYTES} bytes: ids are names, not texts")
     return key
+
+
+def key_candidates(raw: str) -> list:
+    """The ids a user may mean by the text ``raw`` (a command-line argument, a URL's path or query):
+    the string itself, then — when it spells a decimal integer in the signed 64-bit range (ASCII
+    digits, an optional minus) — that integer. Never raises: any text is a string id."""
+    out = [raw]
+    if re.fullmatch(r"-?[0-9]{1,19}", raw) and -2**63 <= int(raw) < 2**63:
+        out.append(int(raw))
+    return out
 
 
 def check_batch(keys, signatures, band_keys, banded):
