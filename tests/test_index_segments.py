@@ -147,7 +147,7 @@ def test_log_records_moved_repeated_or_from_another_log_are_damage(tmp_path):
     cases = {"swapped": (rec[0] + rec[2] + rec[1] + b"".join(rec[3:]), 2),
              "repeated": (b"".join(rec[:3]) + rec[2] + b"".join(rec[3:]), 4),
              "missing": (b"".join(rec[:2]) + b"".join(rec[3:]), 3)}
-    for name, (bad, number) in cases.items():
+    for bad, number in cases.values():
         wal.write_bytes(bad)
         with pytest.raises(IndexCorruptError, match=f"record {number} at byte"):
             DiskIndex.open(tmp_path / "a", readonly=True)

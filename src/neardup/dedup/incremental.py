@@ -27,15 +27,21 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from .._arrays import sorted_unique
 from ..config import DedupConfig
 from ..errors import ConfigError, InputFormatError
-from ..index.disk import AtLeast, AtMost, ContainmentDiskIndex, DiskIndex, IndexConfigError, SimHashDiskIndex
-from ..index.segments import MANIFEST
+from ..index.disk import (
+    AtLeast,
+    AtMost,
+    ContainmentDiskIndex,
+    DiskIndex,
+    IndexConfigError,
+    SimHashDiskIndex,
+    stored_kind,
+)
 
 RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
 
@@ -50,7 +56,7 @@ def open_index(cfg: DedupConfig):
 def create_index(path, cfg: DedupConfig, exist_ok: bool):
     """A folder index with the parameters of ``cfg`` (resolved); ``exist_ok``: open an existing one,
     which must match them."""
-    kind, want = _stored_kind(path), index_kind(cfg)
+    kind, want = stored_kind(path), index_kind(cfg)
     if kind is not None and kind != want:
         flag = {"simhash": "--method simhash", "minhash": "--method minhash --metric jaccard",
                 "containment": "--method minhash --metric containment"}
@@ -83,16 +89,6 @@ def index_kind(cfg: DedupConfig) -> str:
     if cfg.method == "minhash" and cfg.metric == "containment":
         return "containment"
     return cfg.method
-
-
-def _stored_kind(path) -> str | None:
-    """The method an existing folder index was built for (None: no index there yet, or not a folder
-    index — opening it then says what is wrong)."""
-    try:
-        m = json.loads((Path(path) / MANIFEST).read_bytes())
-        return json.loads(m["meta"]["config"])["kind"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def run_key(specs, cfg: DedupConfig) -> str:

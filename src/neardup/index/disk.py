@@ -41,7 +41,7 @@ from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from ..sketches.simhash import SimHasher, hamming_array
 from .lsh import MAX_BUCKET, choose_params
-from .segments import SegmentStore
+from .segments import MANIFEST, SegmentStore
 from .store import (
     DuplicateKeyError,
     IndexStore,
@@ -245,6 +245,17 @@ class _BaseDiskIndex:
         if not keys:
             return
         st.put_batch(keys, self._encode(values), self._bands(values), banded=~empty, replace=replace)
+
+    def _put_stored(self, keys, raw: np.ndarray, bulk: bool = True) -> None:
+        """Add documents from their stored signature bytes (an (n, bytes) uint8 matrix, as
+        :meth:`IndexStore.fetch_arrays` gives them), replacing any of the same key; band keys
+        are computed again (``neardup index verify --repair``)."""
+        values = self._values_of(np.ascontiguousarray(raw))
+        self._put(list(keys), values, self._stored_empty(values), replace=True, bulk=bulk)
+
+    def _stored_empty(self, values: np.ndarray) -> np.ndarray:
+        """Which stored signatures are of empty documents (no band rows)."""
+        return (values == self._empty_value()).all(axis=1)
 
     def add(self, key, text, replace: bool = False) -> None:
         """Add one document. :class:`DuplicateKeyError` if ``key`` is stored (unless ``replace``)."""
@@ -808,12 +819,31 @@ class ContainmentDiskIndex(DiskIndex):
         return self._query(ext, empty, AtLeast(t), direction)
 
 
+def stored_kind(path) -> str | None:
+    """The method an existing folder index was built for (None: no index there yet, or not a folder
+    index — opening it then says what is wrong)."""
+    try:
+        m = json.loads((Path(path) / MANIFEST).read_bytes())
+        return json.loads(m["meta"]["config"])["kind"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def open_index_class(kind_or_meta):
+    """The index class of a kind (``"minhash"``, ``"simhash"``, ``"containment"``) or of a store's
+    metadata (its ``config``); :class:`DiskIndex` for anything else."""
+    kind = kind_or_meta
+    if isinstance(kind_or_meta, dict):
+        try:
+            kind = json.loads(kind_or_meta["config"])["kind"]
+        except (KeyError, TypeError, ValueError):
+            kind = None
+    return {"simhash": SimHashDiskIndex, "containment": ContainmentDiskIndex}.get(kind, DiskIndex)
+
+
 def open_index(path, readonly: bool = False, **options):
     """Open the index at ``path`` with the class of its kind (MinHash, containment or SimHash)."""
-    from ..dedup.incremental import _stored_kind  # noqa: PLC0415
-
-    cls = {"simhash": SimHashDiskIndex, "containment": ContainmentDiskIndex}.get(_stored_kind(path), DiskIndex)
-    return cls.open(path, readonly=readonly, **options)
+    return open_index_class(stored_kind(path)).open(path, readonly=readonly, **options)
 
 
 def _block_masks(k: int, expected_n: int | None) -> tuple[list[int], str]:

@@ -41,12 +41,20 @@ def encode_key(key) -> bytes:
 
 
 def decode_key(raw: bytes):
+    """The id of tagged key bytes (:func:`encode_key`); :class:`IndexCorruptError` for bytes that
+    are not one (a damaged key file)."""
     tag, body = raw[:1], raw[1:]
-    if tag == b"s":
-        return body.decode("utf-8", "surrogatepass")
-    if tag == b"b":
-        return bytes(body)
-    return struct.unpack("<q", body)[0]
+    try:
+        if tag == b"s":
+            return body.decode("utf-8", "surrogatepass")
+        if tag == b"b":
+            return bytes(body)
+        if tag == b"i" and len(body) == 8:
+            return struct.unpack("<q", body)[0]
+    except UnicodeDecodeError:
+        pass
+    raise IndexCorruptError(f"a stored id is not one neardup wrote ({bytes(raw[:12])!r}…); the key files are "
+                            "damaged — run `neardup index verify`")
 
 
 def fold32(x) -> np.ndarray:
@@ -98,6 +106,13 @@ class Segment:
 
     def key(self, row: int) -> bytes:
         return bytes(self.key_bytes[int(self.key_off[row]):int(self.key_off[row + 1])])
+
+    def key_id(self, row: int):
+        """The id of ``row`` (:func:`decode_key`, its error naming this segment)."""
+        try:
+            return decode_key(self.key(row))
+        except IndexCorruptError as exc:
+            raise IndexCorruptError(f"segment {self.name}: {exc}") from None
 
     @cached_property
     def set_sizes(self) -> tuple[np.ndarray, int]:

@@ -819,7 +819,7 @@ class SegmentStore(IndexStore):
                 out[sel] = s.sigs[rows]
                 if want_keys:
                     for j, r in zip(sel.tolist(), rows.tolist()):
-                        keys[j] = decode_key(s.key(r))
+                        keys[j] = s.key_id(r)
                 found[sel] = True
         if not found.all():
             raise KeyError(f"no documents with ids {ids[~found][:5].tolist()}")

@@ -112,8 +112,8 @@ def decode_body(body) -> dict:
     return {"first_id": first, "keys": keys, "sigs": sigs, "bands": bk, "banded": banded, "deleted": dele}
 
 
-def _record_at(data, pos: int, salt: int, seq: int, version: int):
-    """(end, body) of the verifying record number ``seq`` at ``pos``, or (None, why)."""
+def _record_at(data, pos: int, salt: int, seq: int | None, version: int):
+    """(end, body) of the verifying record number ``seq`` (None: any) at ``pos``, or (None, why)."""
     if version < 3:
         if pos + HEAD_V1.size > len(data):
             return None, "cut short"
@@ -138,7 +138,7 @@ def _record_at(data, pos: int, salt: int, seq: int, version: int):
         return None, "checksum mismatch"
     if FOOT.unpack_from(data, end - FOOT.size) != (length, FOOT_MAGIC):
         return None, "its foot does not match its head"
-    if got_seq != seq:
+    if seq is not None and got_seq != seq:
         return None, f"it is record {got_seq} where record {seq} belongs"
     return end, body
 
@@ -148,12 +148,7 @@ def _verifies_later(data, pos: int, salt: int, version: int) -> int | None:
     magic = MAGIC if version >= 3 else MAGIC_V1
     at = data.find(magic, pos + 1) if isinstance(data, bytes) else bytes(data).find(magic, pos + 1)
     while at >= 0:
-        if version >= 3:
-            if at + HEAD.size <= len(data):
-                seq = HEAD.unpack_from(data, at)[2]
-                if _record_at(data, at, salt, seq, version)[0] is not None:
-                    return at
-        elif _record_at(data, at, salt, 0, version)[0] is not None:
+        if _record_at(data, at, salt, None, version)[0] is not None:
             return at
         at = data.find(magic, at + 1)
     return None
@@ -193,4 +188,31 @@ def read_log(data, label: str, salt: int, version: int = 3, pos: int = 0, seq: i
     return out, None
 
 
-__all__ = ["decode_body", "encode", "encode_body", "read_log"]
+def salvage(data, salt: int, version: int = 3) -> tuple[list, list]:
+    """Every complete, verifying record of ``data`` wherever it lies — (offset, number, body),
+    in file order — and the byte ranges that are not such records — (start, end, why), a torn tail
+    included as ``"torn tail"``. For ``neardup index verify --repair``."""
+    good, bad = [], []
+    pos = 0
+    while pos < len(data):
+        end, body = _record_at(data, pos, salt, None, version)
+        if end is not None:
+            seq = HEAD.unpack_from(data, pos)[2] if version >= 3 else len(good) + 1
+            good.append((pos, seq, body))
+            pos = end
+            continue
+        later = _verifies_later(data, pos, salt, version)
+        stop = len(data) if later is None else later
+        bad.append((pos, stop, body))
+        pos = stop
+    if bad and bad[-1][1] == len(data):
+        try:
+            read_log(data[bad[-1][0]:], "", salt, version, 0, None)
+        except IndexCorruptError:
+            pass
+        else:
+            bad[-1] = (bad[-1][0], bad[-1][1], "torn tail")
+    return good, bad
+
+
+__all__ = ["decode_body", "encode", "encode_body", "read_log", "salvage"]
