@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from neardup import run_dedup
 from neardup.cli import main
 from neardup.config import DedupConfig
-from neardup.errors import ConfigError, InputFormatError
+from neardup.errors import ConfigError, InputFormatError, NeardupError
 from neardup.index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
 
 
@@ -211,3 +211,31 @@ def test_second_writer_is_refused_with_the_holder(days, tmp_path):
             SegmentStore.open(idx, timeout=0.1)
     finally:
         holder.close()
+
+
+def test_a_known_id_with_another_text_is_refused_unless_replace(tmp_path):
+    """`dedup --index` treats an indexed id that comes again with a text that is not a
+    near-duplicate of the indexed one as `index add` does: refused, nothing added and no output
+    written, unless --replace; a near-duplicate text under the same id is simply removed."""
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    words = [f"w{i}" for i in range(400)]
+    a.write_text("".join(json.dumps({"id": f"d{i}", "text": " ".join(words[i * 40:(i + 1) * 40])}) + "\n"
+                         for i in range(5)))
+    b.write_text(json.dumps({"id": "d1", "text": " ".join(words[1 * 40:2 * 40])}) + "\n"      # same text
+                 + json.dumps({"id": "d2", "text": " ".join(words[300:340])}) + "\n"             # another text
+                 + json.dumps({"id": "new", "text": " ".join(words[360:400])}) + "\n")
+    idx = tmp_path / "idx"
+    run_dedup([str(a)], str(tmp_path / "o1"), _cfg(index=str(idx)))
+    with pytest.raises(NeardupError, match=r"ids already in the index with another text \('d2'\).*--replace"):
+        run_dedup([str(b)], str(tmp_path / "o2"), _cfg(index=str(idx)))
+    assert not (tmp_path / "o2" / "report.json").exists() and _index_keys(idx, "minhash") == {f"d{i}" for i in range(5)}
+    res = CliRunner().invoke(main, ["dedup", str(b), "--id-field", "id", "--index", str(idx), "-o",
+                                    str(tmp_path / "o3"), "-q"])
+    assert res.exit_code == 1 and "Traceback" not in res.output and "--replace" in res.output, res.output
+    rep = run_dedup([str(b)], str(tmp_path / "o2"), _cfg(index=str(idx), replace=True))
+    assert rep["index"]["added"] == 2
+    with DiskIndex.open(idx, readonly=True) as i:
+        assert i.query(" ".join(words[300:340]))[0] == ("d2", 1.0) and "new" in i and len(i) == 6
+    with pytest.raises(ConfigError, match="replace"):
+        _cfg(replace=True).resolved()

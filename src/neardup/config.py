@@ -210,6 +210,9 @@ def _params() -> tuple[Param, ...]:
         Param("index", O, str, None, nullable=True, methods=_SHINGLED,
               help="A persistent index (a folder; created when absent): rows are also checked against every "
                    "document in it, and the kept rows are added to it. Needs --id-field."),
+        Param("replace", O, bool, False, flag="--replace", methods=_SHINGLED,
+              help="With --index: a kept row whose id is already in the index replaces that document (without "
+                   "it such a row is refused, as by `index add`)."),
         Param("workers", R, int, 0, lo=0,
               help="Signing processes (0: all cores; more than the cores this process may use is capped)."),
         Param("batch_size", R, int, 2000, lo=1, help="Documents per signing batch."),
@@ -305,6 +308,7 @@ class DedupConfig:
     samples: int = 12
     html: bool = True
     index: str | None = None             # --index IDX: dedup against a persistent index and grow it
+    replace: bool = False                # --index: a kept row with an indexed id replaces that document
     quiet: bool = False
     progress: bool | None = None         # None: only when stderr is a terminal
     resume: bool = False                 # keep pass 1 beside OUTDIR; continue from it after an interruption
@@ -409,6 +413,8 @@ class DedupConfig:
                 why = "a folder path"
             if why:
                 raise BY_NAME["index"].refuse(c.index, why)
+        elif c.replace:
+            raise BY_NAME["replace"].refuse(c.replace, "used with --index (it replaces indexed documents)")
         if c.convert is not None:
             from .text.normalize import _converter  # noqa: PLC0415
 

@@ -42,6 +42,7 @@ from ..index.disk import (
     SimHashDiskIndex,
     stored_kind,
 )
+from ..index.store import DuplicateKeyError
 
 RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
 
@@ -188,9 +189,20 @@ def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key:
 def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str, cfg: DedupConfig,
              sizes=None) -> dict:
     """The kept new rows as one segment, published with this run's record in the same manifest (all
-    or nothing); a kept row whose id is already indexed replaces that entry (the index keeps each
-    id's latest text)."""
+    or nothing). A kept row whose id is already indexed (its text is not a near-duplicate of the
+    indexed one, or it would not be kept) replaces that document with ``--replace`` and is refused
+    otherwise (:class:`~neardup.index.store.DuplicateKeyError`, nothing added), as by ``index add``."""
     st = index.store
+    if not cfg.replace and keys:
+        if hasattr(st, "lookup_many"):
+            taken = [k for k, d in zip(keys, st.lookup_many(keys).tolist()) if d >= 0]
+        else:                        # the SQLite store of older indexes
+            taken = [k for k in keys if k in index]
+        if taken:
+            raise DuplicateKeyError(f"{cfg.index}: {len(taken)} kept rows have ids already in the index with "
+                                    f"another text ({', '.join(map(repr, taken[:5]))}"
+                                    f"{', …' if len(taken) > 5 else ''}); nothing was added and no output written "
+                                    "— pass --replace to replace those documents")
     runs = dict(st.get_meta("runs") or {})
     gen = st.generation + 1
 
