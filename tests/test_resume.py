@@ -108,7 +108,7 @@ def test_a_checkpoint_of_another_run_is_refused_naming_why(tmp_path):
     st = os.stat(src)
     src.write_text("\n".join(lines[:-1] + [lines[-1].replace("document", "Document")]) + "\n", encoding="utf-8")
     os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))          # same size and time: the content tells
-    with pytest.raises(ConfigError, match=r"input .*in\.jsonl changed since \(head sha256 differs\)"):
+    with pytest.raises(ConfigError, match=r"input .*in\.jsonl changed since \(its content differs\)"):
         run_dedup([str(src)], str(out), _cfg(resume=True))
     assert not (out / "report.json").exists()
     rep = run_dedup([str(src)], str(out), _cfg())                # without --resume: a fresh run, as always
@@ -238,7 +238,7 @@ def test_a_run_killed_while_signing_goes_on_from_its_parts(tmp_path, kind, part_
                           str(n_workers), str(batch)], capture_output=True, text=True, timeout=300)
     assert res.returncode == -signal.SIGKILL, res.stderr[-2000:]
     ck = Path(checkpoint_dir(str(out)))
-    parts = sorted(p.name for p in ck.iterdir())
+    parts = sorted(p.name for p in ck.iterdir() if p.name != ".neardup-checkpoint")
     assert parts == [f"part-{k:06d}" for k in range(1, after + 1)]
     rep = run_dedup(inputs, str(out), _cfg(resume=True, batch_size=5, workers=n_workers))
     assert 0 < rep["timings"]["resume_rows"] < rep["counts"]["input_rows"]
@@ -272,7 +272,7 @@ def test_parts_of_a_changed_input_or_with_a_gap_are_refused(tmp_path):
         run_dedup(inputs, str(out), _cfg(resume=True))
     with open(inputs[0], "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"id": 99999, "text": "one more line"}) + "\n")
-    with pytest.raises(ConfigError, match=r"in\.jsonl changed since \(size differs\)"):
+    with pytest.raises(ConfigError, match=r"in\.jsonl changed since \(its size differs\)"):
         run_dedup(inputs, str(out), _cfg(resume=True))
     assert not (out / "report.json").exists()
 
@@ -287,3 +287,45 @@ def test_a_bad_part_size_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("NEARDUP_RESUME_PART_MB", "0.001")
     rep = run_dedup([str(src)], str(tmp_path / "o"), _cfg(resume=True))
     assert rep["counts"]["documents"] == 1
+
+
+def test_a_change_past_the_first_mib_at_the_same_size_and_time_is_refused(tmp_path):
+    """The checkpoint is bound to every byte of the input, not to its first MiB (a change at the end
+    of a 2 MiB input, same size and modification time, was accepted and changed the results)."""
+    src = tmp_path / "in.jsonl"
+    lines = [json.dumps({"id": i, "text": f"document number {i} about topic {i % 97} " * 12}) for i in range(6000)]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert src.stat().st_size > 2 << 20
+    out = _checkpointed(tmp_path, src)
+    st = os.stat(src)
+    data = bytearray(src.read_bytes())
+    at = len(data) - 100
+    data[at] = ord("X") if data[at] != ord("X") else ord("Y")
+    src.write_bytes(bytes(data))
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(src).st_size == st.st_size and os.stat(src).st_mtime_ns == st.st_mtime_ns
+    with pytest.raises(ConfigError, match=r"in\.jsonl changed since \(its content differs\)"):
+        run_dedup([str(src)], str(out), _cfg(resume=True))
+
+
+def test_a_users_folder_with_the_checkpoints_name_is_never_replaced_or_removed(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": f"text {i} " * 9}) + "\n" for i in range(20)), encoding="utf-8")
+    out = tmp_path / "out"
+    mine = Path(checkpoint_dir(str(out)))
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes")
+    with pytest.raises(ConfigError, match="is not a neardup checkpoint"):
+        run_dedup([str(src)], str(out), _cfg(resume=True))
+    code, _, err = cli("dedup", src, "-o", out, "--resume", "-q")
+    assert code != 0 and "not a neardup checkpoint" in err and "Traceback" not in err
+    rep = run_dedup([str(src)], str(out), _cfg())          # a run without --resume leaves it too
+    assert rep["counts"]["documents"] == 20
+    assert (mine / "notes.txt").read_text() == "my notes"
+    (mine / "notes.txt").unlink()
+    mine.rmdir()
+    mine.symlink_to(tmp_path)                               # a link of that name: not followed, not removed
+    with pytest.raises(ConfigError, match="is not a neardup checkpoint"):
+        run_dedup([str(src)], str(out), _cfg(resume=True))
+    run_dedup([str(src)], str(out), _cfg())
+    assert mine.is_symlink() and src.exists()
