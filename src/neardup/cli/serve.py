@@ -1,6 +1,8 @@
 """``neardup serve --index IDX``: answer "have I seen this?" over HTTP (see :mod:`neardup.service`)."""
 from __future__ import annotations
 
+import ipaddress
+import logging
 import socket
 import sys
 
@@ -17,19 +19,35 @@ from . import main
               help="Port (0: a free one; the address is the first line printed).")
 @click.option("--token-file", type=click.Path(exists=True, dir_okay=False),
               help="A file holding a bearer token that every write must carry.")
-@click.option("--max-body-bytes", type=click.IntRange(1), default=16 << 20, show_default=True)
+@click.option("--max-body-bytes", type=click.IntRange(1), default=16 << 20, show_default=True,
+              help="Largest request body (413 beyond).")
 @click.option("--max-batch", type=click.IntRange(1), default=10000, show_default=True,
-              help="Most documents in one request.")
+              help="Most documents in one request; a body may hold 32 JSON values a document and nest "
+                   "64 deep (413 / 400 beyond, refused before parsing).")
+@click.option("--max-inflight-bytes", type=click.IntRange(1), default=None,
+              help="Bytes of request bodies held at once, all requests together (default and least: "
+                   "4 x / 1 x --max-body-bytes); 64 more requests may wait for room, up to --body-timeout, then "
+                   "get 503 with Retry-After. Requests then hold at most about 5 x this + 10 x --max-body-bytes "
+                   "of memory (see neardup.service).")
+@click.option("--header-timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+              help="Seconds for a request's headers to arrive (from its first byte, or from the connection "
+                   "for its first request); 408 and closed beyond.")
+@click.option("--body-timeout", type=click.FloatRange(0.1, 3600), default=60.0, show_default=True,
+              help="Seconds for a request's body to arrive once its headers have (waiting for room included); "
+                   "408 and closed beyond.")
 @click.option("--commit-delay-ms", type=click.FloatRange(0, 1000), default=2.0, show_default=True,
               help="Group commit: how long a check-and-add round may wait for requests still on their way "
                    "(more requests per fsync; 0: none).")
-def serve(index_path, host, port, token_file, max_body_bytes, max_batch, commit_delay_ms):
+def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inflight_bytes, header_timeout,
+          body_timeout, commit_delay_ms):
     """Serve an index over HTTP: POST /v1/check, /v1/add, /v1/check-and-add; GET/DELETE
-    /v1/docs/{id}; GET /v1/stats, /healthz; OpenAPI at /docs. Binds 127.0.0.1 unless told."""
+    /v1/docs/{id} and /v1/docs?id=ID; GET /v1/stats, /healthz; OpenAPI at /docs. Binds 127.0.0.1
+    unless told; on any other address without --token-file it warns: anyone who reaches the port
+    may write. A client that disconnects or times out is one line on stderr."""
     try:
         import uvicorn  # noqa: PLC0415
 
-        from ..service import create_app  # noqa: PLC0415
+        from ..service import create_app, http_protocol  # noqa: PLC0415
     except ImportError as exc:
         raise click.ClickException(f"the service needs FastAPI and uvicorn ({exc.name} is missing): "
                                    "pip install 'neardup[serve]'") from None
@@ -41,11 +59,15 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, commit_
             token = fh.read().strip()
         if not token:
             raise click.ClickException(f"{token_file} is empty: put the bearer token in it")
+    warning = exposure_warning(host, token is not None, port)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     idx = _open(index_path, readonly=False, synchronous="FULL")
     app = None
     try:
         app = create_app(idx, token=token, max_body=max_body_bytes, max_batch=max_batch,
-                         commit_delay=commit_delay_ms / 1000)
+                         commit_delay=commit_delay_ms / 1000, max_inflight=max_inflight_bytes,
+                         body_timeout=body_timeout)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -59,9 +81,36 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, commit_
         print(f"http://{shown}:{bound}", flush=True)
         print(f"neardup serving {index_path} ({idx.kind}, {len(idx)} documents); OpenAPI at /docs",
               file=sys.stderr, flush=True)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+        _log_clients()
+        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
+                                http=http_protocol(header_timeout, body_timeout))
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         if app is not None:
             app.state.service.close()
         idx.close()
+
+
+def exposure_warning(host: str, has_token: bool, port: int) -> str | None:
+    """The warning line for a service that anyone on the network may write to: ``host`` is not a
+    loopback address (``localhost`` and 127.0.0.0/8, ``::1`` are) and no token guards the writes."""
+    if has_token or host.strip("[]").lower() == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return (f"neardup serve: warning: listening on {host} without --token-file: anyone who can reach port {port} "
+            "can add and delete documents")
+
+
+def _log_clients() -> None:
+    """The service's lines about clients (a disconnect, a timeout) go to stderr, one line each."""
+    logger = logging.getLogger("neardup.service")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("neardup serve: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
