@@ -73,7 +73,7 @@ def test_hostile_outputs(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", TEXTS)
     before = src.read_bytes()
     code, _, err = cli("sign", src, "--format", "parquet", "-o", src)
-    assert code == 1 and "is an input" in one_line_error(err)
+    assert code == 1 and "is the input" in one_line_error(err)
     assert src.read_bytes() == before
     code, _, err = cli("sign", src, "--format", "parquet", "-o", tmp_path)
     assert code == 1 and "is a folder" in one_line_error(err)

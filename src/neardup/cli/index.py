@@ -194,53 +194,65 @@ def compact(path):
 
 @index.command()
 @click.argument("path", type=click.Path(exists=True))
-@click.option("-o", "--output", required=True, type=click.Path(), help="The Parquet file to write.")
+@click.option("-o", "--output", required=True, help="The Parquet file to write (a new file; - for standard output).")
 def export(path, output):
     """Ids and signatures as Parquet: id (text), id_type (str, int, bytes), and signature
     (MinHash: k unsigned integers) or fingerprint (SimHash: uint64)."""
     import os  # noqa: PLC0415
 
+    from ..io.outfile import STDOUT, check_output_file, replacing  # noqa: PLC0415
+
+    check_output_file(output, what="index export -o")
+    if output != STDOUT and os.path.exists(output):
+        raise click.ClickException(f"{output} already exists; choose a new file")
+    if output == STDOUT and sys.stdout.isatty():
+        raise click.UsageError("Parquet is binary; give -o FILE rather than writing it to a terminal")
+    with _open(path, readonly=True) as idx:
+        if output == STDOUT:
+            n = _export(idx, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        else:
+            with replacing(output) as tmp:
+                n = _export(idx, tmp)
+    if output != STDOUT:
+        click.echo(f"wrote {n} documents to {output}" if n else "the index is empty: an empty table written")
+
+
+def _export(idx, sink) -> int:
+    """Write the index's live documents to ``sink`` (a path or a binary stream) as Parquet; returns
+    how many. An empty index gives a table of no rows with the columns."""
     import numpy as np  # noqa: PLC0415
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
-    if os.path.exists(output):
-        raise click.ClickException(f"{output} already exists; choose a new file")
-    with _open(path, readonly=True) as idx:
-        st = idx.store
-        tmp = f"{output}.part"
-        n = 0
-        with st.snapshot():
-            ids = st.live_ids()
-            writer = None
-            try:
-                for lo in range(0, len(ids), 65536):
-                    keys, raw = st.fetch_arrays(ids[lo:lo + 65536])
-                    vals = idx._values_of(raw)
-                    cols = {"id": pa.array([k.hex() if isinstance(k, bytes) else str(k) for k in keys]),
-                            "id_type": pa.array([type(k).__name__ for k in keys])}
-                    if idx.kind == "simhash":
-                        cols["fingerprint"] = pa.array(vals.reshape(-1))
-                    elif idx.kind == "containment":        # (signature slots, set size)
-                        sig = np.ascontiguousarray(vals[:, :-1])
-                        cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), sig.shape[1])
-                        cols["size"] = pa.array(vals[:, -1].astype(np.int64))
-                    else:
-                        cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)),
-                                                                             vals.shape[1])
-                    table = pa.table(cols)
-                    if writer is None:
-                        writer = pq.ParquetWriter(tmp, table.schema)
-                    writer.write_table(table)
-                    n += len(keys)
-            finally:
-                if writer is not None:
-                    writer.close()
-        if writer is None:
-            click.echo("the index is empty: nothing written")
-            return
-        os.replace(tmp, output)
-    click.echo(f"wrote {n} documents to {output}")
+    st = idx.store
+    n = 0
+    with st.snapshot():
+        ids = st.live_ids()
+        writer = None
+        try:
+            for lo in range(0, max(len(ids), 1), 65536):
+                keys, raw = st.fetch_arrays(ids[lo:lo + 65536])
+                vals = idx._values_of(raw)
+                cols = {"id": pa.array([k.hex() if isinstance(k, bytes) else str(k) for k in keys], pa.string()),
+                        "id_type": pa.array([type(k).__name__ for k in keys], pa.string())}
+                if idx.kind == "simhash":
+                    cols["fingerprint"] = pa.array(vals.reshape(-1))
+                elif idx.kind == "containment":        # (signature slots, set size)
+                    sig = np.ascontiguousarray(vals[:, :-1])
+                    cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), sig.shape[1])
+                    cols["size"] = pa.array(vals[:, -1].astype(np.int64))
+                else:
+                    cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)), vals.shape[1])
+                table = pa.table(cols)
+                if writer is None:
+                    writer = pq.ParquetWriter(sink, table.schema)
+                writer.write_table(table)
+                n += len(keys)
+        finally:
+            if writer is not None:
+                writer.close()
+    return n
 
 
 @index.command()

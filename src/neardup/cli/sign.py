@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import time
 
 import click
@@ -14,7 +13,9 @@ import click
 from ..config import DedupConfig, click_options, inapplicable
 from ..errors import ConfigError
 from ..io.formats import FORMATS
+from ..io.outfile import check_output_file, replacing
 from ..io.readers import batched, iter_documents
+from ..io.sources import expand_inputs
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import feature_signer
@@ -28,35 +29,15 @@ DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
 @contextlib.contextmanager
 def _output_file(path: str):
     """Standard output for ``-``; otherwise a temporary file beside ``path`` that replaces it only
-    when the block ends without an error (a failed run leaves the previous file as it was)."""
+    when the block ends without an error (the one rule: :mod:`neardup.io.outfile`)."""
     if path == "-":
         if sys.stdout is None or getattr(sys.stdout, "closed", False):
             raise click.ClickException("standard output is closed; give -o FILE")
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    if os.path.isdir(path):
-        raise click.ClickException(f"{path}: is a folder; -o needs a file")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot write here ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    with replacing(path) as tmp, open(tmp, "wb") as fh:
+        yield fh
 
 
 @main.command()
@@ -149,6 +130,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
     n_bytes = 0
     distinct: set = set()
     start = time.perf_counter()
+    check_output_file(output, expand_inputs(list(inputs), input_format))
     docs = iter_documents(inputs, fmt=input_format, text_field=text_field, id_field=id_field, on_error=on_error,
                           skipped=skipped)
     with _output_file(output) as out:
@@ -196,6 +178,7 @@ def _build_aot() -> None:
 def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig) -> None:
     from ..engines import aot_sign  # noqa: PLC0415
     from ..engines.local.sign import write_signatures  # noqa: PLC0415
+    from ..engines.sign_output import check_sign_outputs  # noqa: PLC0415
 
     if output == "-" and sys.stdout is not None and sys.stdout.isatty():
         raise click.UsageError(f"--format {fmt} is binary; give -o FILE rather than writing it to a terminal")
@@ -203,6 +186,7 @@ def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig)
         cfg = cfg.resolved()
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format))
     start = time.perf_counter()
     got = None
     if aot_sign.covers(cfg):     # the kernels compiled ahead of time, where they are built and apply

@@ -11,14 +11,11 @@ Python, NumPy and pyarrow, no kernel. Each file replaces its destination only wh
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 
 import numpy as np
 
-from ..errors import OutputError
+from ..io.outfile import check_output_file, replacing
 
 FORMATS = ("jsonl", "parquet", "npy")
 
@@ -29,28 +26,12 @@ def ids_path(npy_path: str) -> str:
     return base + ".ids.jsonl"
 
 
-@contextlib.contextmanager
-def replacing(path: str):
-    """A temporary file beside ``path`` (yielded as its name) that replaces ``path`` only when the
-    block ends without an error."""
-    if os.path.isdir(path):
-        raise OutputError(f"{path}: is a folder; -o needs a file")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write here ({exc.strerror or exc})") from None
-    os.close(fd)
-    try:
-        yield tmp
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def check_sign_outputs(output: str, fmt: str, specs) -> None:
+    """The files ``sign --format`` will write — ``output`` and, for ``.npy``, its ids beside it — checked
+    by the one rule for output files (:func:`neardup.io.outfile.check_output_file`) against the inputs."""
+    check_output_file(output, specs)
+    if fmt == "npy":
+        check_output_file(ids_path(output), specs, what=f"the ids file beside {output}")
 
 
 def _column_name(cfg) -> str:

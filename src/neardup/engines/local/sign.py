@@ -16,7 +16,6 @@ Each file replaces its destination only when the run succeeds.
 """
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 
@@ -25,7 +24,7 @@ import numpy as np
 from ...config import DedupConfig
 from ...errors import ConfigError, OutputError
 from ...io.sources import expand_inputs, spool
-from ..sign_output import FORMATS, ids_path, replacing, write_npy, write_parquet  # noqa: F401  (their home)
+from ..sign_output import FORMATS, check_sign_outputs, ids_path, replacing, write_npy, write_parquet  # noqa: F401
 
 
 def sign_corpus(inputs: list[str], cfg: DedupConfig):
@@ -65,10 +64,7 @@ def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str)
         raise ConfigError("--format npy writes two files (the matrix and its ids); give -o FILE.npy")
     if fmt == "npy" and not output.endswith(".npy"):
         raise ConfigError(f"--format npy: -o must name a .npy file; got {output!r}")
-    if output != "-":
-        for s in expand_inputs(list(inputs), cfg.input_format):
-            if not s.pipe and os.path.exists(output) and os.path.samefile(s.path, output):
-                raise OutputError(f"{output}: is an input; the signatures would replace it")
+    check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format))
     values, empty, ids, rows, skipped, _ = sign_corpus(inputs, cfg)
     if values.ndim == 2 and cfg.method != "minhash":
         values = values[:, 0]
