@@ -48,6 +48,8 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
         import uvicorn  # noqa: PLC0415
 
         from ..service import create_app, http_protocol  # noqa: PLC0415
+
+        protocol = http_protocol(header_timeout, body_timeout)      # (imports uvicorn's httptools protocol)
     except ImportError as exc:
         raise click.ClickException(f"the service needs FastAPI and uvicorn ({exc.name} is missing): "
                                    "pip install 'neardup[serve]'") from None
@@ -83,7 +85,7 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
               file=sys.stderr, flush=True)
         _log_clients()
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
-                                http=http_protocol(header_timeout, body_timeout))
+                                http=protocol)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         if app is not None:

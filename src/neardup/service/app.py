@@ -472,7 +472,9 @@ class _BodyBudget:
         try:
             await asyncio.wait_for(asyncio.shield(fut), timeout)
         except BaseException as exc:
-            if fut.done() and not fut.cancelled():      # granted just as the wait ended: give it back
+            if fut.done() and not fut.cancelled():      # granted just as the wait ended
+                if isinstance(exc, asyncio.TimeoutError):
+                    return
                 self.release(n)
             else:
                 fut.cancel()
@@ -493,10 +495,9 @@ class _BodyBudget:
             fut.set_result(None)
 
 
-def _client(request_or_scope) -> str:
+def _client(request: Request) -> str:
     """``host:port`` of the client, for a log line."""
-    client = request_or_scope.get("client") if isinstance(request_or_scope, dict) else request_or_scope.client
-    return f"{client[0]}:{client[1]}" if client else "(unknown)"
+    return f"{request.client[0]}:{request.client[1]}" if request.client else "(unknown)"
 
 
 def _shown_path(raw: bytes, method: str) -> str:
@@ -713,7 +714,15 @@ def http_protocol(header_timeout: float = HEADER_TIMEOUT, body_timeout: float = 
         def on_headers_complete(self) -> None:
             super().on_headers_complete()
             self._phase = "body"
-            self._arm(body_timeout + UNREAD_GRACE)
+            if self.pipeline:                   # queued behind an earlier request: its clock starts with it
+                self._disarm()
+            else:
+                self._arm(body_timeout + UNREAD_GRACE)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._phase == "body" and self._timer is None and not self.transport.is_closing():
+                self._arm(body_timeout + UNREAD_GRACE)
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
