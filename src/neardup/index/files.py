@@ -96,8 +96,9 @@ def load_array(path: Path, record=None, dtypes=None, ndim: int | None = None) ->
         raise
     except FileNotFoundError:
         raise
-    except (ValueError, OSError, EOFError) as exc:
-        raise IndexCorruptError(f"{path}: not a readable array file ({exc}); run `neardup index verify`") from None
+    except Exception as exc:        # numpy's header parser raises what its tokenizer meets (TokenError, SyntaxError, …)
+        raise IndexCorruptError(f"{path}: not a readable array file ({type(exc).__name__}: {exc}); run "
+                                "`neardup index verify`") from None
     if not isinstance(arr, np.ndarray) or (dtypes is not None and arr.dtype not in dtypes) \
             or (ndim is not None and arr.ndim != ndim) or not arr.dtype.isnative:
         raise IndexCorruptError(f"{path}: holds {getattr(arr, 'dtype', '?')} of shape {getattr(arr, 'shape', '?')}, "

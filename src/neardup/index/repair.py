@@ -26,7 +26,7 @@ from . import wal
 from .disk import open_index_class
 from .files import digest, load_array
 from .segment import Segment, decode_key
-from .segments import MANIFEST
+from .segments import MANIFEST, manifest_problem
 from .store import IndexCorruptError, NotAnIndexError
 
 _KEY_FILES = ("key_off.npy", "key_bytes.npy")
@@ -111,9 +111,11 @@ def verify_index(path) -> dict:
         except (IndexCorruptError, OSError) as exc:
             removed.append(str(exc) if isinstance(exc, IndexCorruptError) else f"{p}: {exc.strerror or exc}")
     log = _log_report(path, m)
+    manifest = [f"{path / MANIFEST}: {why}"] if (why := manifest_problem(m)) else []
     at_risk = sum(s["documents"] or 0 for s in segs if s["problems"])
-    ok = not any(s["problems"] for s in segs) and not removed and not log["damaged"]
-    return {"path": str(path), "ok": ok, "format": m.get("format"), "segments": segs, "removed": removed, "log": log,
+    ok = not any(s["problems"] for s in segs) and not removed and not log["damaged"] and not manifest
+    return {"path": str(path), "ok": ok, "format": m.get("format"), "manifest": manifest, "segments": segs,
+            "removed": removed, "log": log,
             "documents_at_risk": at_risk}
 
 

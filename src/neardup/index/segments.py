@@ -52,6 +52,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import xxhash
 
 from .._arrays import unique_pairs
 from . import wal
@@ -81,6 +82,23 @@ PENDING = "PENDING"             # the names a publish is about to create (remove
 PARALLEL_QUERIES = 2048         # query batches at least this large are probed on all cores
 FLUSH_DOCS = 65536              # online adds kept in the log (and memory) before they become a segment
 MERGE_SEGMENTS = 24             # more segments than this: an add merges the smaller ones
+
+
+def _manifest_sum(m: dict) -> str:
+    body = json.dumps({k: v for k, v in m.items() if k != "checksum"}, sort_keys=True).encode()
+    return xxhash.xxh3_64_hexdigest(body)
+
+
+def manifest_bytes(m: dict) -> bytes:
+    """The manifest as written: sorted JSON carrying ``checksum``, the xxh3-64 of itself without it."""
+    return json.dumps({**m, "checksum": _manifest_sum(m)}, sort_keys=True).encode()
+
+
+def manifest_problem(m: dict) -> str:
+    """Why manifest ``m`` (as read) does not verify; empty when it does (format 2 has no checksum)."""
+    if m.get("format", 2) >= 3 and m.get("checksum") != _manifest_sum(m):
+        return "its checksum does not match its contents (a changed byte)"
+    return ""
 
 
 def _threads() -> int:
@@ -136,7 +154,7 @@ class SegmentStore(IndexStore):
                         "garbage": []}
             write_new(tmp / "LOCK", b"")
             write_new(tmp / "wal-0.log", b"")
-            write_atomic(tmp / MANIFEST, json.dumps(manifest, sort_keys=True).encode())
+            write_atomic(tmp / MANIFEST, manifest_bytes(manifest))
             if p.is_dir():
                 try:
                     p.rmdir()        # the empty folder given; a folder filled meanwhile stays
@@ -233,6 +251,9 @@ class SegmentStore(IndexStore):
             fmt = m.get("format") if isinstance(m, dict) else "?"
             raise NotAnIndexError(f"{self.path} is a neardup index of format {fmt}; this neardup reads formats 2 "
                                   f"and {FORMAT}")
+        why = manifest_problem(m)
+        if why:
+            raise IndexCorruptError(f"{path}: {why}; run `neardup index verify`")
         try:
             segs = m["segments"]
             ok = (all(isinstance(m[k], int) and m[k] >= 0 for k in ("generation", "next_id", "count"))
@@ -640,7 +661,7 @@ class SegmentStore(IndexStore):
                                   | {f.name for f in made if f.name.startswith("seg-") and f.name not in owned})
             fsync_dir(self.path)
             made.append(self.path / names["tmp"])
-            write_new(self.path / names["tmp"], json.dumps(m, sort_keys=True).encode())
+            write_new(self.path / names["tmp"], manifest_bytes(m))
             os.replace(self.path / names["tmp"], self.path / MANIFEST)
             fsync_dir(self.path)
         except BaseException as exc:

@@ -75,7 +75,8 @@ class InvalidKeyError(NeardupError, TypeError, ValueError):
     (wrong type) and a ``ValueError`` (out of range) for code that catches those."""
 
 
-MAX_KEY_BYTES = 1 << 16       # a key's UTF-8 (or raw) bytes at most: ids are names, not documents
+MAX_KEY_BYTES = 4096          # a key's UTF-8 (or raw) bytes at most: ids are names, not documents (and one,
+                              # percent-encoded, still fits in a URL the service reads: /v1/docs/{id})
 
 
 def check_key(key, where: str = ""):
