@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +41,7 @@ from ..index.disk import (
     SimHashDiskIndex,
     stored_kind,
 )
+from ..index.segments import remove_empty_index
 from ..index.store import DuplicateKeyError
 
 RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
@@ -248,7 +248,7 @@ def opened_index(cfg: DedupConfig):
         empty = made and len(index) == 0 and not index.store.segments()
         index.close()
         if empty:     # a failed first run leaves no index behind (it would fix the parameters)
-            shutil.rmtree(cfg.index, ignore_errors=True)
+            remove_empty_index(cfg.index)
         raise
     else:
         index.close()

@@ -927,6 +927,28 @@ class SegmentStore(IndexStore):
         self._segments, self._tail = [], []
 
 
+def remove_empty_index(path) -> bool:
+    """Remove an index folder that holds no document, no segment and nothing else: the files its
+    manifest names, then the folder. Anything else inside (not neardup's) keeps it; returns
+    whether it is gone."""
+    p = Path(path)
+    try:
+        m = json.loads((p / MANIFEST).read_bytes())
+        if m.get("segments") or m.get("count") or (p / m["wal"]).stat().st_size:
+            return False
+        names = SegmentStore._named(m) | {PENDING}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    for name in names:
+        if _plain(name):
+            remove_owned(p / name)
+    try:
+        p.rmdir()
+    except OSError:
+        return False
+    return True
+
+
 def _plain(name) -> bool:
     """A name of an entry directly inside the index folder (what a manifest may name)."""
     return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
