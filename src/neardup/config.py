@@ -424,14 +424,39 @@ class DedupConfig:
         return c
 
 
+NOT_BANDED = {"bottomk": "bottom-k sketches keep the k smallest hashes in sorted order, so slot j of two documents "
+                         "is not one event and LSH bands do not apply; bottomk is for `neardup sign` and `neardup "
+                         "compare`"}
+"""MinHash schemes that cannot find duplicates (LSH bands them: ``dedup``, ``pairs``, an index), with why:
+the commands built by :func:`click_options` refuse them up front (``neardup sign`` offers every scheme)."""
+
+
 def click_options(names=None, exclude=()):
     """A decorator adding the command-line options of :data:`PARAMS` (``names``: those, in the
-    table's order; else all with a flag), each with its type, default and help from the table."""
+    table's order; else all with a flag), each with its type, default and help from the table.
+    ``--scheme`` offers the schemes that band (a scheme of :data:`NOT_BANDED` is one line naming it)."""
     import click  # noqa: PLC0415  (the command line's dependency, not the library's)
 
     chosen = [p for p in PARAMS if p.option and p.name not in exclude and (names is None or p.name in names)]
 
+    class Schemes(click.Choice):
+        """The table's schemes, those of :data:`NOT_BANDED` refused (and left out of the help)."""
+
+        def banded(self) -> list[str]:
+            return [c for c in self.choices if c not in NOT_BANDED]
+
+        def get_metavar(self, *args, **kwargs) -> str:
+            return f"[{'|'.join(self.banded())}]"
+
+        def convert(self, value, param, ctx):
+            if value in NOT_BANDED:
+                raise BY_NAME["scheme"].refuse(value, f"one of {', '.join(self.banded())} to find duplicates "
+                                                      f"({NOT_BANDED[value]})")
+            return super().convert(value, param, ctx)
+
     def click_type(p: Param):
+        if p.name == "scheme":
+            return Schemes([str(c) for c in p.choices])
         if p.choices is not None:
             return click.Choice([str(c) for c in p.choices])
         if p.kind is int:
@@ -454,5 +479,5 @@ def click_options(names=None, exclude=()):
     return decorate
 
 
-__all__ = ["BY_NAME", "DEFAULTS", "METHODS", "PARAMS", "DedupConfig", "Param", "click_options", "cpu_count",
-           "inapplicable"]
+__all__ = ["BY_NAME", "DEFAULTS", "METHODS", "NOT_BANDED", "PARAMS", "DedupConfig", "Param", "click_options",
+           "cpu_count", "inapplicable"]

@@ -21,6 +21,7 @@ bits the fingerprint distance.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .features.shingles import Shingler
 from .kernels import minhash as K
@@ -77,16 +78,30 @@ def _slot_values(hashes: np.ndarray, scheme: str, k: int, seed: int) -> tuple[np
     win[bins[top]] = top
     out = best.copy()
     full = best != K.EMPTY_BIN
-    for i in np.flatnonzero(~full).tolist():              # optimal densification: the probe sequence
-        attempt = 1
-        while True:
-            p = fmix64(np.uint64((int(salt) + i * 0x9E3779B97F4A7C15 + attempt * 0xD6E8FEB86659FD93) % 2**64))
-            j = int(((p >> np.uint64(32)) * np.uint64(k)) >> np.uint64(32))
-            if full[j]:
-                out[i], win[i], src[i] = best[j], win[j], j
-                break
-            attempt += 1
+    _borrowed(full, np.uint64(salt), src)                 # optimal densification: the probe sequence
+    empty = ~full
+    out[empty], win[empty] = best[src[empty]], win[src[empty]]
     return win, out, src
+
+
+@njit(cache=True)
+def _borrowed(full, salt, src):
+    """``src[i]`` of each empty bin i (``full[i]`` False): the full bin its probe sequence reaches first,
+    as :func:`neardup.kernels.minhash.oph_densify` probes (compiled: a short document of k = 65,536
+    slots probes some 10^9 times, as its signing does)."""
+    k = full.shape[0]
+    kk = np.uint64(k)
+    for i in range(k):
+        if full[i]:
+            continue
+        attempt = np.uint64(1)
+        while True:
+            p = fmix64(salt + np.uint64(i) * np.uint64(0x9E3779B97F4A7C15) + attempt * np.uint64(0xD6E8FEB86659FD93))
+            j = ((p >> np.uint64(32)) * kk) >> np.uint64(32)
+            if full[j]:
+                src[i] = j
+                break
+            attempt += np.uint64(1)
 
 
 def explain_minhash(a: str, b: str, hasher: MinHasher | None = None, bands: tuple[int, int] | None = None,

@@ -6,23 +6,38 @@ import sys
 
 import click
 
+from ..errors import ConfigError, InputFormatError
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import SimHasher
+from ..text.dictionaries import read_limited
 from ..text.tokenize import TOKENIZERS
 from . import main
 
+MAX_DOCUMENT_BYTES = 32 << 20
+"""The most ``neardup compare`` reads of A or of B (32 MiB; at most this + 1 bytes are read, so an
+endless stream stops here). It holds every shingle of both texts as a Python string, about 40 bytes
+of memory per byte of text: two such documents take about 2.7 GB and half a minute. Larger
+documents are for ``neardup pairs`` and ``dedup``, which stream."""
+_TOO_LARGE = " (compare reads two documents whole; run `neardup pairs` on larger ones)"
 
-def _read_text_arg(value: str, literal: bool) -> str:
+
+def _read_text_arg(value: str, literal: bool, which: str) -> str:
+    """The text of argument ``which`` (A or B): itself with ``--text``, else the file (``-``: standard
+    input) as UTF-8 (bad bytes replaced), at most :data:`MAX_DOCUMENT_BYTES`."""
     if literal:
         return value
-    if value == "-":
-        return sys.stdin.read()
-    try:
-        with open(value, "rb") as fh:
-            return fh.read().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise click.BadParameter(f"{value}: {exc.strerror or exc}") from None
+    if value != "-":
+        data = read_limited(value, MAX_DOCUMENT_BYTES, f"document {which}", _TOO_LARGE)
+        return data.decode("utf-8", errors="replace")
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    data = stream.read(MAX_DOCUMENT_BYTES + 1)
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise InputFormatError(f"<stdin>: the document {which} is over its size limit of "
+                               f"{MAX_DOCUMENT_BYTES >> 20} MiB{_TOO_LARGE}")
+    return data.decode("utf-8", errors="replace")
 
 
 @main.command()
@@ -50,7 +65,12 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
     from ..sketches.simhash import hamming  # noqa: PLC0415
     from ..text.tokenize import signing_tokenizer  # noqa: PLC0415
 
-    ta, tb = _read_text_arg(a, literal), _read_text_arg(b, literal)
+    if not literal and a == b == "-":
+        raise ConfigError("A and B are both '-': standard input holds one document; give the other as a file")
+    if scheme.startswith("datasketch") and seed >= 2**32:
+        raise ConfigError(f"seed (--seed) must be below 2**32 with --scheme {scheme} (datasketch's seeds are "
+                          f"32-bit); got {seed}")
+    ta, tb = _read_text_arg(a, literal, "A"), _read_text_arg(b, literal, "B")
     sh = Shingler(tokenizer=signing_tokenizer(tokenizer), ngram=ngram)     # the shingles MinHash signs
     f = sh.features([ta, tb])
     mh = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
@@ -77,13 +97,17 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
         from ..explain import explain_minhash, explain_sentences, explain_simhash  # noqa: PLC0415
         from ..index.lsh import choose_params  # noqa: PLC0415
 
-        lsh = choose_params(threshold, num_perm, "recall", 0.99)
+        try:
+            lsh = choose_params(threshold, num_perm, "recall", 0.99)
+        except ValueError as exc:           # (k = 1 has no bands; a tiny threshold, none reaching the recall)
+            raise ConfigError(f"--explain: no LSH bands for --threshold {threshold} with --num-perm {num_perm}: "
+                              f"{exc}") from None
         try:
             out["explain"] = {"minhash": explain_minhash(ta, tb, mh, (lsh.b, lsh.r), show),
                               "simhash": explain_simhash(ta, tb, tokenizer, 3, show=show),
                               "sentences": explain_sentences(ta, tb)}
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+        except ValueError as exc:           # (a scheme explain does not cover)
+            raise ConfigError(f"--explain with --scheme {scheme}: {exc}") from None
     if as_json:
         click.echo(json.dumps(out, ensure_ascii=False))
         return

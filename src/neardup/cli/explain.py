@@ -69,8 +69,38 @@ def _find(records: list[dict], wanted: str, out: str) -> dict:
                + (f", {skipped} skipped rows" if skipped else "") + ")")
 
 
+def _when(ns: int) -> str:
+    import datetime as dt  # noqa: PLC0415  (only for this message)
+
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _unchanged(out: str, label: str, stamp, ran: int, recorded=None) -> None:
+    """Refuse an input (or a word file) that changed since the run: its (size, mtime_ns) ``stamp``
+    differs from the ``recorded`` one where the run recorded one, or it was modified after the run
+    wrote report.json (``ran``, ns): explain would read other texts than the run did."""
+    if stamp is None:
+        return
+    if recorded is not None and list(stamp) != list(recorded):
+        _fail(out, f"{label} changed since the run (its size or modification time differ from the run's): "
+                   "explain would read other texts than the run did; run dedup again")
+    if stamp[1] > ran:
+        _fail(out, f"{label} changed since the run: modified {_when(stamp[1])}, after the run wrote report.json "
+                   f"({_when(ran)}); explain would read other texts than the run did; run dedup again")
+
+
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None                        # (missing: the reader names it)
+    return st.st_size, st.st_mtime_ns
+
+
 def _texts(out: str, rep: dict, rows: list[int]) -> dict[int, str]:
-    """The texts of global rows ``rows``, re-read from the run's inputs (checked unchanged in row count)."""
+    """The texts of global rows ``rows``, re-read from the run's inputs, refused when an input changed
+    since the run: modified after it (its report.json's time), other row counts, or (the local
+    engine) other character counts than the run recorded."""
     from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
     from ..io.sources import expand_inputs  # noqa: PLC0415
 
@@ -84,18 +114,33 @@ def _texts(out: str, rep: dict, rows: list[int]) -> dict[int, str]:
     except Exception as exc:       # a moved or removed input: say which, never a traceback
         _fail(out, f"the run's inputs cannot be read again ({exc}); explain must run where the run's input "
                    "paths are valid")
+    ran = os.stat(os.path.join(out, "report.json")).st_mtime_ns
+    for spec, o in zip(specs, rep["outputs"]):
+        _unchanged(out, spec.label, spec.stamp, ran, o.get("stamp"))
+        for e in spec.entries:
+            _unchanged(out, os.path.join(spec.label, e.rel), e.stamp, ran)
+    for name in ("idf", "user_dict", "stop_words"):           # the word files explain reads again
+        if p.get(name) not in (None, "jieba"):
+            _unchanged(out, f"{p[name]} (--{name.replace('_', '-')})", _stamp(p[name]), ran)
     want = set(rows)
     got: dict[int, str] = {}
-    g = 0
+    g = chars = 0
     for spec, o in zip(specs, rep["outputs"]):
         n = 0
         for row in read_rows(spec, p.get("text_field", "text"), p.get("id_field")):
             if g + n in want:
                 got[g + n] = row.text if row.text is not None else ""
+            if row.error is None:
+                chars += len(row.text)
             n += 1
         if n != o.get("rows"):
             _fail(out, f"{spec.label} has {n} rows now; the run read {o.get('rows')}: it changed since the run")
         g += n
+    read = rep.get("counts", {}).get("input_chars")
+    if rep.get("engine") == "local" and isinstance(read, int) and chars != read:   # (what its readers count)
+        which = specs[0].label if len(specs) == 1 else "one of " + ", ".join(s.label for s in specs[:5])
+        _fail(out, f"{which} changed since the run: its documents hold {chars:,} characters now, the run read "
+                   f"{read:,}; run dedup again")
     return got
 
 

@@ -13,6 +13,9 @@ from ..errors import ConfigError
 from . import main
 from .index import _rows
 
+MAX_BATCH = 1 << 16           # documents per batch at most: a batch is held in memory whole
+
+
 
 @main.group()
 def idf():
@@ -31,7 +34,8 @@ def idf():
 @click.option("--input-format", default=None, help="Force the input format (as for dedup).")
 @click.option("--text-field", default="text", show_default=True)
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
-@click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH), default=4096, show_default=True,
+              help="Documents held and counted at once (the corpus is streamed: memory is one batch and the counts).")
 def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_format, text_field, on_error, batch_size):
     """Count in how many documents of INPUTS each word occurs and write idf = ln((1 + N) / (1 + df)) + 1
     per word, one 'word idf' line each, sorted (the same corpus always gives the same file).
@@ -45,10 +49,12 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
     from ..features.weights import fit_idf_words  # noqa: PLC0415
     from ..io.readers import batched  # noqa: PLC0415
     from ..io.sources import expand_inputs  # noqa: PLC0415
-    from ..text.dictionaries import write_idf  # noqa: PLC0415
+    from ..text.dictionaries import load_user_dict, write_idf  # noqa: PLC0415
 
     if compat is not None and compat != "yanyiwu":
         raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu weighs words by IDF)")
+    if user_dict is not None:
+        load_user_dict(user_dict)      # a bad or oversized file: one line naming it (checked again below, cached)
     try:
         DedupConfig(method="simhash", convert=convert, user_dict=user_dict, compat=compat,   # an IDF table is
                     tokenizer="word" if compat else tokenizer,                             # of keywords

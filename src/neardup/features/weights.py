@@ -17,6 +17,7 @@ from numba import njit
 
 from .._arrays import utf8_buffer
 from ..kernels.shingle import token_shingles_batch
+from ..text.dictionaries import MAX_IDF
 from ..text.unicode import char_map
 from .shingles import Features
 
@@ -75,8 +76,16 @@ class IdfTable:
 
     @classmethod
     def from_words(cls, idf: Mapping[str, float], default: float | None = None, seed: int = 0) -> IdfTable:
+        """The table of ``word → idf``; every value (and ``default``) a finite number in [0,
+        :data:`~neardup.text.dictionaries.MAX_IDF`] (ValueError naming the word otherwise)."""
         words = list(idf)
         vals = np.array([float(idf[w]) for w in words], dtype=np.float64)
+        bad = np.flatnonzero(~((vals >= 0.0) & (vals <= MAX_IDF)))
+        if bad.shape[0]:
+            raise ValueError(f"the idf of {words[bad[0]]!r} must be a finite number in [0, {MAX_IDF:g}], got "
+                             f"{float(vals[bad[0]])!r}")
+        if default is not None and not 0.0 <= default <= MAX_IDF:
+            raise ValueError(f"the default idf must be a finite number in [0, {MAX_IDF:g}], got {default!r}")
         keys = hash_words(words, seed)
         return cls(keys, vals, float(np.median(vals)) if default is None else default)
 

@@ -15,6 +15,17 @@ lines are skipped):
   a trailing carriage return is dropped.
 
 ``neardup idf fit`` writes the IDF format (:func:`write_idf`).
+
+Limits (:func:`read_limited`: at most limit + 1 bytes are read, so an endless stream such as
+``/dev/zero`` stops at the limit; a stat of the size alone would not, it says 0 there):
+
+* an IDF value is a finite number in [0, :data:`MAX_IDF`] (100: jieba's table spans 0.88–13.9, a
+  fitted table ln((1 + N) / (1 + df)) + 1 stays below 45 for any corpus of fewer than 10^18 documents);
+  a negative, huge or non-finite weight would swamp every other feature of a fingerprint;
+* an IDF table holds at most :data:`MAX_IDF_BYTES` (256 MiB: jieba's is 5.9 MiB; a table fitted on
+  a large corpus with ``--min-df 1`` may hold some millions of words), a user dictionary
+  :data:`MAX_USER_DICT_BYTES` (64 MiB: jieba's whole ``dict.txt`` is 4.8 MiB), a stop-word list
+  :data:`MAX_STOP_WORDS_BYTES` (16 MiB: cppjieba's is 6 KiB).
 """
 from __future__ import annotations
 
@@ -26,9 +37,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputFormatError
+from ..errors import ConfigError, InputFormatError
 
 MAX_FREQ = 2**53             # a frequency the segmenters take exactly (rjieba: 64-bit; cppjieba: a double)
+MAX_IDF = 100.0              # the largest IDF value a table may give (see the module docstring)
+MiB = 1 << 20
+MAX_IDF_BYTES = 256 * MiB
+MAX_USER_DICT_BYTES = 64 * MiB
+MAX_STOP_WORDS_BYTES = 16 * MiB
 _lock = threading.Lock()
 _cache: dict[tuple, object] = {}
 
@@ -57,13 +73,29 @@ class StopWords:
     words: frozenset
 
 
-def _lines(path: str, what: str):
-    """(line number, text) of each non-blank line of ``path``; a clear error for a missing file or
-    bytes that are not UTF-8 (with the line)."""
+def read_limited(path, limit: int, what: str, hint: str = "") -> bytes:
+    """The bytes of the file ``path``, reading at most ``limit`` + 1 of them: more than ``limit``
+    (a huge file, an endless stream such as ``/dev/zero``) is an :class:`InputFormatError` naming the
+    file, ``what`` it is and the limit (``hint``: what to do instead); so is a file that cannot be read."""
+    path = os.fspath(path)
     try:
-        data = open(path, "rb").read()
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise InputFormatError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise InputFormatError(f"{path}: the {what} is over its size limit of {_size(limit)}{hint}")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n // MiB} MiB" if n % MiB == 0 else f"{n:,} bytes"
+
+
+def _lines(path: str, what: str, limit: int):
+    """(line number, text) of each non-blank line of ``path`` (at most ``limit`` bytes,
+    :func:`read_limited`); a clear error for a missing file or bytes that are not UTF-8 (with the line)."""
+    data = read_limited(path, limit, what)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     out = []
@@ -110,7 +142,7 @@ def load_idf(path) -> IdfFile:
 
 
 def _load_idf(path: str) -> IdfFile:
-    data, lines = _lines(path, "IDF table")
+    data, lines = _lines(path, "IDF table", MAX_IDF_BYTES)
     table: dict[str, float] = {}
     total = 0.0
     for n, text in lines:
@@ -121,8 +153,9 @@ def _load_idf(path: str) -> IdfFile:
             value = float(parts[1])
         except ValueError:
             value = math.nan
-        if not math.isfinite(value):
-            raise InputFormatError(f"{path}:{n}: the idf of {parts[0]!r} must be a finite number, got {parts[1]!r}")
+        if not 0.0 <= value <= MAX_IDF:           # (False for NaN)
+            raise InputFormatError(f"{path}:{n}: the idf of {parts[0]!r} must be a finite number in "
+                                   f"[0, {MAX_IDF:g}], got {parts[1][:40]!r}")
         table[parts[0]] = value
         total += value
     if not table:
@@ -138,7 +171,7 @@ def load_user_dict(path) -> UserDict:
 
 
 def _load_user_dict(path: str) -> UserDict:
-    data, lines = _lines(path, "user dictionary")
+    data, lines = _lines(path, "user dictionary", MAX_USER_DICT_BYTES)
     entries = []
     for n, text in lines:
         parts = text.split(" ")
@@ -161,7 +194,7 @@ def load_stop_words(path) -> StopWords:
 
 
 def _load_stop_words(path: str) -> StopWords:
-    data, lines = _lines(path, "stop-word list")
+    data, lines = _lines(path, "stop-word list", MAX_STOP_WORDS_BYTES)
     return StopWords(path, hashlib.sha256(data).hexdigest(), frozenset(t for _, t in lines))
 
 
@@ -176,9 +209,14 @@ def user_frequency(entry: tuple[str, str | None, str | None]) -> int | None:
 
 def write_idf(path, words, values) -> None:
     """Write ``word idf`` lines (words sorted by code point, values with 12 significant digits: the
-    same corpus always gives the same bytes), atomically (a temporary file renamed into place)."""
+    same corpus always gives the same bytes), atomically (a temporary file renamed into place). A
+    table larger than :data:`MAX_IDF_BYTES` is refused (``--idf`` would not read it back)."""
     order = sorted(range(len(words)), key=lambda i: words[i])
     body = "".join(f"{words[i]} {float(values[i]):.12g}\n" for i in order).encode("utf-8")
+    if len(body) > MAX_IDF_BYTES:
+        raise ConfigError(f"{os.fspath(path)}: the table of {len(words):,} words would take {len(body):,} bytes, "
+                          f"more than the {_size(MAX_IDF_BYTES)} an IDF table may hold (--idf reads no more); "
+                          "leave out rare words with --min-df")
     path = os.fspath(path)
     if path == "-":
         import sys  # noqa: PLC0415

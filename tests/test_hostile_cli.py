@@ -1,0 +1,220 @@
+"""Hostile input to compare, idf fit, the word files and explain ("Trust, round 3"):
+every bad input is one line naming the file and line (or the parameter), never a traceback, and no
+file that is not a corpus is read past its documented size limit (``/dev/zero`` stops there)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hostile import cli, one_line_error, write_jsonl
+
+from neardup import run_dedup
+from neardup.cli import main
+from neardup.cli.compare import MAX_DOCUMENT_BYTES
+from neardup.config import DedupConfig
+from neardup.errors import ConfigError, InputFormatError
+from neardup.features.weights import IdfTable
+from neardup.text import dictionaries
+from neardup.text.dictionaries import (
+    MAX_IDF_BYTES,
+    MAX_STOP_WORDS_BYTES,
+    MAX_USER_DICT_BYTES,
+    load_idf,
+    load_stop_words,
+    load_user_dict,
+)
+
+ZERO = "/dev/zero"
+pytestmark = pytest.mark.skipif(not os.path.exists(ZERO), reason="needs /dev/zero")
+TEXTS = ["the quick brown fox jumps over the lazy dog again and again",
+         "the quick brown fox jumps over the lazy dog again and again!",
+         "something else entirely different here to say about gardens"]
+
+
+def error_line(err: str) -> str:
+    """The one 'Error:' line of a refusal (click's usage lines may stand before it), no traceback."""
+    assert "Traceback" not in err, err
+    lines = [x for x in err.splitlines() if x.startswith("Error: ")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# -- 1. files that are not a corpus: bounded reads ------------------------------------------------------
+def test_compare_refuses_an_endless_file_and_endless_stdin(tmp_path):
+    b = tmp_path / "b.txt"
+    b.write_text("some words", encoding="utf-8")
+    code, _, err = cli("compare", ZERO, b)
+    line = one_line_error(err)
+    assert code != 0 and ZERO in line and "document A" in line and f"{MAX_DOCUMENT_BYTES >> 20} MiB" in line
+    code, _, err = cli("compare", b, ZERO, "--json")
+    assert code != 0 and "document B" in one_line_error(err)
+    with open(ZERO, "rb") as endless:
+        res = CliRunner().invoke(main, ["compare", "-", str(b)], input=endless)
+    assert res.exit_code != 0 and (res.exception is None or isinstance(res.exception, SystemExit))
+    assert "<stdin>" in one_line_error(res.stderr)
+
+
+def test_compare_bad_arguments_are_one_line(tmp_path):
+    code, _, err = cli("compare", tmp_path / "missing.txt", "-")
+    assert code != 0 and "missing.txt" in one_line_error(err)
+    code, _, err = cli("compare", "-", "-", input="a text")
+    assert code != 0 and "'-'" in one_line_error(err)
+    code, _, err = cli("compare", "--text", "a b", "a c", "--scheme", "datasketch-legacy", "--seed", str(2**32))
+    assert code != 0 and "--seed" in one_line_error(err)
+    code, _, err = cli("compare", "--text", "a b", "a c", "--num-perm", "1", "--explain")
+    assert code != 0 and "--num-perm 1" in one_line_error(err)
+    code, _, err = cli("compare", "--text", "a b", "a c", "--explain", "--scheme", "datasketch-legacy")
+    assert code != 0 and "--scheme datasketch-legacy" in one_line_error(err)
+    code, out, err = cli("compare", "--text", "a b c d e f", "a b c d e g", "--num-perm", "1", "--json")
+    assert code == 0 and json.loads(out)["parameters"]["num_perm"] == 1
+
+
+@pytest.mark.parametrize("load,limit,what", [(load_user_dict, MAX_USER_DICT_BYTES, "user dictionary"),
+                                             (load_stop_words, MAX_STOP_WORDS_BYTES, "stop-word list"),
+                                             (load_idf, MAX_IDF_BYTES, "IDF table")])
+def test_word_files_stop_at_their_limit(tmp_path, load, limit, what):
+    with pytest.raises(InputFormatError, match=f"^{ZERO}: the {what} is over its size limit of {limit >> 20} MiB"):
+        load(ZERO)
+    big = tmp_path / "big.txt"                 # a sparse file one byte over the limit
+    with open(big, "wb") as fh:
+        fh.truncate(limit + 1)
+    with pytest.raises(InputFormatError, match=f"big.txt: the {what} is over its size limit"):
+        load(big)
+
+
+def test_config_refuses_an_endless_word_file():
+    with pytest.raises(ConfigError, match="size limit"):
+        DedupConfig(method="simhash", tokenizer="jieba", user_dict=ZERO).resolved()
+    assert Path(ZERO).stat().st_size == 0          # why a stat check alone would not do
+
+
+@pytest.mark.parametrize("flag", ["--user-dict", "--stop-words", "--idf"])
+def test_dedup_word_file_flags_refuse_dev_zero(tmp_path, flag):
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS)
+    code, _, err = cli("dedup", src, "-o", tmp_path / "o", "--method", "simhash", "--tokenizer", "jieba", flag, ZERO)
+    line = error_line(err)
+    assert code != 0 and ZERO in line and "size limit" in line and not (tmp_path / "o").exists()
+
+
+def test_idf_fit_user_dict_dev_zero_is_one_line(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS)
+    code, _, err = cli("idf", "fit", src, "-o", tmp_path / "i.txt", "--user-dict", ZERO)
+    line = one_line_error(err)
+    assert code != 0 and ZERO in line and "64 MiB" in line and not (tmp_path / "i.txt").exists()
+
+
+def test_idf_fit_refuses_a_table_idf_would_not_read_and_bounds_its_batches(tmp_path, monkeypatch):
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS)
+    monkeypatch.setattr(dictionaries, "MAX_IDF_BYTES", 20)
+    code, _, err = cli("idf", "fit", src, "--tokenizer", "word", "-o", tmp_path / "i.txt")
+    line = one_line_error(err)
+    assert code != 0 and "i.txt" in line and "--min-df" in line and not (tmp_path / "i.txt").exists()
+    monkeypatch.undo()
+    code, _, err = cli("idf", "fit", src, "--tokenizer", "word", "-o", tmp_path / "i.txt", "--batch-size", 10**9)
+    assert code == 2 and "--batch-size" in error_line(err)
+    code, _, err = cli("idf", "fit", src, "--tokenizer", "word", "-o", tmp_path / "i.txt")
+    assert code == 0, err
+
+
+# -- 2. IDF values -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", ["-1e308", "nan", "inf", "-inf", "-1", "1e9", "100.5", "1e400"])
+def test_idf_values_outside_0_to_100_are_named_by_line(tmp_path, value):
+    p = tmp_path / "idf.txt"
+    p.write_text(f"好 1.0\n坏 {value}\n", encoding="utf-8")
+    with pytest.raises(InputFormatError, match=r"idf.txt:2: the idf of '坏' must be a finite number in \[0, 100\]"):
+        load_idf(p)
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS)
+    code, _, err = cli("dedup", src, "-o", tmp_path / "o", "--method", "simhash", "--tokenizer", "word", "--idf", p)
+    assert code != 0 and "idf.txt:2" in error_line(err) and not (tmp_path / "o").exists()
+
+
+def test_idf_bounds_themselves_are_accepted(tmp_path):
+    p = tmp_path / "idf.txt"
+    p.write_text("好 0\n坏 100\n中 13.9\n", encoding="utf-8")
+    assert load_idf(p).values.tolist() == [0.0, 100.0, 13.9]
+    with pytest.raises(ValueError, match="the idf of 'b'"):
+        IdfTable.from_words({"a": 1.0, "b": -1e308})
+    with pytest.raises(ValueError, match="default idf"):
+        IdfTable.from_words({"a": 1.0}, float("nan"))
+
+
+# -- 3. --scheme bottomk where signatures are banded -----------------------------------------------------------
+@pytest.mark.parametrize("command", [["dedup", "--id-field", "id"], ["dedup", "--id-field", "id", "--index", "IDX"],
+                                     ["pairs"], ["index-create"]])
+def test_bottomk_is_refused_where_lsh_bands_signatures(tmp_path, command):
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS, ids=[1, 2, 3])
+    if command == ["index-create"]:
+        args = ["index", "create", tmp_path / "idx"]
+    else:
+        args = [command[0], src, "-o", tmp_path / "o", *[tmp_path / "idx" if a == "IDX" else a for a in command[1:]]]
+    code, _, err = cli(*args, "--scheme", "bottomk")
+    line = one_line_error(err)
+    assert code != 0 and "(--scheme)" in line and "oph" in line and "'bottomk'" in line
+    assert not (tmp_path / "o").exists() and not (tmp_path / "idx").exists()
+
+
+def test_bottomk_still_signs(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS)
+    code, out, err = cli("sign", src, "--scheme", "bottomk", "--num-perm", "8")
+    assert code == 0, err
+    assert len(out.splitlines()) == 3 and len(json.loads(out.splitlines()[0])["minhash"]) == 8
+
+
+# -- 4. explain on inputs that changed since the run -------------------------------------------------------------
+@pytest.fixture()
+def finished(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS, ids=[1, 2, 3])
+    out = tmp_path / "out"
+    run_dedup([str(src)], str(out), DedupConfig(id_field="id", html=False, quiet=True, workers=1))
+    ran = os.stat(out / "report.json").st_mtime_ns
+    os.utime(src, ns=(ran - 10**9, ran - 10**9))
+    return src, out, ran
+
+
+def _explain(out):
+    return cli("explain", out, "1", "2")
+
+
+def test_explain_answers_for_an_unchanged_input(finished):
+    src, out, _ = finished
+    code, text, err = _explain(out)
+    assert code == 0 and "in one cluster" in text, err
+
+
+def test_explain_refuses_an_input_modified_after_the_run(finished):
+    src, out, ran = finished
+    src.write_bytes(src.read_bytes().replace(b"gardens", b"Gardens"))      # the same size and rows
+    os.utime(src, ns=(ran + 2 * 10**9, ran + 2 * 10**9))
+    code, _, err = _explain(out)
+    line = one_line_error(err)
+    assert code != 0 and "in.jsonl changed since the run" in line and "modified" in line
+
+
+def test_explain_refuses_an_input_whose_text_changed_with_an_old_mtime(finished):
+    src, out, ran = finished
+    src.write_bytes(src.read_bytes().replace(b"gardens", b"gardens and more"))   # rows unchanged
+    os.utime(src, ns=(ran - 10**9, ran - 10**9))
+    code, _, err = _explain(out)
+    line = one_line_error(err)
+    assert code != 0 and "in.jsonl changed since the run" in line and "characters" in line
+
+
+def test_explain_refuses_a_word_file_modified_after_the_run(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS, ids=[1, 2, 3])
+    idf = tmp_path / "idf.txt"
+    idf.write_text("quick 2.0\nfox 3.0\n", encoding="utf-8")
+    out = tmp_path / "out"
+    run_dedup([str(src)], str(out), DedupConfig(method="simhash", idf=str(idf), id_field="id", html=False,
+                                                quiet=True, workers=1))
+    ran = os.stat(out / "report.json").st_mtime_ns
+    for f in (src, idf):
+        os.utime(f, ns=(ran - 10**9, ran - 10**9))
+    assert _explain(out)[0] == 0
+    idf.write_text("quick 9.0\nfox 3.0\n", encoding="utf-8")
+    os.utime(idf, ns=(ran + 2 * 10**9, ran + 2 * 10**9))
+    code, _, err = _explain(out)
+    line = one_line_error(err)
+    assert code != 0 and "idf.txt (--idf) changed since the run" in line
