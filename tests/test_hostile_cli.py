@@ -1,4 +1,4 @@
-"""Hostile input to compare, idf fit, the word files and explain ("Trust, round 3"):
+"""Hostile input to compare, idf fit, the word files, explain and index add/remove ("Trust, round 3"):
 every bad input is one line naming the file and line (or the parameter), never a traceback, and no
 file that is not a corpus is read past its documented size limit (``/dev/zero`` stops there)."""
 from __future__ import annotations
@@ -218,3 +218,47 @@ def test_explain_refuses_a_word_file_modified_after_the_run(tmp_path):
     code, _, err = _explain(out)
     line = one_line_error(err)
     assert code != 0 and "idf.txt (--idf) changed since the run" in line
+
+
+# -- 5. index add / remove ids -------------------------------------------------------------------------------------
+BAD_IDS = [("1180591620717411303424", "64 bits"), ("1.5", "float 1.5"), ("true", "bool True"), ("{}", "dict {}"),
+           ("[1]", "list [1]"), ("null", "is null")]
+
+
+@pytest.fixture()
+def idx(tmp_path):
+    path = tmp_path / "idx"
+    assert cli("index", "create", path)[0] == 0
+    return path
+
+
+@pytest.mark.parametrize("raw,shown", BAD_IDS)
+def test_index_add_names_the_row_of_a_bad_id(tmp_path, idx, raw, shown):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "ok", "text": "a first document"}\n' + f'{{"id": {raw}, "text": "some words"}}\n',
+                    encoding="utf-8")
+    code, _, err = cli("index", "add", idx, rows, "--id-field", "id")
+    line = one_line_error(err)
+    assert code != 0 and "rows.jsonl:2" in line and shown in line
+    code, out, err = cli("index", "add", idx, rows, "--id-field", "id", "--on-error", "skip")
+    assert code == 0 and "added 1 documents (1 rows skipped)" in out, err
+
+
+def test_index_add_twice_names_replace(tmp_path, idx):
+    rows = write_jsonl(tmp_path / "rows.jsonl", ["one text here", "another text"], ids=[5, "5"])
+    assert cli("index", "add", idx, rows, "--id-field", "id")[0] == 0
+    code, _, err = cli("index", "add", idx, rows, "--id-field", "id")
+    line = one_line_error(err)
+    assert code != 0 and "--replace" in line and "replace=True" not in line
+
+
+def test_index_remove_takes_any_text_as_an_id(tmp_path, idx):
+    rows = write_jsonl(tmp_path / "rows.jsonl", ["doc twelve", "doc minus five", "doc text id"], ids=[12, -5, "²"])
+    assert cli("index", "add", idx, rows, "--id-field", "id")[0] == 0
+    for raw in ("1180591620717411303424", "١٢", "1.5", "+12", "12 "):
+        code, out, err = cli("index", "remove", idx, "--", raw)
+        assert code == 1 and "Traceback" not in err and f"not in the index: {raw}" in out, (raw, out, err)
+    code, out, err = cli("index", "remove", idx, "--", "²", "-5", "12")
+    assert code == 0 and out.strip() == "removed 3", err
+    code, out, _ = cli("index", "stats", idx, "--json")
+    assert json.loads(out)["documents"] == 0

@@ -36,11 +36,14 @@ def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
     return open_index(path, readonly=readonly, synchronous=synchronous)
 
 
-def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None):
+def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None, check_ids=False):
     """(label, id, text) of every row of the inputs (ids: the id field, else "FILE:LINE"), then of
     each ``--text``; bad rows stop the command naming their place, or with ``--on-error skip`` are
-    counted (returned in the last tuple element as a list). ``specs``: the inputs already expanded."""
+    counted (returned in the last tuple element as a list). ``specs``: the inputs already expanded.
+    ``check_ids``: an id of the id field must be one an index can hold (:func:`~neardup.index.store.check_key`),
+    else the row is bad (its error names FILE:LINE and the value)."""
     from ..errors import InputFormatError  # noqa: PLC0415
+    from ..index.store import InvalidKeyError, check_key  # noqa: PLC0415
     from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
     from ..io.sources import expand_inputs  # noqa: PLC0415
 
@@ -50,6 +53,11 @@ def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None
     skipped = []
     for spec in specs:
         for row in read_rows(spec, text_field, id_field):
+            if row.error is None and check_ids and row.id is not None:
+                try:
+                    row.id = check_key(row.id, f"{spec.label}:{row.line}")
+                except InvalidKeyError as exc:
+                    row.error = str(exc)
             if row.error is not None:
                 if row.blank or on_error == "skip":
                     skipped.append(row.error)
@@ -92,12 +100,20 @@ def create(path, method, **algo):
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
 @click.option("--replace", is_flag=True, help="A document whose id is indexed replaces it (default: refused).")
 def add(path, inputs, id_field, text_field, on_error, replace):
-    """Add every row of INPUTS to the index (each batch of 20,000 rows at once, all or nothing)."""
+    """Add every row of INPUTS to the index (each batch of 20,000 rows at once, all or nothing). An id
+    must be a string or an integer in the signed 64-bit range (a bad one is named by FILE:LINE)."""
+    from ..index.store import DuplicateKeyError  # noqa: PLC0415
+
     added = 0
     skipped: list = []
     with _open(path, readonly=False) as idx:
-        for batch in batched(_rows(inputs, text_field, id_field, on_error), _BATCH):
-            idx.add_batch([k for k, _, _ in batch], [t for _, t, _ in batch], replace=replace, bulk=True)
+        for batch in batched(_rows(inputs, text_field, id_field, on_error, check_ids=True), _BATCH):
+            try:
+                idx.add_batch([k for k, _, _ in batch], [t for _, t, _ in batch], replace=replace, bulk=True)
+            except DuplicateKeyError as exc:
+                why = str(exc).replace("pass replace=True to overwrite", "give --replace to replace them")
+                raise click.ClickException(f"{path}: {why}; none of the {len(batch)} rows of this batch was added"
+                                           + (f" (the {added} before it were)" if added else "")) from None
             added += len(batch)
             skipped = batch[-1][2]
         total = len(idx)
@@ -147,11 +163,14 @@ def query(path, inputs, texts, id_field, text_field, threshold, max_distance, to
 @click.argument("path", type=click.Path(exists=True))
 @click.argument("ids", nargs=-1, required=True)
 def remove(path, ids):
-    """Remove the documents IDS (an id that reads as an integer matches an integer id too)."""
+    """Remove the documents IDS: each the string id, else the integer id it spells (ASCII digits, an
+    optional minus, in the signed 64-bit range: :func:`~neardup.index.store.key_candidates`)."""
+    from ..index.store import key_candidates  # noqa: PLC0415
+
     gone, missing = 0, []
     with _open(path, readonly=False) as idx:
         for i in ids:
-            for key in ([i, int(i)] if i.lstrip("-").isdigit() else [i]):
+            for key in key_candidates(i):
                 if key in idx:
                     idx.remove(key)
                     gone += 1
