@@ -623,9 +623,14 @@ def test_an_index_built_with_auto_and_a_user_dictionary_is_refused_clearly(tmp_p
     ix = DiskIndex.create(tmp_path / "ix", tokenizer="jieba", user_dict=str(ud))
     ix.add_batch(["a"], ["我们研究中文分词的方法"])
     ix.close()
-    m = tmp_path / "ix" / "MANIFEST"
-    m.write_text(m.read_text(encoding="utf-8").replace('\\"tokenizer\\": \\"jieba\\"', '\\"tokenizer\\": \\"auto\\"'),
-                 encoding="utf-8")
+    import json
+
+    from neardup.index.segments import manifest_bytes
+
+    m = tmp_path / "ix" / "MANIFEST"                  # (rewritten as that neardup wrote it: its checksum too)
+    data = json.loads(m.read_text(encoding="utf-8"))
+    data["meta"]["config"] = data["meta"]["config"].replace('"tokenizer": "jieba"', '"tokenizer": "auto"')
+    m.write_bytes(manifest_bytes(data))
     with pytest.raises(IndexConfigError, match="ix: the index was built with a text pipeline.*rebuild"):
         DiskIndex.open(tmp_path / "ix", readonly=True)
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..clusters import Clusters, SimilarityOracle, build_clusters
+from ..clusters import Clusters
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..config import DedupConfig
 from ..features.shingles import Features
-from ..sketches.minhash import Signatures, empty_value, jaccard_rows
+from ..sketches.minhash import Signatures, empty_value
 from .candidates import (
     MAX_BUCKET,
     LSHParams,
@@ -33,6 +33,7 @@ from .candidates import (
     containment_lsh,
     identical_rows,
 )
+from .finish import ROW_CONTAINED, finish, linkage_oracle, pair_similarity
 from .tables import Corpus
 from .verify import (
     CANDIDATE,
@@ -47,10 +48,8 @@ from .verify import (
     containment_from_jaccard,
     decide_borderline,
     exact_pairs_from_texts,
-    exact_similarity,
     fixed_aliases,
     known_similarity,
-    minhash_similarity,
     simhash_drift_bits,
 )
 
@@ -73,6 +72,7 @@ class DuplicateResult:
     params: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     pairs_how: np.ndarray | None = None
+    decided: np.ndarray | None = None   # per row how it was decided (codes into finish.ROW_HOW; 255: kept)
 
     def how(self) -> np.ndarray:
         """Per verified pair how it was decided (codes into :data:`HOW`; identical when unrecorded)."""
@@ -159,13 +159,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     n_candidates = int(lo.shape[0])
 
     t0 = time.perf_counter()
-
-    def similarity(a, b):
-        if verify == "exact" and features is not None:
-            return exact_similarity(features, a, b, metric)
-        j = jaccard_rows(values, a, b, sigs.scheme)
-        return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
-
+    exact = verify == "exact" and features is not None
+    similarity = pair_similarity("minhash", metric, sigs.scheme, values, sizes, features, exact)
     border = {}
     sim = similarity(lo, hi)
     how = np.full(lo.shape[0], {"none": CANDIDATE, "exact": EXACT}.get(verify, ESTIMATE), dtype=np.uint8)
@@ -189,18 +184,10 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     timings["verify"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    oracle = None
-    if linkage == "bounded":
-        if verify == "exact" and metric == "jaccard":
-            u = features.unique()
-            oracle = SimilarityOracle.exact(u.hashes, u.offsets)
-        elif metric == "jaccard":
-            oracle = SimilarityOracle.minhash(values, empty_value(sigs.scheme))
-        else:
-            oracle = SimilarityOracle.equal()  # containment is not symmetric: merges follow the verified pairs
-    clusters = build_clusters(n, lo, hi, known_similarity(similarity, lo, hi, sim, n, how), keep=keep, lengths=lengths,
-                              keys=keys, threshold=threshold, max_drift=max_drift, linkage=linkage, edge_sim=sim,
-                              oracle=oracle, sample=sample)
+    oracle = linkage_oracle("minhash", metric, sigs.scheme, values, features, exact) if linkage == "bounded" else None
+    done = finish(n, lo, hi, sim, how, similarity, method="minhash", threshold=threshold, max_drift=max_drift,
+                  linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle, metric=metric, sizes=sizes,
+                  fixed=fixed, sample=sample)
     timings["clusters"] = time.perf_counter() - t0
     if border:
         timings["borderline"] = border.pop("seconds")
@@ -213,7 +200,10 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
             "scheme": sigs.scheme, "seed": sigs.seed, "empty_documents": int(empty.sum())}
     if border:
         info["borderline"] = border
-    return DuplicateResult(clusters, lo, hi, sim, n_candidates, info, timings, how)
+    if metric == "containment":
+        info["containment"] = {"removed_as_contained": int((done.decided == ROW_CONTAINED).sum()),
+                               "keep_policy_overridden": done.overridden}
+    return DuplicateResult(done.clusters, lo, hi, sim, n_candidates, info, timings, how, done.decided)
 
 
 def _unfix(lo, hi, sim, fixed: int, how=None):
@@ -252,10 +242,11 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
     first = order[np.maximum.accumulate(np.where(start, np.arange(order.shape[0]), 0))]
     link = first != order
     lo, hi = first[link], order[link]
-    clusters = build_clusters(n, lo, hi, lambda a, b: np.ones(a.shape[0]), keep=keep, lengths=lengths, keys=user_keys)
-    return DuplicateResult(clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
-                           {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0},
-                           np.full(lo.shape[0], IDENTICAL, dtype=np.uint8))
+    how = np.full(lo.shape[0], IDENTICAL, dtype=np.uint8)
+    done = finish(n, lo, hi, np.ones(lo.shape[0]), how, pair_similarity("equal", "jaccard", None, keys), method="equal",
+                  threshold=1.0, keep=keep, lengths=lengths, keys=user_keys)
+    return DuplicateResult(done.clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
+                           {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0}, how, done.decided)
 
 
 def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | None = None, keep: str = "first",
@@ -265,7 +256,6 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     Similarity reported is 1 − d/64. ``linkage="bounded"`` joins groups only while all sampled
     members stay within k + ``max_drift_bits`` bits of each other."""
     from ..index.simhash_index import all_pairs  # noqa: PLC0415
-    from ..sketches.simhash import hamming_array  # noqa: PLC0415
 
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     n = fps.shape[0]
@@ -287,18 +277,16 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     timings = {"candidates": time.perf_counter() - t0}
     t0 = time.perf_counter()
 
-    def similarity(a, b):
-        return 1.0 - hamming_array(fps[a], fps[b]) / 64.0
-
     drift = None if max_drift_bits is None else max_drift_bits / 64.0
-    clusters = build_clusters(n, lo, hi, similarity, keep=keep, lengths=lengths, keys=keys,
-                              threshold=1.0 - k / 64.0, max_drift=drift, linkage=linkage, edge_sim=1.0 - dist / 64.0,
-                              oracle=SimilarityOracle.simhash(fps), sample=sample)
+    oracle = linkage_oracle("simhash", "jaccard", None, fps) if linkage == "bounded" else None
+    done = finish(n, lo, hi, 1.0 - dist / 64.0, how, pair_similarity("simhash", "jaccard", None, fps),
+                  method="simhash", threshold=1.0 - k / 64.0, max_drift=drift, linkage=linkage, keep=keep,
+                  lengths=lengths, keys=keys, oracle=oracle, sample=sample)
     timings["clusters"] = time.perf_counter() - t0
-    return DuplicateResult(clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
+    return DuplicateResult(done.clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
                            {"method": "simhash", "bits": k, "keep": keep, "linkage": linkage,
                             "max_drift_bits": max_drift_bits, "fingerprints": int(sorted_unique(fps[idx]).size)},
-                           timings, how)
+                           timings, how, done.decided)
 
 
 def pairs_table(result: DuplicateResult, ids=None):
@@ -407,7 +395,8 @@ def _without_fixed(result: DuplicateResult, m: int) -> DuplicateResult:
 
     c = Clusters(move(result.clusters.cluster[m:]), result.clusters.similarity[m:])
     return DuplicateResult(c, move(result.pairs_lo), move(result.pairs_hi), result.pairs_sim, result.candidates,
-                           result.params, result.timings, result.pairs_how)
+                           result.params, result.timings, result.pairs_how,
+                           None if result.decided is None else result.decided[m:])
 
 
 def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int,

@@ -245,3 +245,31 @@ def expand_groups(members, start, count, lo, hi, sim, how, ident, out_a, out_b, 
                 out_how[w] = how[p]
                 w += 1
     return w
+
+
+@njit(cache=True)
+def directed_containers(todo, start, dst, share, score, fixed, kept, target, tsim):
+    """Directed containment (:mod:`neardup.clusters.containment`): for each row r of ``todo`` (larger
+    sets first, so each container is settled before r), its pairs ``dst[start[r]:start[r+1]]``
+    (containers, with C(r ⊆ container) in ``share``): when one is kept, r is removed for the kept
+    one of largest share (ties: larger ``score``, then smaller row) — ``kept[r]`` cleared,
+    ``target[r]``/``tsim[r]`` set. Rows below ``fixed`` are never removed."""
+    for i in range(todo.shape[0]):
+        r = todo[i]
+        if r < fixed or not kept[r]:
+            continue
+        best = -1
+        best_c = 0.0
+        for e in range(start[r], start[r + 1]):
+            c = dst[e]
+            if not kept[c]:
+                continue
+            s = share[e]
+            if best < 0 or s > best_c or (s == best_c and (score[c] > score[best]
+                                                          or (score[c] == score[best] and c < best))):
+                best = c
+                best_c = s
+        if best >= 0:
+            kept[r] = False
+            target[r] = best
+            tsim[r] = best_c
