@@ -36,18 +36,20 @@ def _host(rng: random.Random, n: int) -> list[str]:
     return [rng.choice(VOCAB) for _ in range(n)]
 
 
-def _corpus(seed: int, hosts: int, passages: int):
+def _corpus(seed: int, hosts: int, passages: int, sources: bool = False):
     """Hosts of 200–1,500 random words (no two share a passage by chance) and passages of 40–300 words
-    cut from them: C(passage ⊆ host) = 1, Jaccard as low as 0.03."""
+    cut from them: C(passage ⊆ host) = 1, Jaccard as low as 0.03 (``sources``: also each passage's host)."""
     rng = random.Random(seed)
     hs = [_host(rng, rng.randint(200, 1500)) for _ in range(hosts)]
-    ps = []
+    ps, src = [], []
     for _ in range(passages):
-        w = hs[rng.randrange(hosts)]
+        src.append(rng.randrange(hosts))
+        w = hs[src[-1]]
         n = min(rng.randint(40, 300), len(w))
         s = rng.randrange(len(w) - n + 1)
         ps.append(w[s:s + n])
-    return [" ".join(h) for h in hs], [" ".join(p) for p in ps]
+    out = [" ".join(h) for h in hs], [" ".join(p) for p in ps]
+    return (*out, src) if sources else out
 
 
 def _signed(texts):
@@ -135,7 +137,7 @@ def test_either_direction_is_the_batch_rule(tmp_path):
 
 
 def test_check_and_add_finds_a_passage_of_an_added_document(tmp_path):
-    hosts, _ = _corpus(4, 3, 0)
+    hosts, _ = _corpus(4, 4, 0)
     words = hosts[0].split()
     with ContainmentDiskIndex.create(tmp_path / "idx", threshold=0.8) as idx:
         res = idx.check_and_add(["a", "b"], [hosts[0], hosts[1]])
@@ -144,8 +146,10 @@ def test_check_and_add_finds_a_passage_of_an_added_document(tmp_path):
         assert res[0]["duplicate"] and res[0]["matches"][0][0] == "a" and not res[0]["added"]
         assert res[1]["added"]
         res = idx.check_and_add(["e", "f"], [hosts[2] + " " + hosts[1], " ".join(words[50:90])])
-        assert res[0]["duplicate"]        # holds indexed documents (the other direction)
-        assert res[1]["duplicate"]
+        assert not res[0]["duplicate"] and res[0]["added"]   # holds indexed documents: new, never a copy of them
+        assert res[1]["duplicate"] and res[1]["matches"][0][0] == "a"
+        res = idx.check_and_add(["g"], [" ".join(words[:150]) + " " + hosts[3]])   # a's start, then new text
+        assert res[0]["added"] and not res[0]["duplicate"]
 
 
 def _write(path: Path, rows) -> Path:
@@ -159,7 +163,9 @@ def _kept(out: Path) -> set:
 
 @pytest.mark.parametrize("linkage", ["components", "bounded"])
 def test_day1_then_day2_keeps_what_one_run_keeps(tmp_path, linkage):
-    hosts, passages = _corpus(5, 120, 160)
+    """What one run over both days keeps, but for the day-1 passages whose host comes on day 2: an
+    indexed document is never removed afterwards, so those stay (and nothing else differs)."""
+    hosts, passages, src = _corpus(5, 120, 160, sources=True)
     day1 = [{"id": f"h{i}", "text": t} for i, t in enumerate(hosts[:80])] + \
            [{"id": f"p{i}", "text": t} for i, t in enumerate(passages[:60])]
     day2 = [{"id": f"h{i}", "text": t} for i, t in enumerate(hosts) if i >= 80] + \
@@ -173,7 +179,8 @@ def test_day1_then_day2_keeps_what_one_run_keeps(tmp_path, linkage):
     run_dedup([str(d1)], str(tmp_path / "o1"), DedupConfig(index=str(idx), **cfg))
     rep = run_dedup([str(d2)], str(tmp_path / "o2"), DedupConfig(index=str(idx), **cfg))
     kept = _kept(tmp_path / "o1") | _kept(tmp_path / "o2")
-    assert kept == _kept(tmp_path / "all")
+    early = {f"p{i}" for i in range(60) if src[i] >= 80}      # on day 1, before their hosts
+    assert early and kept == _kept(tmp_path / "all") | early
     assert rep["index"]["removed_by_index"] > 20      # day 2's passages of day 1's hosts
     removed_passages = {f"p{i}" for i in range(len(passages))} - kept
     assert len(removed_passages) >= len(passages) // 2

@@ -334,7 +334,9 @@ def test_clusters_jsonl_written_by_arrow_is_the_line_by_line_text(data, n, n_ext
     rep = np.array([data.draw(st.integers(0, n + len(extra) - 1)) for _ in range(n)], dtype=np.int64)
     sim = np.array(data.draw(st.lists(st.sampled_from([1.0, 0.8125, 0.0, 1 / 3, 0.999999999, 1e-7]), min_size=n,
                                       max_size=n)), dtype=np.float32)
-    clusters = SimpleNamespace(cluster=rep, similarity=sim)
+    decided = np.array(data.draw(st.lists(st.sampled_from([0, 1, 2, 3, 4, 255]), min_size=n, max_size=n)),
+                       dtype=np.uint8)                  # (a kept row's code is ignored: its record has none)
+    clusters = SimpleNamespace(cluster=rep, similarity=sim, decided=decided)
     empty = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
     want = io.BytesIO()
     with io.TextIOWrapper(want, encoding="utf-8", errors="backslashreplace", write_through=True) as fh:

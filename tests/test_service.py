@@ -260,8 +260,9 @@ def test_simhash_index_check_and_add_batches(tmp_path):
 
 
 def test_containment_index_served(tmp_path):
-    """A containment index behind the service: a passage of an indexed document is a duplicate of it,
-    and a document holding an indexed one is too (either direction, as ``dedup --metric containment``)."""
+    """A containment index behind the service: a passage of an indexed document is a duplicate of it; a
+    document holding an indexed one is not (it is never a copy of what it holds: the directed rule of
+    ``dedup --metric containment``), so it is added."""
     from neardup.index.disk import ContainmentDiskIndex
 
     long = [d["text"] for d in DOCS if len(d["text"].split()) > 400][:3]
@@ -277,8 +278,11 @@ def test_containment_index_served(tmp_path):
         status, body = s.call("POST", "/v1/check-and-add", _docs([("big", long[1]), ("other", long[2])]))
         assert status == 200, body
         res = body["results"]
-        assert res[0]["duplicate"] and res[0]["matches"][0]["id"] == "small" and not res[0]["added"]
+        assert not res[0]["duplicate"] and res[0]["matches"] == [] and res[0]["added"]
         assert res[1]["added"]
+        status, body = s.call("POST", "/v1/check", {"documents": [{"text": " ".join(long[1].split()[:100])}]})
+        assert [m["id"] for m in body["results"][0]["matches"]][:1] in (["big"], ["small"])
+        assert body["results"][0]["duplicate"]
         status, body = s.call("GET", "/v1/docs/host")
         from neardup import MinHasher
 

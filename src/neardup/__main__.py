@@ -1,5 +1,5 @@
-"""``python -m neardup``: the command line (through the console script's entry point)."""
-from neardup._start import main
+"""``python -m neardup``: the command line (the console script's entry point)."""
+from neardup.cli import entry
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry()

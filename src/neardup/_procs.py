@@ -1,5 +1,4 @@
-"""What the two ways of signing in forked processes share — the JIT path's worker pool
-(:mod:`neardup.engines.local.workers`) and the ahead-of-time signer (:mod:`neardup.engines.aot_sign`):
+"""What the signing worker pool (:mod:`neardup.engines.local.workers`) needs of its processes:
 Ctrl-C and SIGTERM held back around forks and cleanup, and children that die with their parent.
 Plain Python, no kernel import."""
 from __future__ import annotations
@@ -17,8 +16,8 @@ def signals_held():
     """Ctrl-C and SIGTERM held back for the block and delivered as it ends: every process forked in
     it is known before a stop can unwind the parent, a cleanup in it is not cut short, and no stop
     is raised inside fork's at-fork handlers (there its SystemExit is printed as "Exception
-    ignored" and lost). Forked children inherit the mask (:func:`release_stops`). A no-op outside
-    the main thread or without ``pthread_sigmask``."""
+    ignored" and lost). Forked children inherit the mask. A no-op outside the main thread or
+    without ``pthread_sigmask``."""
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -27,12 +26,6 @@ def signals_held():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def release_stops() -> None:
-    """In a child forked inside :func:`signals_held`: Ctrl-C and SIGTERM no longer held."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
 
 
 def kill_with_parent() -> None:

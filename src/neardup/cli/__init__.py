@@ -17,7 +17,6 @@ import time
 import click
 
 from .._arrays import prefer_small_pages
-from .._start import end_now
 from .._version import __version__
 from ..errors import NeardupError, stop_cause, user_message
 
@@ -79,7 +78,15 @@ def entry() -> None:
     except SystemExit:
         if not _INTERRUPTED:
             raise
-        end_now(128 + int(_INTERRUPTED))
+        _end_now(128 + int(_INTERRUPTED))
+
+
+def _end_now(code: int) -> None:
+    """The process ends at once with ``code``, its output flushed (after a stop: :func:`entry`)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):      # (a closed stream: nothing more to say)
+            stream.flush()
+    os._exit(code)
 
 
 def _silence_stdout() -> None:

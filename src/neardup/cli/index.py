@@ -312,6 +312,8 @@ def _print_verify(report: dict) -> None:
     for s in report["segments"]:
         for p in s["problems"]:
             click.echo(f"  segment {s['segment']} ({s['documents']} documents): {p}")
+    for p in report["manifest"]:
+        click.echo(f"  manifest: {p}")
     for p in report["removed"]:
         click.echo(f"  removed documents: {p}")
     for d in log["damaged"]:

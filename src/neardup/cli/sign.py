@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 
@@ -157,26 +156,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             click.echo(f"  {reason}", err=True)
 
 
-def _build_aot() -> None:
-    """After a run of the JIT path that the ahead-of-time signer covers: build it for this machine
-    if it is not built (once; about 7 s, announced), so that the next run starts without numba. A
-    build that cannot be made is said once, and the JIT path stays."""
-    from ..kernels import aot  # noqa: PLC0415
-
-    if os.path.exists(aot.module_path()) or os.path.exists(aot.failure_path()):
-        return
-    click.echo("neardup: building the ahead-of-time signer for this machine (once: later `sign --format "
-               "parquet|npy` runs start without numba)…", err=True)
-    seconds, reason = aot.build()
-    if reason is not None:
-        click.echo(f"neardup: the ahead-of-time signer cannot be built here ({reason}); sign keeps the JIT "
-                   "kernels", err=True)
-    elif seconds is not None:
-        click.echo(f"neardup: built in {seconds:.1f} s", err=True)
-
-
 def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig) -> None:
-    from ..engines import aot_sign  # noqa: PLC0415
     from ..engines.local.sign import write_signatures  # noqa: PLC0415
     from ..engines.sign_output import check_sign_outputs  # noqa: PLC0415
 
@@ -188,19 +168,11 @@ def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig)
         raise click.UsageError(str(exc)) from None
     check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format))
     start = time.perf_counter()
-    got = None
-    if aot_sign.covers(cfg):     # the kernels compiled ahead of time, where they are built and apply
-        got = aot_sign.sign_files(list(inputs), output, fmt, text_field=cfg.text_field, id_field=cfg.id_field,
-                                  params=aot_sign.params_of(cfg), workers=cfg.workers, input_format=cfg.input_format)
-    how = "ahead-of-time kernels" if got is not None else "JIT kernels"
-    if got is None:
-        got = write_signatures(list(inputs), output, cfg, fmt)
-        if aot_sign.covers(cfg) and os.environ.get("NEARDUP_WARMUP", "1") != "0":
-            _build_aot()
+    got = write_signatures(list(inputs), output, cfg, fmt)
     secs = time.perf_counter() - start
     if summary:
         click.echo(f"neardup sign --method {cfg.method} --format {fmt}: {got['documents']} documents "
-                   f"({got['empty']} empty) in {secs:.2f} s on {cfg.workers} processes ({how})", err=True)
+                   f"({got['empty']} empty) in {secs:.2f} s on {cfg.workers} processes", err=True)
     skipped = got["skipped"]
     if skipped:
         click.echo(f"neardup: signed {got['documents']} documents, skipped {len(skipped)} bad records:", err=True)

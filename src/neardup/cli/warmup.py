@@ -5,8 +5,6 @@ the first ``dedup`` of a method on a machine otherwise spends its first seconds 
 so, and times it apart). Methods are compiled in parallel processes, one per method."""
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -36,8 +34,7 @@ def warmup(methods, all_methods, force, jobs):
     """Compile the kernels of each method's default run now and cache them on disk, so that later
     runs start at full speed (numba caches per machine; a run with other options may still compile a
     kernel or two, and says so). For minhash and simhash also the persistent index's (`dedup
-    --index`, `neardup serve`); for minhash also `sign --format parquet|npy`'s kernels, compiled
-    ahead of time into a module that runs without numba (needs a C compiler).
+    --index`, `neardup serve`).
 
     \b
     Examples:
@@ -59,17 +56,4 @@ def warmup(methods, all_methods, force, jobs):
             click.echo(f"{method}: already compiled on this machine (--force compiles again)")
         else:
             click.echo(f"{method}: kernels compiled in {seconds:.1f} s")
-    if "minhash" in todo:           # and `neardup sign --format parquet|npy`'s kernels, ahead of time
-        from ..kernels import aot  # noqa: PLC0415
-
-        if force:                   # --force retries a build that failed; a built module is valid by its key
-            with contextlib.suppress(OSError):
-                os.unlink(aot.failure_path())
-        seconds, reason = aot.build()
-        if reason is not None:
-            click.echo(f"sign: the ahead-of-time signer cannot be built here ({reason}); sign keeps the JIT kernels")
-        elif seconds is None:
-            click.echo("sign: the ahead-of-time signer is already built for this machine and these sources")
-        else:
-            click.echo(f"sign: the ahead-of-time signer built in {seconds:.1f} s")
     click.echo(f"done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)

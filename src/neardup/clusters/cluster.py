@@ -60,10 +60,13 @@ class SimilarityOracle:
 
 @dataclass
 class Clusters:
-    """Per document: ``cluster`` (index of the kept representative), ``kept`` and ``similarity``."""
+    """Per document: ``cluster`` (index of the kept representative), ``kept`` and ``similarity``;
+    ``decided``, when known, how each removed row was decided (codes into
+    :data:`neardup.dedup.finish.ROW_HOW`, 255 for a kept row)."""
 
     cluster: np.ndarray
     similarity: np.ndarray
+    decided: np.ndarray | None = None
 
     @property
     def kept(self) -> np.ndarray:

@@ -55,7 +55,7 @@ def containment_clusters(n: int, lo, hi, sim, sizes, threshold: float, similarit
     by the directed rule of the module docstring. ``similarity_to(a, b)``: the larger containment
     of any pairs (estimate, or the exact value where it was checked). Returns (clusters — each row's
     kept document and its containment in it —, per row :data:`KEPT`/:data:`MUTUAL`/:data:`CONTAINED`,
-    and the count of keep-policy choices overridden)."""
+    and per row whether the keep policy would have kept it over the container it was removed for)."""
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     sim = np.asarray(sim, dtype=np.float64)
@@ -84,8 +84,9 @@ def containment_clusters(n: int, lo, hi, sim, sizes, threshold: float, similarit
     tsim = np.ones(n, dtype=np.float64)
     directed_containers(todo, start, dst, share, score, np.int64(fixed), kept, target, tsim)
     moved = np.flatnonzero(target != np.arange(n))
-    overridden = int(((score[moved] > score[target[moved]])
-                      | ((score[moved] == score[target[moved]]) & (moved < target[moved]))).sum())
+    overridden = np.zeros(n, dtype=bool)
+    overridden[moved] = ((score[moved] > score[target[moved]])
+                         | ((score[moved] == score[target[moved]]) & (moved < target[moved])))
     rep[moved], rsim[moved] = target[moved], tsim[moved]
     decided[moved] = CONTAINED
     # members of a symmetric cluster whose kept document went to a container: re-checked against it
@@ -97,6 +98,8 @@ def containment_clusters(n: int, lo, hi, sim, sizes, threshold: float, similarit
             into = np.nan_to_num(est * np.minimum(sizes[orphans], sizes[c]) / sizes[orphans], nan=0.0)
         ok = (into >= t) & (orphans >= fixed)
         rep[orphans[ok]], rsim[orphans[ok]] = c[ok], into[ok]
+        overridden[orphans[ok]] = (score[orphans[ok]] > score[c[ok]]) | (
+            (score[orphans[ok]] == score[c[ok]]) & (orphans[ok] < c[ok]))
         decided[orphans[ok]] = CONTAINED
         stay = orphans[~ok]
         rep[stay], rsim[stay] = stay, 1.0

@@ -72,7 +72,6 @@ class DuplicateResult:
     params: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     pairs_how: np.ndarray | None = None
-    decided: np.ndarray | None = None   # per row how it was decided (codes into finish.ROW_HOW; 255: kept)
 
     def how(self) -> np.ndarray:
         """Per verified pair how it was decided (codes into :data:`HOW`; identical when unrecorded)."""
@@ -202,8 +201,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         info["borderline"] = border
     if metric == "containment":
         info["containment"] = {"removed_as_contained": int((done.decided == ROW_CONTAINED).sum()),
-                               "keep_policy_overridden": done.overridden}
-    return DuplicateResult(done.clusters, lo, hi, sim, n_candidates, info, timings, how, done.decided)
+                               "keep_policy_overridden": int(done.overridden[fixed:].sum())}
+    return DuplicateResult(done.clusters, lo, hi, sim, n_candidates, info, timings, how)
 
 
 def _unfix(lo, hi, sim, fixed: int, how=None):
@@ -246,7 +245,7 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
     done = finish(n, lo, hi, np.ones(lo.shape[0]), how, pair_similarity("equal", "jaccard", None, keys), method="equal",
                   threshold=1.0, keep=keep, lengths=lengths, keys=user_keys)
     return DuplicateResult(done.clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
-                           {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0}, how, done.decided)
+                           {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0}, how)
 
 
 def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | None = None, keep: str = "first",
@@ -286,7 +285,7 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     return DuplicateResult(done.clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
                            {"method": "simhash", "bits": k, "keep": keep, "linkage": linkage,
                             "max_drift_bits": max_drift_bits, "fingerprints": int(sorted_unique(fps[idx]).size)},
-                           timings, how, done.decided)
+                           timings, how)
 
 
 def pairs_table(result: DuplicateResult, ids=None):
@@ -393,10 +392,10 @@ def _without_fixed(result: DuplicateResult, m: int) -> DuplicateResult:
         x = np.asarray(x, dtype=np.int64)
         return np.where(x >= m, x - m, n + x)
 
-    c = Clusters(move(result.clusters.cluster[m:]), result.clusters.similarity[m:])
+    d = result.clusters.decided
+    c = Clusters(move(result.clusters.cluster[m:]), result.clusters.similarity[m:], None if d is None else d[m:])
     return DuplicateResult(c, move(result.pairs_lo), move(result.pairs_hi), result.pairs_sim, result.candidates,
-                           result.params, result.timings, result.pairs_how,
-                           None if result.decided is None else result.decided[m:])
+                           result.params, result.timings, result.pairs_how)
 
 
 def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int,

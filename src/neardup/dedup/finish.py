@@ -35,11 +35,15 @@ KEPT_ROW = 255
 
 @dataclass
 class Finished:
-    """Clusters, per row its decision code (:data:`ROW_HOW`, :data:`KEPT_ROW` for kept rows), and for
-    containment the number of times the keep policy was overridden by a container."""
+    """Clusters (with each row's decision code, ``clusters.decided``: :data:`ROW_HOW`, or
+    :data:`KEPT_ROW` for a kept row), and for containment per row whether the keep policy would have
+    kept it over the container it was removed for (``overridden``; None otherwise)."""
     clusters: Clusters
-    decided: np.ndarray
-    overridden: int = 0
+    overridden: np.ndarray | None = None
+
+    @property
+    def decided(self) -> np.ndarray:
+        return self.clusters.decided
 
 
 def pair_similarity(method: str, metric: str, scheme: str | None, values, sizes=None, features=None,
@@ -126,13 +130,20 @@ def finish(n: int, lo, hi, sim, how, similarity, *, method: str, threshold: floa
         clusters, rule, overridden = containment_clusters(
             n, lo, hi, sim, sizes, threshold, known, keep=keep, lengths=lengths, keys=keys, linkage=linkage,
             max_drift=max_drift, oracle=oracle or SimilarityOracle.equal(), sample=sample, fixed=fixed)
-        decided = row_decisions(n, lo, hi, how, sim, clusters.cluster)
-        decided[rule == CONTAINED] = ROW_CONTAINED
-        return Finished(clusters, decided, overridden)
+        clusters.decided = row_decisions(n, lo, hi, how, sim, clusters.cluster)
+        clusters.decided[rule == CONTAINED] = ROW_CONTAINED
+        return Finished(clusters, overridden)
     clusters = build_clusters(n, lo, hi, known, keep=keep, lengths=lengths, keys=keys, threshold=threshold,
                               max_drift=max_drift, linkage=linkage, edge_sim=sim, oracle=oracle, sample=sample)
-    return Finished(clusters, row_decisions(n, lo, hi, how, sim, clusters.cluster))
+    clusters.decided = row_decisions(n, lo, hi, how, sim, clusters.cluster)
+    return Finished(clusters)
 
 
-__all__ = ["KEPT_ROW", "ROW_CONTAINED", "ROW_HOW", "Finished", "finish", "linkage_oracle", "pair_similarity",
-           "row_decisions"]
+def decision_name(code) -> str | None:
+    """The word of a row's decision code (None for a kept row)."""
+    code = int(code)
+    return None if code == KEPT_ROW else ROW_HOW[code]
+
+
+__all__ = ["KEPT_ROW", "ROW_CONTAINED", "ROW_HOW", "Finished", "decision_name", "finish", "linkage_oracle",
+           "pair_similarity", "row_decisions"]

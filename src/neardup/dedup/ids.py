@@ -1,6 +1,6 @@
 """How a document's id is read from the one-pass parser and written: as JSON text (clusters.jsonl,
 ``.ids.jsonl``) and as the text of a Parquet string column. Plain Python and NumPy, so that every
-reader and writer uses these, the ahead-of-time signer (:mod:`neardup.engines.aot_sign`) included."""
+reader and writer uses these."""
 from __future__ import annotations
 
 import json

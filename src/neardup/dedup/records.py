@@ -3,8 +3,12 @@ engines (the local one formats it in the main process, the Spark one on its exec
 
 A document's record: ``{"id", "cluster", "kept", "similarity", "status", "row", "empty"}`` — ``cluster``
 is the kept representative's id, ``similarity`` the similarity to it rounded to 6 digits, ``status``
-``kept`` or ``duplicate``. A skipped row's: ``{"id": null, "cluster": null, "kept": false,
-"similarity": null, "status": "skipped", "row", "reason"}``. Each JSON line is exactly
+``kept`` or ``duplicate``. A duplicate's record goes on with ``"decided"``: how it was decided
+(:data:`~neardup.dedup.finish.ROW_HOW`: ``identical``, ``estimate``, ``exact``, ``candidate``, or
+``contained`` — removed by the directed containment rule, followed by ``"contained_in"``: the id of the
+kept document that holds it); a row removed for a document of the index ends with ``"indexed": true``.
+A skipped row's: ``{"id": null, "cluster": null, "kept": false, "similarity": null, "status": "skipped",
+"row", "reason"}``. Each JSON line is exactly
 ``json.dumps(record, ensure_ascii=False)`` (written with lone surrogates as JSON escapes); the lines
 of documents are formatted directly, each id encoded once (3× faster at a million rows).
 
@@ -34,17 +38,29 @@ from .tables import Corpus
 if TYPE_CHECKING:
     from .find import DuplicateResult
 
-PARQUET_COLUMNS = ("id", "cluster", "kept", "similarity", "status", "row", "reason", "empty")
+PARQUET_COLUMNS = ("id", "cluster", "kept", "similarity", "status", "row", "reason", "empty", "decided",
+                   "contained_in")
+
+
+def decided_tail(decided: str | None, cluster_text: str) -> str:
+    """What a duplicate's record says of its decision (before ``"indexed"``): ``, "decided": "…"`` and,
+    for ``contained``, ``, "contained_in": <the kept document's id>``; nothing for a kept row."""
+    if decided is None:
+        return ""
+    if decided == "contained":
+        return f', "decided": "contained", "contained_in": {cluster_text}'
+    return f', "decided": "{decided}"'
 
 
 def document_line(id_text: str, cluster_text: str, kept: bool, similarity: float, row: int, empty: bool,
-                  indexed: bool = False) -> str:
-    """The line of a document (ids already as JSON text), without its newline. A row removed as a
-    near-duplicate of a document of the index (``--index``) ends with ``"indexed": true``."""
+                  indexed: bool = False, decided: str | None = None) -> str:
+    """The line of a document (ids already as JSON text), without its newline (see the module
+    docstring); ``decided``: the duplicate's decision word (None for a kept row)."""
     tail = ', "indexed": true}' if indexed else "}"
     return (f'{{"id": {id_text}, "cluster": {cluster_text}, "kept": {"true" if kept else "false"}, '
             f'"similarity": {round(float(similarity), 6)!r}, "status": "{"kept" if kept else "duplicate"}", '
-            f'"row": {row}, "empty": {"true" if empty else "false"}{tail}')
+            f'"row": {row}, "empty": {"true" if empty else "false"}'
+            f'{"" if kept else decided_tail(decided, cluster_text)}{tail}')
 
 
 def skipped_line(row: int, reason: str) -> str:
@@ -60,13 +76,14 @@ def parquet_schema(indexed: bool = False):
 
     cols = [("id", pa.string()), ("cluster", pa.string()), ("kept", pa.bool_()),
             ("similarity", pa.float64()), ("status", pa.string()), ("row", pa.int64()),
-            ("reason", pa.string()), ("empty", pa.bool_())]
+            ("reason", pa.string()), ("empty", pa.bool_()), ("decided", pa.string()), ("contained_in", pa.string())]
     return pa.schema(cols + ([("indexed", pa.bool_())] if indexed else []))
 
 
-def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty, indexed=None):
+def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty, decided, indexed=None):
     """One Arrow record batch of clusters.parquet. Per row: ``ids``/``clusters`` are id values (None
-    for a skipped row), ``reasons`` the skip reason or None; the rest as in the JSON record."""
+    for a skipped row), ``reasons`` the skip reason or None, ``decided`` the decision word (None for
+    a kept or skipped row); the rest as in the JSON record."""
     import pyarrow as pa  # noqa: PLC0415
 
     skip = [r is not None for r in reasons]
@@ -79,6 +96,9 @@ def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty, indexed
         [int(r) for r in rows],
         list(reasons),
         [None if s else bool(e) for e, s in zip(empty, skip)],
+        [None if s or k else d for d, k, s in zip(decided, kept, skip)],
+        [parquet_id_text(c) if d == "contained" and not s and not k else None
+         for c, d, k, s in zip(clusters, decided, kept, skip)],
     ]
     if indexed is not None:
         cols.append([bool(x) for x in indexed])
@@ -203,13 +223,28 @@ def clusters_jsonl_lines(corpus: Corpus, clusters, empty, extra_ids=()):
     ids += [id_json(v) for v in extra_ids]
     rep = clusters.cluster.tolist()
     sim = clusters.similarity.astype(np.float64).tolist()
+    words = decision_words(clusters)
     empty_l = empty.tolist()
     for g, d in enumerate(doc_of_row.tolist()):
         if d < 0:
             yield skipped_line(g, skipped[g]) + "\n"
         else:
             r = rep[d]
-            yield document_line(ids[d], ids[r], r == d, sim[d], g, empty_l[d], r >= n) + "\n"
+            yield document_line(ids[d], ids[r], r == d, sim[d], g, empty_l[d], r >= n, words[d]) + "\n"
+
+
+def decision_words(clusters) -> list:
+    """Per row its decision word (None for a kept row; ``estimate`` when the clusters record none)."""
+    from .finish import ROW_HOW  # noqa: PLC0415  (finish imports the clustering code; records need only the words)
+
+    n = clusters.cluster.shape[0]
+    decided = getattr(clusters, "decided", None)
+    if decided is None:
+        codes = np.where(clusters.cluster == np.arange(n), 255, 1)
+    else:
+        codes = np.where(clusters.cluster == np.arange(n), 255, np.asarray(decided))
+    names = [*ROW_HOW] + [None] * (256 - len(ROW_HOW))
+    return [names[c] for c in codes.tolist()]
 
 
 _ROWS_AT_ONCE = 1 << 16      # rows per Arrow call: its memory, reused from chunk to chunk, stays small
@@ -246,6 +281,13 @@ def write_clusters_jsonl(fh, corpus: Corpus, clusters, empty, extra_ids=()) -> N
     bits, first, which = np.unique(sim.view(np.int64), return_index=True, return_inverse=True)  # (−0.0 ≠ 0.0)
     sims = arrow_binaries([repr(round(float(x), 6)).encode() for x in sim[first].tolist()])
     empty = np.asarray(empty, dtype=bool)
+    decided = getattr(clusters, "decided", None)
+    codes = np.where(rep == np.arange(rep.shape[0]), 255, 1 if decided is None else np.asarray(decided, dtype=np.int64))
+    from .finish import ROW_CONTAINED, ROW_HOW  # noqa: PLC0415  (as in decision_words)
+
+    tails = arrow_binaries([f', "decided": "{w}"'.encode() if i != ROW_CONTAINED else b', "decided": "contained", '
+                            b'"contained_in": ' for i, w in enumerate(ROW_HOW)] + [b""])
+    ids_or_blank = pa.concat_arrays([ids.cast(pa.large_binary()), arrow_binaries([b""]).cast(pa.large_binary())])
 
     def either(mask, yes: bytes, no: bytes):
         return arrow_binaries([no, yes]).take(arrow_int64(mask))
@@ -267,6 +309,8 @@ def write_clusters_jsonl(fh, corpus: Corpus, clusters, empty, extra_ids=()) -> N
             either(kept, b', "status": "kept", "row": ', b', "status": "duplicate", "row": '),
             arrow_int64(at + lo).cast(pa.large_string()).cast(pa.large_binary()),
             either(empty[docs], b', "empty": true', b', "empty": false'),
+            tails.take(arrow_int64(np.where(kept, len(ROW_HOW), np.minimum(codes[docs], len(ROW_HOW))))),
+            ids_or_blank.take(arrow_int64(np.where(~kept & (codes[docs] == ROW_CONTAINED), r, len(ids)))),
             either(r >= n, b', "indexed": true}\n', b'}\n'), same(m, b""))
         if m < d_of.shape[0]:              # skipped rows: their lines put in their places
             gone = np.flatnonzero(d_of < 0)
@@ -291,6 +335,7 @@ def write_clusters(path: str, cfg: DedupConfig, corpus: Corpus, clusters, empty,
 
     doc_of_row, skipped = row_documents(corpus)
     ids, rep, sim = list(corpus.ids) + list(extra_ids), clusters.cluster, clusters.similarity
+    words = decision_words(clusters)
     n = len(corpus.ids)
     indexed = [] if not len(extra_ids) else None
     with pq.ParquetWriter(path, parquet_schema(indexed is None)) as writer:
@@ -305,6 +350,7 @@ def write_clusters(path: str, cfg: DedupConfig, corpus: Corpus, clusters, empty,
                 [float(sim[d]) if d >= 0 else 0.0 for d in part],
                 [skipped[lo + k] if d < 0 else None for k, d in enumerate(part)],
                 [bool(empty[d]) if d >= 0 else False for d in part],
+                [words[d] if d >= 0 else None for d in part],
                 None if indexed is not None else [d >= 0 and r >= n for d, r in zip(part, reps)]))
 
 

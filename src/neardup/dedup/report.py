@@ -127,6 +127,7 @@ class RunSummary:
     simhash: tuple | None = None   # (distance counts, distinct fingerprints) for SimHash
     index: dict | None = None      # --index: the index before the run, matches, documents added
     engine_info: dict | None = None
+    decisions: dict | None = None  # removed rows per decision word; containment: overrides, top containers
     extra: dict = field(default_factory=dict)
 
 
@@ -203,8 +204,29 @@ def build_report(s: RunSummary) -> dict:
         report["simhash"] = simhash_report(c.bits, *s.simhash)
     if s.index is not None:
         report["index"] = s.index
+    if s.decisions is not None:
+        report["decisions"] = s.decisions
     report.update(s.extra)
     return report
+
+
+CONTAINERS_LISTED = 10
+
+
+def decisions_report(counts: dict, containment: bool, overridden: int = 0, containers=()) -> dict:
+    """The report's ``decisions``: removed rows per decision word (every word, 0 included, in
+    :data:`~neardup.dedup.finish.ROW_HOW` order); for containment also how many times a container was
+    kept against the keep policy's choice, and the containers that hold the most removed documents
+    (``containers``: (id, count), most first, ties by row; the first :data:`CONTAINERS_LISTED`)."""
+    from .finish import ROW_HOW  # noqa: PLC0415  (the words only; finish imports the clustering code)
+
+    out = {"removed_by": {w: int(counts.get(w, 0)) for w in ROW_HOW}}
+    if containment:
+        out["containment"] = {"removed_as_contained": int(counts.get("contained", 0)),
+                              "keep_policy_overridden": int(overridden),
+                              "top_containers": [{"id": i, "contained": int(k)} for i, k in
+                                                 list(containers)[:CONTAINERS_LISTED]]}
+    return out
 
 
 def write_report(report: dict, folder: str, html: bool) -> None:

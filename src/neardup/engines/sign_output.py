@@ -1,6 +1,5 @@
-"""The files of ``neardup sign --format parquet|npy``, written the same way by the signers on all
-cores (:mod:`neardup.engines.local.sign`) and ahead of time (:mod:`neardup.engines.aot_sign`): plain
-Python, NumPy and pyarrow, no kernel. Each file replaces its destination only when it is complete.
+"""The files of ``neardup sign --format parquet|npy``, signed on all cores by
+:mod:`neardup.engines.local.sign`. Each file replaces its destination only when it is complete.
 
 * Parquet: ``id`` (text; ``file:line`` without ``--id-field``), ``row`` (input row, from 0 across
   the inputs), ``empty`` (no token: the empty signature), and the signature — ``minhash`` a
@@ -57,23 +56,6 @@ def write_parquet(path_or_file, cfg, values, empty, ids, rows) -> None:
     # no dictionary encoding: ids and rows are distinct and MinHash slots nearly so, so Parquet would
     # build a dictionary per column chunk only to drop it (0.21 → 0.03 s for 20 k rows of 128 slots)
     pq.write_table(table.replace_schema_metadata(meta), path_or_file, use_dictionary=False)
-
-
-def warm_parquet() -> None:
-    """Import pyarrow and write a small signature table to memory: the first Parquet write of a
-    process spends about 30 ms setting up (codecs, the writer's pools), which the ahead-of-time
-    signer does while its processes sign (:mod:`neardup.engines.aot_sign`)."""
-    import io  # noqa: PLC0415
-
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    from .._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415
-
-    sig = pa.FixedSizeListArray.from_arrays(arrow_numeric(np.zeros(2, np.uint32)), 1)
-    table = pa.table({"id": arrow_strings(["a", "b"]), "row": arrow_numeric(np.arange(2)),
-                      "empty": arrow_bool(np.zeros(2, bool)), "minhash": sig})
-    pq.write_table(table, io.BytesIO(), use_dictionary=False)
 
 
 def _sig_params(cfg) -> dict:

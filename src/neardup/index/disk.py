@@ -335,6 +335,11 @@ class _BaseDiskIndex:
         return self._st.contains(key)
 
     # -- the crawler's question -------------------------------------------------------------------
+    def _check(self, values: np.ndarray, empty: np.ndarray, accept) -> list[list[tuple]]:
+        """The indexed documents a new one is a near-duplicate of (what ``check`` answers): those
+        within the rule — for a containment index, those that hold it (C(new ⊆ indexed) ≥ t)."""
+        return self._query(values, empty, accept)
+
     def _within(self, values: np.ndarray, empty: np.ndarray, accept) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pairs (i < j) of one batch that the index would match with each other (candidates as the
         flavour finds them — :meth:`_batch_pairs` — accepted on the full signatures)."""
@@ -352,7 +357,7 @@ class _BaseDiskIndex:
         keys = [check_key(k) for k in keys]
         if len(keys) != values.shape[0]:
             raise ValueError(f"{len(keys)} keys for {values.shape[0]} documents")
-        found = self._query(values, empty, accept)
+        found = self._check(values, empty, accept)
         lo, hi, sc = self._within(values, empty, accept)
         by_hi: dict = {}
         for i, j, s in zip(lo.tolist(), hi.tolist(), sc.tolist()):
@@ -732,6 +737,23 @@ class ContainmentDiskIndex(DiskIndex):
         if direction == "in":
             return containment_from_jaccard(j, q, x)
         return minhash_similarity(j, q, x, "containment")
+
+    def _check(self, values, empty, accept):
+        """A new document is a copy only of a document that holds it: ``direction="in"`` (the directed
+        rule of :mod:`neardup.clusters.containment`); one that holds an indexed document is new."""
+        return self._query(values, empty, accept, direction="in")
+
+    def _within(self, values, empty, accept):
+        """Pairs (i < j) of one batch where the earlier document holds the later one, C(j ⊆ i) ≥ t:
+        the directed rule within a check-and-add batch (a document holding an earlier one is added)."""
+        rows = np.flatnonzero(~empty)
+        if rows.shape[0] < 2:
+            z = np.zeros(0, np.int64)
+            return z, z, np.zeros(0)
+        lo, hi = self._batch_pairs(values, rows)
+        scores = self._scores(values, values, hi, lo, direction="in")      # C(values[hi] ⊆ values[lo])
+        ok = accept(scores)
+        return lo[ok], hi[ok], scores[ok]
 
     def _batch_pairs(self, values, rows):
         """Candidate pairs among ``rows`` of a batch: the batch engine's containment banding."""

@@ -305,7 +305,7 @@ class IndexService:
     def check(self, ids, texts) -> list:
         values, empty = self.index._sign(texts)          # signing needs no lock
         with self.lock:
-            found = self.index._query(values, empty, self.index._default_accept())
+            found = self.index._check(values, empty, self.index._default_accept())
         return [{"id": k, "duplicate": bool(m), "added": False, "matches": self._matches(m)}
                 for k, m in zip(ids, found)]
 

@@ -1,7 +1,7 @@
 """Text → normalised UTF-8 batches and tokens.
 
-The names below load on first use (PEP 562): :mod:`.unicode`'s tables and :mod:`.nfkc` are read by
-the ahead-of-time signer (:mod:`neardup.engines.aot_sign`) without the kernels that
+The names below load on first use (PEP 562), so that a light module of this package
+(:mod:`.unicode`'s tables, :mod:`.nfkc`, :mod:`.dictionaries`) is imported without the kernels that
 :mod:`.normalize` and :mod:`.tokenize` import. ``neardup.text.tokenize`` is the module (its function
 is ``neardup.text.tokenize.tokenize``): a lazily loaded name cannot share a submodule's name."""
 

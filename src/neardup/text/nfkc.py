@@ -1,6 +1,5 @@
 """Unicode NFKC in plain Python (``unicodedata``), for the documents the word kernels flag as not
-exact character by character (:func:`sign_nfkc_checked`); no kernel import, so the ahead-of-time
-signer (:mod:`neardup.engines.aot_sign`) uses the same code as the JIT path."""
+exact character by character (:func:`sign_nfkc_checked`); no kernel import."""
 from __future__ import annotations
 
 import unicodedata
@@ -58,12 +57,11 @@ def nfkc_utf8(raw: np.ndarray) -> bytes:
 
 def sign_nfkc_checked(kernel, buf: np.ndarray, offsets: np.ndarray, args: tuple, check: bool,
                       unsafe: np.ndarray, leads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``kernel(buf, offsets, *args, check, unsafe, leads)`` → (values, sizes) of a fused word kernel
-    (the JIT one or its ahead-of-time build). With ``check`` the kernel checks NFKC as it scans and
-    gives size −1 to a document where NFKC is not exact per character; those documents are
-    normalised here (:func:`nfkc_docs`), signed again unchecked and put in place. The same values
-    and sizes as normalising first (:func:`~neardup.kernels.normalize.nfkc_unsafe_batch`), without
-    that pass over the text."""
+    """``kernel(buf, offsets, *args, check, unsafe, leads)`` → (values, sizes) of a fused word
+    kernel. With ``check`` the kernel checks NFKC as it scans and gives size −1 to a document where
+    NFKC is not exact per character; those documents are normalised here (:func:`nfkc_docs`), signed
+    again unchecked and put in place. The same values and sizes as normalising first
+    (:func:`~neardup.kernels.normalize.nfkc_unsafe_batch`), without that pass over the text."""
     from .._arrays import utf8_buffer  # noqa: PLC0415
 
     values, sizes = kernel(buf, offsets, *args, check, unsafe, leads)

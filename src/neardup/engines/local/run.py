@@ -32,10 +32,12 @@ from ...dedup.incremental import check_index_path, opened_index
 from ...dedup.progress import shows_progress
 from ...dedup.records import check_parquet_ids, duplicate_ids, write_clusters, write_pairs, write_rows
 from ...dedup.report import (
+    CONTAINERS_LISTED,
     INDEXED_TEXT,
     SKIPPED_LISTED,
     RunSummary,
     build_report,
+    decisions_report,
     distance_counts,
     sample_ranks,
     similarity_counts,
@@ -424,4 +426,25 @@ def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timi
         timings=timings, lsh=lsh, index=index_info,
         simhash=((distance_counts(c.similarity[~c.kept]), result.params["fingerprints"]) if cfg.method == "simhash"
                  else None),
+        decisions=_decisions(cfg, result, ids),
         extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}))
+
+
+def _decisions(cfg, result: DuplicateResult, ids) -> dict:
+    """The report's ``decisions`` (:func:`~neardup.dedup.report.decisions_report`) of the run's rows."""
+    clusters = result.clusters
+    from ...dedup.finish import ROW_CONTAINED, ROW_HOW  # noqa: PLC0415  (a sibling of find, loaded with it)
+
+    n = clusters.cluster.shape[0]
+    codes = np.asarray(clusters.decided if clusters.decided is not None else np.ones(n), dtype=np.int64)
+    removed = codes[~clusters.kept]
+    counts = {w: int(k) for w, k in zip(ROW_HOW, np.bincount(np.minimum(removed, len(ROW_HOW)),
+                                                            minlength=len(ROW_HOW) + 1))}
+    containment = cfg.method == "minhash" and cfg.metric == "containment"
+    top = []
+    if containment:
+        held = np.bincount(clusters.cluster[codes == ROW_CONTAINED], minlength=len(ids))
+        order = np.lexsort((np.arange(held.shape[0]), -held))[:CONTAINERS_LISTED]
+        top = [(ids[i], int(held[i])) for i in order.tolist() if held[i] > 0]
+    over = result.params.get("containment", {}).get("keep_policy_overridden", 0)
+    return decisions_report(counts, containment, over, top)

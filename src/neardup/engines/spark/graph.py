@@ -126,8 +126,9 @@ def _similarity_batch(batch, scheme, dtype, metric, method="minhash", exact=Fals
 
 @dataclass
 class SparkClusters:
-    """What :func:`find_clusters` found. ``assign``: (row, rep, sim) for every row of a cluster with
-    more than one member (representatives included, sim 1.0); rows absent from it are alone."""
+    """What :func:`find_clusters` found. ``assign``: (row, rep, sim, dec) for every row of a cluster with
+    more than one member (representatives included, sim 1.0; ``dec`` each row's decision code,
+    :data:`neardup.dedup.finish.ROW_HOW`, 255 for the kept one); rows absent from it are alone."""
 
     assign: DataFrame
     candidates: int
@@ -336,107 +337,48 @@ def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int
     raise RuntimeError(f"connected components did not converge in {max_rounds} rounds")
 
 
-def _representatives(comps: DataFrame, docs: DataFrame) -> DataFrame:
-    """(row, label) → (row, rep): per component the largest score, ties the smallest row."""
-    best = (comps.join(docs.select("row", "score"), "row")
-                 .groupBy("label").agg(F.min(F.struct((-F.col("score")).alias("ns"), F.col("row"))).alias("best"))
-                 .select("label", F.col("best.row").alias("rep")))
-    return comps.join(best, "label").select("row", "rep")
-
-
-def _known(sims: DataFrame, edges: DataFrame) -> DataFrame:
-    """(lo, hi, sim) with the exact similarity of a pair checked exactly in place of the estimate: the
-    local :func:`~neardup.dedup.verify.known_similarity`."""
-    e = edges.filter(F.col("how") == F.lit(int(EXACT))).select(F.col("lo").alias("_a"), F.col("hi").alias("_b"),
-                                                                F.col("sim").alias("_s"))
-    k = sims.withColumn("_a", F.least("lo", "hi")).withColumn("_b", F.greatest("lo", "hi"))
-    return k.join(e, ["_a", "_b"], "left").select("lo", "hi", F.coalesce("_s", "sim").alias("sim"))
-
-
-def _split_drift(assign: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> tuple[DataFrame, int]:
-    """The local ``max_drift`` rule: members less similar than t − δ to their representative are split
-    off and clustered among themselves (components of the verified pairs between them), repeatedly."""
-    threshold, drift = clustering_rule(cfg)
-    floor = float(threshold - drift)
-    rounds = 0
-    while True:
-        bad = (assign.filter((F.col("row") != F.col("rep")) & (F.col("sim") < F.lit(floor))).select("row")
-                     .persist(StorageLevel.MEMORY_AND_DISK))
-        if bad.limit(1).count() == 0:
-            bad.unpersist()
-            return assign, rounds
-        rounds += 1
-        sub = (edges.select("lo", "hi").join(bad.select(F.col("row").alias("lo")), "lo", "left_semi")
-                    .join(bad.select(F.col("row").alias("hi")), "hi", "left_semi"))
-        comps, k = _components(sub)
-        rounds += k
-        members = _representatives(comps, docs)
-        alone = bad.join(members.select("row"), "row", "left_anti").select("row", F.col("row").alias("rep"))
-        moved = members.filter(F.col("row") != F.col("rep"))
-        msim = _known(_similarities(moved.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg),
-                      edges)
-        new = (alone.unionByName(members.filter(F.col("row") == F.col("rep")))
-                    .select("row", "rep", F.lit(1.0).alias("sim"))
-                    .unionByName(msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")))
-        nxt = _checkpoint(assign.join(bad, "row", "left_anti").unionByName(new))
-        assign.unpersist()
-        bad.unpersist()
-        assign = nxt
-
-
 def _finish_component(table, cfg_json):
-    """The local :func:`neardup.clusters.build_clusters` on the rows and verified pairs of one or more
-    whole connected components (relabelled 0..m−1 in row order, which the local kernels see the same
-    way) → (row, rep, sim)."""
-    from ...clusters import SimilarityOracle, build_clusters  # noqa: PLC0415
-    from ...dedup.verify import exact_similarity, known_similarity, minhash_similarity  # noqa: PLC0415
-    from ...sketches.minhash import _DTYPES, empty_value, jaccard_rows  # noqa: PLC0415
-    from ...sketches.simhash import hamming_array  # noqa: PLC0415
+    """The finish step (:func:`neardup.dedup.finish.finish`, the local engine's) on the rows and
+    verified pairs of one or more whole connected components (relabelled 0..m−1 in row order, which
+    the local kernels see the same way) → (row, rep, sim, dec)."""
+    from ...dedup.finish import finish, linkage_oracle, pair_similarity  # noqa: PLC0415
+    from ...sketches.minhash import _DTYPES  # noqa: PLC0415
 
     _task_threads()
     cfg = json.loads(cfg_json)
     exact = _exact(cfg)
-    simhash = cfg["method"] == "simhash"
+    method = cfg["method"] if cfg["method"] in ("minhash", "simhash") else "equal"
     kind = table.column("kind").to_numpy(zero_copy_only=False)
     nodes = table.filter(pa.array(kind == 0))
     edges = table.filter(pa.array(kind == 1))
     rows = nodes.column("a").to_numpy().astype(np.int64)
     order = np.argsort(rows, kind="stable")
     rows = rows[order]
-    values = _binary_rows(nodes.column("sig").combine_chunks(), np.uint64 if simhash else _DTYPES[cfg["scheme"]])[order]
+    values = (_binary_rows(nodes.column("sig").combine_chunks(),
+                           np.uint64 if method != "minhash" else _DTYPES[cfg["scheme"]])[order])
     sizes = nodes.column("size").to_numpy(zero_copy_only=False).astype(np.int64)[order]
     score = nodes.column("score").to_numpy(zero_copy_only=False).astype(np.float64)[order]
     lo = np.searchsorted(rows, edges.column("a").to_numpy().astype(np.int64))
     hi = np.searchsorted(rows, edges.column("b").to_numpy().astype(np.int64))
     esim = edges.column("s").to_numpy(zero_copy_only=False).astype(np.float64)
+    ehow = edges.column("h").to_numpy(zero_copy_only=False).astype(np.uint8)
     scheme, metric = cfg["scheme"], cfg["metric"]
     feats = _ragged_features(nodes.column("sh")).subset(order) if exact else None
-
-    def similarity(a, b):
-        if exact:
-            return exact_similarity(feats, a, b, metric)
-        if simhash:
-            return 1.0 - hamming_array(values[a, 0], values[b, 0]) / 64.0
-        j = jaccard_rows(values, a, b, scheme)
-        return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
-
-    if simhash:
-        oracle = SimilarityOracle.simhash(values.ravel())
-    elif exact and metric == "jaccard":
-        oracle = SimilarityOracle.exact(feats.hashes, feats.offsets)
-    elif metric == "jaccard":
-        oracle = SimilarityOracle.minhash(values, empty_value(scheme))
-    else:
-        oracle = SimilarityOracle.equal()
+    bounded = method != "equal" and cfg["linkage"] == "bounded"
+    threshold, drift = clustering_rule(cfg) if method != "equal" else (1.0, None)
     keep = cfg["keep"]
-    threshold, drift = clustering_rule(cfg)
-    ehow = edges.column("h").to_numpy(zero_copy_only=False).astype(np.int64)
-    known = known_similarity(similarity, lo, hi, esim, rows.shape[0], ehow)
-    c = build_clusters(rows.shape[0], lo, hi, known, keep=keep, lengths=score if keep == "longest" else None,
-                       keys=score if keep == "key" else None, threshold=threshold, max_drift=drift,
-                       linkage=cfg["linkage"], edge_sim=esim, oracle=oracle, sample=LINKAGE_SAMPLE)
+    similarity = pair_similarity(method, metric, scheme, values, sizes, feats, exact)
+    done = finish(rows.shape[0], lo, hi, esim, ehow, similarity, method=method, threshold=threshold, max_drift=drift,
+                  linkage=cfg["linkage"] if method != "equal" else "components", keep=keep,
+                  lengths=score if keep == "longest" else None, keys=score if keep == "key" else None,
+                  oracle=linkage_oracle(method, metric, scheme, values, feats, exact) if bounded else None,
+                  metric=metric, sizes=sizes, fixed=int((rows < 0).sum()), sample=LINKAGE_SAMPLE)
+    c = done.clusters
     return pa.table({"row": pa.array(rows, pa.int64()), "rep": pa.array(rows[c.cluster], pa.int64()),
-                     "sim": pa.array(c.similarity, pa.float64())})
+                     "sim": pa.array(c.similarity, pa.float64()),
+                     "dec": pa.array(c.decided.astype(np.int16), pa.int16()),
+                     "ovr": pa.array(np.zeros(rows.shape[0], bool) if done.overridden is None else done.overridden,
+                                     pa.bool_())})
 
 
 def _local_linkage(comps: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> DataFrame:
@@ -451,7 +393,8 @@ def _local_linkage(comps: DataFrame, edges: DataFrame, docs: DataFrame, cfg: Ded
         F.lit(None).cast("double").alias("score"), F.lit(None).cast("binary").alias("sh"))
     spark = comps.sparkSession
     return (nodes.unionByName(links).repartition(_shuffle_partitions(spark), "label")
-            .mapInArrow(partial(_finish_partition, cfg_json=_cfg_json(cfg)), "row long, rep long, sim double"))
+            .mapInArrow(partial(_finish_partition, cfg_json=_cfg_json(cfg)),
+                        "row long, rep long, sim double, dec short, ovr boolean"))
 
 
 def _finish_partition(batches, cfg_json):
@@ -591,27 +534,10 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     _phase(spark, "clusters")
     t0 = time.perf_counter()
     comps, rounds = _components(edges.select("lo", "hi"))
-    if cfg.method in ("minhash", "simhash") and cfg.linkage != "components":
-        assign = _local_linkage(comps, edges, docs, cfg).persist(StorageLevel.MEMORY_AND_DISK)
-        assign.count()
-        if not cfg.pairs:
-            edges.unpersist()
-        timings["clusters"] = time.perf_counter() - t0
-        return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds, edges if cfg.pairs else None)
-    members = _representatives(comps, docs)
-    reps = members.filter(F.col("row") == F.col("rep")).select("row", "rep", F.lit(1.0).alias("sim"))
-    others = members.filter(F.col("row") != F.col("rep"))
-    if cfg.method in ("minhash", "simhash"):
-        msim = _known(_similarities(others.select(F.col("row").alias("lo"), F.col("rep").alias("hi")), docs, cfg),
-                      edges)
-        msim = msim.select(F.col("lo").alias("row"), F.col("hi").alias("rep"), "sim")
-    else:
-        msim = others.select("row", "rep", F.lit(1.0).alias("sim"))
-    assign = reps.unionByName(msim).persist(StorageLevel.MEMORY_AND_DISK)
+    # every component finished by the local engine's finish step on one executor (a component must fit in
+    # one task's memory: its rows' signatures and pairs)
+    assign = _local_linkage(comps, edges, docs, cfg).persist(StorageLevel.MEMORY_AND_DISK)
     assign.count()
-    if cfg.method in ("minhash", "simhash") and cfg.max_drift is not None:
-        assign, extra = _split_drift(assign, edges, docs, cfg)
-        rounds += extra
     if not cfg.pairs:
         edges.unpersist()
     timings["clusters"] = time.perf_counter() - t0

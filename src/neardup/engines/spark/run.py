@@ -76,6 +76,26 @@ def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str
     return df.join(info, row_col)
 
 
+def _decisions(cfg, removed, signed, part, m: int) -> dict:
+    """The report's ``decisions`` (:func:`~neardup.dedup.report.decisions_report`) of the removed rows
+    (row, rep, dec, ovr), as the local engine counts them."""
+    from ...dedup.finish import ROW_CONTAINED, decision_name  # noqa: PLC0415  (loaded with the run, as in graph)
+    from ...dedup.report import CONTAINERS_LISTED, decisions_report  # noqa: PLC0415  (as above)
+
+    counts = {decision_name(r["dec"]): int(r["n"]) for r in
+              removed.groupBy("dec").agg(F.count(F.lit(1)).alias("n")).collect()}
+    containment = cfg.method == "minhash" and cfg.metric == "containment"
+    top, over = [], 0
+    if containment:
+        over = removed.filter(F.col("ovr")).count()
+        held = (removed.filter(F.col("dec") == F.lit(ROW_CONTAINED)).groupBy("rep").agg(F.count(F.lit(1)).alias("n"))
+                .orderBy(F.desc("n"), F.col("rep") < 0, "rep").limit(CONTAINERS_LISTED).collect())   # (local order)
+        ids = {r["row"]: json.loads(r["id"]) for r in signed.filter(F.col("row").isin([h["rep"] for h in held]))
+               .select("row", "id").collect()} if held else {}
+        top = [(ids[h["rep"]] if h["rep"] >= 0 else part.keys[h["rep"] + m], h["n"]) for h in held]
+    return decisions_report(counts, containment, over, top)
+
+
 def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, spark=None,
                     command: str = "") -> dict:
     """``neardup dedup`` on Spark: the local engine's outputs (``kept/``, ``clusters.jsonl``, ``report.json``,
@@ -313,6 +333,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                           "added": 0 if part.rerun else int(n_kept), "rerun": part.rerun}
         skipped_rows = (signed.filter(F.col("err").isNotNull()).orderBy("row").select("row", "err")
                         .limit(SKIPPED_LISTED).collect()) if st["skipped"] else []
+        decisions = _decisions(cfg, removed, signed, part, m)
         timings["total"] = time.perf_counter() - t_start
         sc = spark.sparkContext
         report = build_report(RunSummary(
@@ -327,6 +348,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             timings=timings,
             lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
             simhash=(dist.tolist(), found.params["fingerprints"]) if dist is not None else None,
+            decisions=decisions,
             engine_info={"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
                          "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
             index=index_info,

@@ -27,20 +27,22 @@ def _format_records(batches, fmt, indexed=False):
     """mapInArrow: the per-row table → ``clusters.jsonl`` lines (``fmt="jsonl"``) or clusters.parquet
     columns (with the ``indexed`` column when asked), by the one record definition
     (:mod:`neardup.dedup.records`)."""
+    from ...dedup.finish import decision_name  # noqa: PLC0415
     from ...dedup.records import document_line, parquet_batch, skipped_line  # noqa: PLC0415
 
     for batch in batches:
-        rows, ids, cids, sims, errs, empties, kepts, by_index = _lists(
-            batch, "row", "id", "cid", "sim", "err", "empty", "kept", "indexed")
+        rows, ids, cids, sims, errs, empties, kepts, by_index, decs = _lists(
+            batch, "row", "id", "cid", "sim", "err", "empty", "kept", "indexed", "dec")
+        words = [None if k or d is None else decision_name(d) for k, d in zip(kepts, decs)]
         if fmt == "jsonl":
-            out = [_arrow_text(skipped_line(g, e)) if e is not None else document_line(i, c, k, s, g, em, x)
-                   for g, i, c, s, e, em, k, x in zip(rows, ids, cids, sims, errs, empties, kepts, by_index)]
+            out = [_arrow_text(skipped_line(g, e)) if e is not None else document_line(i, c, k, s, g, em, x, w)
+                   for g, i, c, s, e, em, k, x, w in zip(rows, ids, cids, sims, errs, empties, kepts, by_index, words)]
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["value"])
             continue
         yield parquet_batch(rows, [None if i is None else json.loads(i) for i in ids],
                             [None if c is None else json.loads(c) for c in cids], kepts,
                             [0.0 if x is None else x for x in sims], [_arrow_text(e) for e in errs],
-                            [bool(x) for x in empties], by_index if indexed else None)
+                            [bool(x) for x in empties], words, by_index if indexed else None)
 
 
 def _histogram_batches(batches):
@@ -67,14 +69,15 @@ def _per_row(signed: DataFrame, found: SparkClusters, fixed_ids: DataFrame | Non
     ids = signed.filter(F.col("err").isNull()).select(F.col("row").alias("rep"), F.col("id").alias("cid"))
     if fixed_ids is not None:
         ids = ids.unionByName(fixed_ids.select(F.col("row").alias("rep"), F.col("id").alias("cid")))
-    a = found.assign.join(ids, "rep").select("row", "rep", "sim", "cid")
+    a = found.assign.join(ids, "rep").select("row", "rep", "sim", "cid", "dec")
     return (signed.select("row", "id", "err", "empty").join(a, "row", "left")
                   .select("row", "id", "err", "empty",
                           F.when(F.col("err").isNull(), F.coalesce(F.col("rep"), F.col("row")) == F.col("row"))
                            .otherwise(F.lit(False)).alias("kept"),
                           F.coalesce(F.col("sim"), F.lit(1.0)).alias("sim"),
                           F.coalesce(F.col("cid"), F.col("id")).alias("cid"),
-                          F.coalesce(F.col("rep") < 0, F.lit(False)).alias("indexed")))
+                          F.coalesce(F.col("rep") < 0, F.lit(False)).alias("indexed"),
+                          F.coalesce(F.col("dec"), F.lit(255).cast("short")).alias("dec")))
 
 
 def _part_files(folder: str) -> list[str]:
@@ -169,7 +172,7 @@ def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest
             _concat(folder, dest, None)
         return
     schema = ("id string, cluster string, kept boolean, similarity double, status string, row long, reason string, "
-              "empty boolean" + (", indexed boolean" if indexed else ""))
+              "empty boolean, decided string, contained_in string" + (", indexed boolean" if indexed else ""))
     ordered.mapInArrow(partial(_format_records, fmt="parquet", indexed=indexed), schema).write.mode("overwrite") \
         .parquet(folder)
     if dest is not None:
