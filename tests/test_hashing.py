@@ -93,3 +93,13 @@ def test_kernel_shingle_hashes_match_the_definition(words, n, seed):
     got = sh.features([text]).hashes.tolist()
     tokens = [t.encode("utf-8") for t in tokenize(text, "word")]
     assert got == ref_shingles(tokens, n, seed)
+
+
+def test_the_plain_python_salt_is_the_kernels_splitmix():
+    from neardup._seeds import SALT_TAG, scheme_salt
+    from neardup.kernels.hashing import splitmix64_array
+
+    rng = np.random.default_rng(5)
+    for seed in [0, 1, 2, 2**63, 2**64 - 1, *rng.integers(0, 2**63, 20).tolist()]:
+        want = splitmix64_array(np.uint64(seed) ^ np.uint64(SALT_TAG), 1)[0]
+        assert scheme_salt(seed) == want and type(scheme_salt(seed)) is np.uint64

@@ -72,7 +72,7 @@ def test_sign_never_replaces_what_is_not_a_regular_file(corpus, tmp_path, fmt):
 
 
 def test_sign_through_the_console_script_refuses_too(corpus, tmp_path):
-    """The `neardup` console script (its own fast path for sign --format parquet|npy included)."""
+    """The `neardup` console script, refusing before anything is signed."""
     specials, target, sock = _specials(tmp_path)
     try:
         for kind, path in specials[:2]:

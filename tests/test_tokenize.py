@@ -673,3 +673,23 @@ def test_a_borrowed_view_is_the_array_without_its_reference():
         return s
 
     assert total(strided) == int(strided.sum())
+
+
+def test_nfkc_of_utf8_lines_equals_pythons_nfkc_of_the_text():
+    """:func:`neardup.text.nfkc.nfkc_utf8` (only lines with non-ASCII bytes decoded) against
+    :func:`~neardup.text.nfkc.nfkc` of the decoded text: 20,000 seeded texts of characters NFKC
+    changes, composes or leaves, line feeds anywhere (first, last, doubled)."""
+    import random
+
+    from neardup.text.nfkc import nfkc, nfkc_utf8
+
+    rng = random.Random(7)
+    alphabet = ["a", "b", " ", "\n", "\n", "é", "e\u0301", "\u0301", "ﬁ", "½", "Ｆ", "中", "\u1100\u1161", "\u11a8",
+                "ß", "İ", "\u2028", "\r", "㎏", "\U0001d400"]
+    changed = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        want = nfkc(text).encode("utf-8")
+        assert nfkc_utf8(np.frombuffer(text.encode("utf-8"), np.uint8)) == want, repr(text)
+        changed += want != text.encode("utf-8")
+    assert changed > 5000                    # (most texts hold something NFKC changes)

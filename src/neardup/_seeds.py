@@ -1,5 +1,5 @@
-"""Seeds derived in plain Python, for code that must not import numba (the ahead-of-time signer,
-:mod:`neardup.engines.aot_sign`) and for the kernels' callers alike: one definition of each."""
+"""Seeds derived in plain Python (no numba import), for the kernels' callers and for code that runs
+before any kernel is loaded: one definition of each."""
 from __future__ import annotations
 
 import numpy as np
