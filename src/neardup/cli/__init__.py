@@ -21,6 +21,13 @@ from .._version import __version__
 from ..errors import NeardupError, stop_cause, user_message
 
 
+class ParameterError(click.ClickException):
+    """A refused parameter value, or a file a parameter names (an IDF table too large, a dictionary
+    that cannot be read): one line ``Error: …`` and exit status 2, as for a usage error, without
+    click's usage block (the message names the parameter or the file already)."""
+    exit_code = 2
+
+
 class _Group(click.Group):
     """The command group: SIGTERM ends a run like Ctrl-C (outputs staged so far are removed, signing
     workers are stopped), and user errors — :class:`~neardup.errors.NeardupError` and the

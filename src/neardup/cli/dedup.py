@@ -11,7 +11,7 @@ import click
 
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
 from ..errors import NeardupError
-from . import main
+from . import ParameterError, main
 
 
 @main.command()
@@ -60,7 +60,7 @@ def dedup(inputs, outdir, engine, **params):
     try:
         cfg = DedupConfig(**params).resolved()
     except NeardupError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise ParameterError(str(exc)) from None
     quiet = cfg.quiet
     if params["workers"] > cfg.workers and not quiet:
         click.echo(f"neardup: --workers {params['workers']} capped at {cfg.workers}, the CPUs this process may use "

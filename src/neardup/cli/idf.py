@@ -10,7 +10,7 @@ import click
 
 from ..config import DedupConfig, click_options
 from ..errors import ConfigError
-from . import main
+from . import ParameterError, main
 from .index import _rows
 
 MAX_BATCH = 1 << 16           # documents per batch at most: a batch is held in memory whole
@@ -60,7 +60,7 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
                     tokenizer="word" if compat else tokenizer,                             # of keywords
                     idf=None if compat else "jieba").resolved()
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise ParameterError(str(exc)) from None
     if output != "-":
         if os.path.isdir(output):
             raise click.UsageError(f"-o {output} is a folder; give the path of the table to write")

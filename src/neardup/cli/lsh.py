@@ -5,7 +5,7 @@ import json
 
 import click
 
-from . import main
+from . import ParameterError, main
 
 
 @main.command()
@@ -24,7 +24,7 @@ def lsh(threshold, num_perm, lsh_mode, recall, bands, rows, as_json):
     try:
         p = choose_params(threshold, num_perm, lsh_mode, recall, bands, rows)
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise ParameterError(str(exc)) from None
     xs = [round(0.05 * i, 2) for i in range(21)]
     ys = [float(p.curve(x)) for x in xs]
     if as_json:

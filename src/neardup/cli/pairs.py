@@ -11,7 +11,7 @@ import click
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
 from ..engines.local.pairs import DEFAULT_MAX_PAIRS, NOT_USED
 from ..errors import NeardupError
-from . import main
+from . import ParameterError, main
 
 
 @main.command()
@@ -42,7 +42,7 @@ def pairs(inputs, outdir, max_pairs, **params):
     try:
         cfg = DedupConfig(**params).resolved()
     except NeardupError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise ParameterError(str(exc)) from None
     report = run_pairs(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]), max_pairs=max_pairs)
     if not cfg.quiet:
         c = report["counts"]

@@ -20,7 +20,7 @@ from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import feature_signer
 from ..text.normalize import Normalizer
 from ..text.tokenize import TOKENIZERS
-from . import main
+from . import ParameterError, main
 
 DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
 
@@ -91,14 +91,14 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             cfg = DedupConfig(method="simhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
                               **simhash_opts).resolved()
         except ConfigError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise ParameterError(str(exc)) from None
         ngram = cfg.ngram
     elif method == "minhash" and user_dict is not None:     # the same rule (jieba only) and file check
         try:
             user_dict = DedupConfig(method="minhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
                                     user_dict=user_dict).resolved().user_dict
         except ConfigError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise ParameterError(str(exc)) from None
     ngram = ngram or DEFAULT_NGRAM.get(method, 5)
     if fmt != "jsonl":
         return _sign_binary(inputs, output, fmt, summary, DedupConfig(
@@ -123,7 +123,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             key = "sentences"
             sign_batch = lambda texts: [int(v) for v in signer.sign_batch(texts)]  # noqa: E731
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise ParameterError(str(exc)) from None
     skipped: list = []
     count = 0
     n_bytes = 0
@@ -165,7 +165,7 @@ def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig)
     try:
         cfg = cfg.resolved()
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise ParameterError(str(exc)) from None
     check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format))
     start = time.perf_counter()
     got = write_signatures(list(inputs), output, cfg, fmt)
