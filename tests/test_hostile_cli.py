@@ -262,3 +262,30 @@ def test_index_remove_takes_any_text_as_an_id(tmp_path, idx):
     assert code == 0 and out.strip() == "removed 3", err
     code, out, _ = cli("index", "stats", idx, "--json")
     assert json.loads(out)["documents"] == 0
+
+
+@pytest.mark.parametrize("how", ["file", "pipe"])
+def test_an_endless_line_stops_the_read_naming_the_line(tmp_path, monkeypatch, how):
+    """A line longer than MAX_LINE_BYTES (an endless stream of one line, /dev/zero) is one error
+    naming the input and the line — never memory or disk grown without bound."""
+    from neardup.io.formats import base
+
+    monkeypatch.setattr(base, "MAX_LINE_BYTES", 1 << 20)
+    for mod in ("neardup.io.formats.lines", "neardup.io.sources"):
+        monkeypatch.setattr(f"{mod}.MAX_LINE_BYTES", 1 << 20)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"text": "a b c"}\n' + b"x" * (3 << 20))       # the last line, unended
+    mid = tmp_path / "mid.jsonl"
+    mid.write_bytes(b'{"text": "a b c"}\n' + b"x" * (9 << 20) + b'\n{"text": "d"}\n')     # longer than a block
+    if how == "file":
+        args, inp = [str(src)], None
+    else:
+        args, inp = ["-"], src.read_bytes()
+    for cmd in (["dedup", *args, "-o", str(tmp_path / "o"), "-q"], ["sign", *args], ["idf", "fit", *args, "-o",
+                                                                                  str(tmp_path / "t.idf")]):
+        res = CliRunner().invoke(main, cmd, input=inp)
+        assert res.exit_code != 0 and ":2: a line of more than 1 MiB" in res.output, (cmd, res.output)
+        assert "Traceback" not in res.output
+    if how == "file":
+        res = CliRunner().invoke(main, ["dedup", str(mid), "-o", str(tmp_path / "o2"), "-q"])
+        assert res.exit_code != 0 and "mid.jsonl:2: a line of more than 1 MiB" in res.output, res.output

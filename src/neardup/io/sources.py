@@ -20,13 +20,13 @@ import dataclasses
 import errno
 import glob
 import os
-import shutil
 import stat
 import sys
 
 from ..errors import InputFormatError, OutputError
 from .compression import open_source, sniff, split_suffix
 from .formats import InputSpec, check_format, fmt_for_name, list_entries
+from .formats.base import MAX_LINE_BYTES, long_line
 
 STDIN_LABEL = "<stdin>"
 
@@ -165,7 +165,7 @@ def spool(specs: list[InputSpec], folder: str) -> list[InputSpec]:
         with src:
             try:
                 with open(dest, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+                    _copy_lines(s, src, dst)
             except OSError as exc:
                 if exc.filename == dest or exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                     raise OutputError(f"{folder}: cannot store a copy of {s.label} ({exc.strerror or exc})") from None
@@ -178,6 +178,25 @@ def spool(specs: list[InputSpec], folder: str) -> list[InputSpec]:
         out.append(dataclasses.replace(s, path=dest, compression=codec, sniff=False,
                                        stamp=(st.st_size, st.st_mtime_ns)))
     return out
+
+
+def _copy_lines(spec: InputSpec, src, dst) -> None:
+    """Copy a pipe to ``dst``; a plain (uncompressed) text stream whose line grows past
+    :data:`~neardup.io.formats.base.MAX_LINE_BYTES` stops the copy (an endless stream of one line,
+    ``/dev/zero``, would fill the disk) — named by its line, as the line readers name it."""
+    check = spec.compression is None     # (compressed bytes hold a 0x0A every few hundred bytes: never a run this long)
+    run = line = 0        # bytes since the last newline, and newlines so far
+    while chunk := src.read(1 << 20):
+        dst.write(chunk)
+        if check:
+            at = chunk.rfind(b"\n")
+            if at < 0:
+                run += len(chunk)
+            else:
+                line += chunk.count(b"\n")
+                run = len(chunk) - at - 1
+            if run > MAX_LINE_BYTES:
+                raise long_line(spec.label, line + 1)
 
 
 __all__ = ["STDIN_LABEL", "expand_inputs", "spool"]

@@ -64,6 +64,18 @@ class Fields:
     key: str | None = None
 
 
+#: the longest line (one JSON record, one text line: one document) an input may hold. Past it the read
+#: stops with one line naming the file and line: an endless line (``/dev/zero``, a file without a
+#: newline) would otherwise grow in memory until the system kills the run.
+MAX_LINE_BYTES = 1 << 30
+
+
+def long_line(label: str, line: int) -> InputFormatError:
+    """The error of a line over :data:`MAX_LINE_BYTES`."""
+    return InputFormatError(f"{label}:{line}: a line of more than {MAX_LINE_BYTES >> 20} MiB (one document per line); "
+                            "is this the right file? (a file of one huge document: --input-format file)")
+
+
 def decode(raw: bytes) -> tuple[str, bool]:
     """UTF-8 text and whether invalid bytes were replaced by U+FFFD."""
     try:

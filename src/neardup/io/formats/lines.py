@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import InputChangedError
 from ...kernels.jsonl import line_cuts
 from ..compression import WriteBehind, open_write
-from .base import Fields, Format, InputSpec, Row, check_count, decode, open_input
+from .base import MAX_LINE_BYTES, Fields, Format, InputSpec, Row, check_count, decode, long_line, open_input
 
 BOM = b"\xef\xbb\xbf"
 
@@ -28,9 +28,15 @@ def content(i: int, raw: bytes) -> bytes:
 
 def raw_lines(spec: InputSpec) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, raw bytes with their ``\\n``) of a line-based input, the stream
-    checked to its end."""
+    checked to its end; a line over :data:`~.base.MAX_LINE_BYTES` stops it (:func:`~.base.long_line`)."""
     with open_input(spec) as fh:
-        yield from enumerate(fh, 1)
+        readline = fh.readline
+        n = 0
+        while line := readline(MAX_LINE_BYTES + 1):
+            n += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise long_line(spec.label, n)
+            yield n, line
 
 
 BLOCK_BYTES = 1 << 22
@@ -65,9 +71,13 @@ def raw_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES) 
                 raise
             buf = b"".join(parts)
             pending = b""
+            if eof and len(buf) - buf.rfind(b"\n") - 1 > MAX_LINE_BYTES:    # (its last line, unended)
+                raise long_line(spec.label, first + buf.count(b"\n"))
             if not eof:
                 cut = buf.rfind(b"\n") + 1
                 if cut == 0:            # one line longer than a block so far
+                    if len(buf) > MAX_LINE_BYTES:
+                        raise long_line(spec.label, first)
                     pending = buf
                     continue
                 if cut < len(buf):
@@ -135,6 +145,8 @@ def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES,
             got = len(parts[0])
             cut = parts[0].rfind(b"\n") + 1
             while cut == 0 and got and pos + got < size:     # a line longer than a block: on to its end
+                if got > MAX_LINE_BYTES:
+                    raise long_line(spec.label, first)
                 more = os.pread(fd, block_bytes, pos + got)
                 if not more:
                     break
@@ -146,6 +158,8 @@ def file_blocks(spec: InputSpec, max_lines: int, block_bytes: int = BLOCK_BYTES,
                 raise _shrunk(spec)
             buf = b"".join(parts) if len(parts) > 1 else parts[0]
             end = got if pos + got >= size or cut == 0 else cut   # the end of the input: the rest, whole
+            if end - cut > MAX_LINE_BYTES:                         # (its last line, unended)
+                raise long_line(spec.label, first + buf.count(b"\n", 0, cut))
             for a, b, n in _cuts(buf, end, max_lines, size >= KERNEL_CUTS_FROM):
                 yield first, pos + a, b - a, n
                 first += n
