@@ -289,3 +289,14 @@ def test_an_endless_line_stops_the_read_naming_the_line(tmp_path, monkeypatch, h
     if how == "file":
         res = CliRunner().invoke(main, ["dedup", str(mid), "-o", str(tmp_path / "o2"), "-q"])
         assert res.exit_code != 0 and "mid.jsonl:2: a line of more than 1 MiB" in res.output, res.output
+
+
+def test_bottomk_through_the_library_is_one_config_error(tmp_path):
+    """The library's dedup and pairs refuse a scheme LSH cannot band as the command line does."""
+    from neardup import DedupConfig, run_pairs
+    from neardup.errors import ConfigError
+
+    src = write_jsonl(tmp_path / "in.jsonl", ["a b c d e f", "a b c d e g"])
+    for run in (run_dedup, run_pairs):
+        with pytest.raises(ConfigError, match=r"scheme \(--scheme\).*bottom-k"):
+            run([str(src)], str(tmp_path / run.__name__), DedupConfig(scheme="bottomk", quiet=True))

@@ -431,6 +431,15 @@ NOT_BANDED = {"bottomk": "bottom-k sketches keep the k smallest hashes in sorted
 the commands built by :func:`click_options` refuse them up front (``neardup sign`` offers every scheme)."""
 
 
+def check_banded(cfg) -> None:
+    """A run that finds duplicates (``dedup``, ``pairs``, an index) refuses a MinHash scheme of
+    :data:`NOT_BANDED`, naming ``--scheme`` (the library's entry points call this; the command line
+    refuses it when parsing)."""
+    if cfg.method == "minhash" and cfg.scheme in NOT_BANDED:
+        raise BY_NAME["scheme"].refuse(cfg.scheme, f"a scheme LSH can band to find duplicates "
+                                                   f"({NOT_BANDED[cfg.scheme]})")
+
+
 def click_options(names=None, exclude=()):
     """A decorator adding the command-line options of :data:`PARAMS` (``names``: those, in the
     table's order; else all with a flag), each with its type, default and help from the table.

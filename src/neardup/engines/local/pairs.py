@@ -23,7 +23,7 @@ import numpy as np
 
 from ..._arrays import sorted_unique
 from ..._version import __version__
-from ...config import _DOCUMENTS, DEFAULTS, DedupConfig
+from ...config import _DOCUMENTS, DEFAULTS, DedupConfig, check_banded
 from ...dedup.find import HOW, TooManyPairsError, join_pairs
 from ...dedup.records import pairs_schema
 from ...errors import ConfigError
@@ -46,6 +46,7 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     from ...errors import OutputError  # noqa: PLC0415
 
     cfg = (config or DedupConfig()).resolved()
+    check_banded(cfg)
     if cfg.method not in _DOCUMENTS:
         raise ConfigError(f"method (--method) must be one of {', '.join(_DOCUMENTS)} for a join of documents; "
                           f"got {cfg.method!r}")

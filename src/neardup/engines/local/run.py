@@ -26,7 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...config import DedupConfig
+from ...config import DedupConfig, check_banded
 from ...dedup.find import DuplicateResult, find_run
 from ...dedup.incremental import check_index_path, opened_index
 from ...dedup.progress import shows_progress
@@ -188,6 +188,7 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     which imports the calling script again, as ``multiprocessing`` does on macOS and Windows — a
     script must then keep its top-level work under ``if __name__ == "__main__":``."""
     cfg = (config or DedupConfig()).resolved()
+    check_banded(cfg)
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)
     check_fields_apply(specs, cfg.text_field, cfg.id_field)

@@ -10,14 +10,12 @@ import sys
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ...config import DedupConfig, cpu_count
+from ...config import DedupConfig, check_banded, cpu_count
 from ...errors import ConfigError, WorkerError
 
 
 def _check_supported(cfg: DedupConfig) -> None:
-    if cfg.method == "minhash" and cfg.scheme == "bottomk":
-        raise ConfigError("bottom-k sketches hold the k smallest hashes in sorted order, so LSH banding does not "
-                          "apply; use scheme 'oph' or 'permutation' to find duplicates")
+    check_banded(cfg)
     if cfg.spans is not None:
         raise ConfigError(f"spans (--spans) {cfg.spans} runs on the local engine (--engine local); on Spark it is "
                           "not built yet (see README, 'Duplicates inside documents')")
