@@ -50,7 +50,7 @@ def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None
     if specs is None:
         specs = expand_inputs(list(inputs), fmt) if inputs else []
     check_fields_apply(specs, text_field, id_field)
-    skipped = []
+    skipped = _Skipped()
     for spec in specs:
         for row in read_rows(spec, text_field, id_field):
             if row.error is None and check_ids and row.id is not None:
@@ -66,6 +66,26 @@ def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None
             yield (row.id if row.id is not None else f"{spec.label}:{row.line}"), row.text, skipped
     for i, t in enumerate(texts):
         yield f"--text {i + 1}", t, skipped
+
+
+class _Skipped(list):
+    """The skipped rows of ``--on-error skip``: all counted (``len``), the first
+    :data:`~neardup.dedup.report.SKIPPED_LISTED` kept with their messages (an input of millions of
+    bad rows holds no million messages)."""
+
+    LISTED = 20
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def append(self, message) -> None:
+        self.count += 1
+        if super().__len__() < self.LISTED:
+            super().append(message)
+
+    def __len__(self) -> int:
+        return self.count
 
 
 @main.group()
