@@ -35,12 +35,13 @@ RUNS = {   # name → configuration; the Spark engine runs those it supports
     "minhash-exact-verify": {"verify": "exact", "linkage": "components", "keep": "longest"},
     "minhash-datasketch": {"scheme": "datasketch-legacy", "lsh_mode": "datasketch", "num_perm": 64},
     "minhash-parquet-records": {"clusters_format": "parquet", "id_field": "id", "on_error": "skip"},
-    "simhash": {"method": "simhash"},
+    "simhash": {"method": "simhash"},               # verified: candidates within k_c bits, exact Jaccard ≥ 0.8
+    "simhash-bits-3": {"method": "simhash", "bits": 3},   # the classic rule (the default before verification)
     "sentences": {"method": "sentences"},
     "exact": {"method": "exact", "keep": "longest"},
 }
 INPUTS = ("a.jsonl", "b.jsonl.gz", "c.csv", "d.parquet", "e")
-SPARK = ("minhash", "exact", "minhash-parquet-records", "simhash", "minhash-exact-verify")   # also checked on Spark (test_spark_engine.py)
+SPARK = ("minhash", "exact", "minhash-parquet-records", "simhash", "simhash-bits-3", "minhash-exact-verify")   # also checked on Spark (test_spark_engine.py)
 
 
 def _texts() -> list[str]:

@@ -46,7 +46,9 @@ def test_num_perm_4096_end_to_end(tmp_path):
     (["--bands", "40", "--rows", "40"], "explicit bands need"),
     (["--keep-field", "n"], "keep_field (--keep-field) must be given only with --keep key; got 'n'"),
     (["--keep", "key"], "keep_field (--keep-field) must be a field name with --keep key"),
-    (["--method", "simhash", "--threshold", "0.9"], "threshold (--threshold; applies to --method minhash)"),
+    (["--method", "simhash", "--bits", "3", "--threshold", "0.9"], "threshold (--threshold) must be left unset with "
+                                                                    "--bits or --compat"),
+    (["--method", "sentences", "--threshold", "0.9"], "threshold (--threshold; applies to --method minhash or simhash)"),
     (["--method", "exact", "--ngram", "3"], "ngram (--ngram; applies to --method minhash or simhash)"),
     (["--method", "sentences", "--bits", "2"], "bits (--bits; applies to --method simhash)"),
     (["--method", "minhash", "--sentences", "4"], "sentences (--sentences; applies to --method sentences)"),
@@ -98,7 +100,11 @@ def test_the_cli_options_come_from_the_table():
 
 def test_api_refuses_what_the_cli_refuses():
     with pytest.raises(ConfigError, match="threshold"):
-        DedupConfig(method="simhash", threshold=0.9).resolved()
+        DedupConfig(method="simhash", bits=3, threshold=0.9).resolved()
+    with pytest.raises(ConfigError, match="candidate_bits"):
+        DedupConfig(method="simhash", compat="yanyiwu", candidate_bits=8).resolved()
+    v = DedupConfig(method="simhash").resolved()            # verified SimHash: the default
+    assert (v.bits, v.candidate_bits, v.threshold, v.ngram) == (None, 9, 0.8, 1)
     with pytest.raises(ConfigError, match="scheme"):
         DedupConfig(scheme="nope", workers=2).resolved()
     with pytest.raises(ConfigError, match="tokenizer"):

@@ -40,11 +40,12 @@ def test_dedup_with_yanyiwu_fingerprints_follows_the_published_equalities(shared
 
 
 def test_every_path_signs_alike(shared, tmp_path):
-    """sign, dedup, the index and the Python API give one fingerprint per option set."""
+    """sign, dedup, the index and the Python API give one fingerprint per option set (the classic
+    SimHash's features where none is given: sign's default, which verified dedup does not use)."""
     texts = [t for _, t in _news(shared)] + ["我是蓝翔技工拖拉机学院手扶拖拉机专业的。", "plain English text here"]
     for n, opts in enumerate(({"compat": "yanyiwu", "top_n": 5}, {"compat": "yanyiwu"}, {"compat": "1e0ng"},
                               {"idf": "jieba", "top_n": 10}, {"weighting": "uniform", "ngram": 2}, {})):
-        cfg = DedupConfig(method="simhash", **opts).resolved()
+        cfg = DedupConfig(method="simhash", **opts, **({} if opts.get("compat") else {"bits": 3})).resolved()
         want = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat)(texts)[0]
         if opts.get("compat") == "yanyiwu":
             assert want.tolist() == [yanyiwu.simhash_reference(t, opts.get("top_n") or yanyiwu.top_n_for_length(

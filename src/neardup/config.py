@@ -117,8 +117,9 @@ def _params() -> tuple[Param, ...]:
         Param("method", A, str, "minhash", choices=METHODS,
               help="Whole documents: minhash, simhash, sentences or exact. Spans inside documents: lines "
                    "(repeated lines or paragraphs) or substrings (exact repeated substrings, suffix array)."),
-        Param("threshold", A, float, None, lo=0.0, hi=1.0, lo_open=True, nullable=True, methods=_MINHASH,
-              help="MinHash: similarity to call two documents duplicates (default 0.8)."),
+        Param("threshold", A, float, None, lo=0.0, hi=1.0, lo_open=True, nullable=True, methods=_SHINGLED,
+              help="Similarity to call two documents duplicates (default 0.8): MinHash's (Jaccard or "
+                   "containment); SimHash's verified candidates, Jaccard of word 5-gram shingles checked exactly."),
         Param("metric", A, str, "jaccard", choices=("jaccard", "containment"), methods=_MINHASH,
               help="MinHash: Jaccard, or containment of either document in the other."),
         Param("tokenizer", A, str, "word", choices=tokenizers, methods=_SHINGLED,
@@ -132,7 +133,12 @@ def _params() -> tuple[Param, ...]:
         Param("scheme", A, str, "oph", choices=schemes, methods=_MINHASH, help="MinHash scheme."),
         Param("seed", A, int, 1, lo=0, hi=2**64 - 1, methods=_MINHASH, help="MinHash seed."),
         Param("bits", A, int, None, lo=0, hi=32, nullable=True, methods=("simhash",),
-              help="SimHash: max Hamming distance k (default 3)."),
+              help="SimHash: accept every pair within k bits, unchecked (the classic rule; the default with "
+                   "--compat: 3). Without it SimHash is verified: candidates within --candidate-bits, decided by "
+                   "--threshold."),
+        Param("candidate_bits", A, int, None, lo=0, hi=32, nullable=True, methods=("simhash",),
+              help="Verified SimHash: the candidate radius k_c in bits (default: the smallest that finds a pair "
+                   "of feature cosine 0.98 with probability --recall)."),
         Param("weighting", A, str, None, choices=WEIGHTINGS, nullable=True, methods=("simhash",),
               help="SimHash feature weights: uniform, tf (default) or tfidf (with --idf)."),
         Param("idf", A, str, None, nullable=True, methods=("simhash",),
@@ -171,7 +177,7 @@ def _params() -> tuple[Param, ...]:
                    "counted) after its repeats are removed; 0 keeps every document (emptied ones are counted)."),
         Param("lsh_mode", A, str, "recall", choices=("recall", "datasketch"), methods=_MINHASH, flag="--lsh",
               help="How to choose LSH bands: a recall target at the threshold, or datasketch's optimum."),
-        Param("recall", A, float, 0.99, lo=0.5, hi=1.0, hi_open=True, methods=_MINHASH,
+        Param("recall", A, float, 0.99, lo=0.5, hi=1.0, hi_open=True, methods=_SHINGLED,
               help="LSH recall target at the threshold."),
         Param("bands", A, int, None, lo=1, nullable=True, methods=_MINHASH, help="Explicit LSH bands b (with --rows)."),
         Param("rows", A, int, None, lo=1, nullable=True, methods=_MINHASH,
@@ -232,6 +238,10 @@ def _params() -> tuple[Param, ...]:
 
 PARAMS: tuple[Param, ...] = _params()
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
+#: verified SimHash's defaults (``--method simhash`` without ``--bits`` or ``--compat``), chosen by measurement
+#: on the Chinese man pages (benchmarks/bench_simhash_verified.py): unigram tf features (characters for
+#: Chinese) find near-duplicates within few bits, and the exact Jaccard at MinHash's threshold decides them
+SIMHASH_VERIFIED = {"threshold": 0.8, "ngram": 1, "max_drift": 0.05}
 DEFAULTS = {  # per method: what a user gets without flags (for parameters whose table default is None)
     "minhash": {"threshold": 0.8, "ngram": 5, "max_drift": 0.05},
     "simhash": {"bits": 3, "ngram": 3, "max_drift": 2 / 64},
@@ -265,14 +275,15 @@ class DedupConfig:
     """A deduplication run's parameters (see :data:`PARAMS` for each one's constraints and help)."""
 
     method: str = "minhash"
-    threshold: float | None = None       # minhash (Jaccard or containment)
+    threshold: float | None = None       # minhash (Jaccard or containment); verified simhash (exact Jaccard)
     tokenizer: str = "word"
     convert: str | None = None           # Chinese script conversion before signing (t2s, tw2sp, …)
     ngram: int | None = None
     num_perm: int = 128
     scheme: str = "oph"
     seed: int = 1
-    bits: int | None = None              # simhash: max Hamming distance k
+    bits: int | None = None              # simhash: accept within k bits, unchecked (the classic rule)
+    candidate_bits: int | None = None    # simhash, verified (no --bits): the candidate radius k_c
     weighting: str | None = None         # simhash: uniform | tf (default) | tfidf
     idf: str | None = None               # simhash: IDF table for tfidf ("jieba" or a file)
     user_dict: str | None = None         # simhash: user dictionary file (jieba tokenizer / yanyiwu)
@@ -381,8 +392,23 @@ class DedupConfig:
                 value = getattr(c, name)
                 if value is not None and value != "jieba":
                     setattr(c, name, os.path.abspath(value))
+        if c.method == "simhash" and c.bits is None and c.compat is None:    # verified SimHash (the default)
+            from .similarity.simhash import candidate_radius  # noqa: PLC0415  (its package loads the kernels)
+
+            for name, value in SIMHASH_VERIFIED.items():
+                if getattr(c, name) is None:
+                    setattr(c, name, value)
+            if c.candidate_bits is None:
+                c.candidate_bits = candidate_radius(c.recall)
+        elif c.method == "simhash":
+            for name in ("threshold", "candidate_bits"):
+                if getattr(c, name) is not None:
+                    raise BY_NAME[name].refuse(getattr(c, name), "left unset with --bits or --compat (pairs within "
+                                                                 "k bits are accepted unchecked; without them "
+                                                                 "SimHash verifies its candidates)")
         for name, value in DEFAULTS[c.method].items():   # only what the method uses
-            if getattr(c, name) is None and not (c.compat and name == "ngram"):
+            if getattr(c, name) is None and not (c.compat and name == "ngram") and not (
+                    name == "bits" and c.candidate_bits is not None):
                 setattr(c, name, value)
         if c.keep == "key" and not c.keep_field:
             raise BY_NAME["keep_field"].refuse(c.keep_field, "a field name with --keep key (the row with the "
@@ -429,6 +455,13 @@ NOT_BANDED = {"bottomk": "bottom-k sketches keep the k smallest hashes in sorted
                          "compare`"}
 """MinHash schemes that cannot find duplicates (LSH bands them: ``dedup``, ``pairs``, an index), with why:
 the commands built by :func:`click_options` refuse them up front (``neardup sign`` offers every scheme)."""
+
+
+def simhash_verified(cfg) -> bool:
+    """Whether a resolved SimHash run verifies its candidates (no ``--bits``, no ``--compat``): pairs
+    within ``candidate_bits`` decided by exact Jaccard ≥ ``threshold``."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k, None)
+    return get("method") == "simhash" and get("candidate_bits") is not None
 
 
 def check_banded(cfg) -> None:

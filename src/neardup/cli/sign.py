@@ -87,9 +87,9 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             raise click.UsageError("give --input-format or --jsonl/--files, not both")
         input_format = "jsonl" if jsonl else "file"
     if method == "simhash":      # the feature options checked by the rules dedup and the index follow
-        try:
+        try:     # (the fingerprint of the classic SimHash's features — word 3-grams by default — as always)
             cfg = DedupConfig(method="simhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
-                              **simhash_opts).resolved()
+                              bits=None if compat else 3, **simhash_opts).resolved()
         except ConfigError as exc:
             raise ParameterError(str(exc)) from None
         ngram = cfg.ngram

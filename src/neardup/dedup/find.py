@@ -21,7 +21,7 @@ import numpy as np
 from .._arrays import sorted_unique
 from ..clusters import Clusters
 from ..clusters.cluster import LINKAGE_SAMPLE
-from ..config import DedupConfig
+from ..config import DedupConfig, simhash_verified
 from ..features.shingles import Features
 from ..sketches.minhash import Signatures, empty_value
 from .candidates import (
@@ -43,11 +43,13 @@ from .verify import (
     IDENTICAL,
     METRICS,
     VERIFY,
+    band_features,
     borderline_mask,
     borderline_z,
     containment_from_jaccard,
     decide_borderline,
     exact_pairs_from_texts,
+    exact_similarity,
     fixed_aliases,
     known_similarity,
     simhash_drift_bits,
@@ -288,6 +290,73 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
                            timings, how)
 
 
+def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, valid: np.ndarray | None = None,
+                          keep: str = "first", lengths=None, keys=None, linkage: str = "bounded",
+                          max_drift: float | None = 0.05, sample: int = LINKAGE_SAMPLE, fixed: int = 0,
+                          fixed_similarity=None) -> DuplicateResult:
+    """Verified SimHash: candidates are the pairs of fingerprints within ``k_c`` bits (permuted tables,
+    exact), each decided by the exact Jaccard of the two documents' shingle sets ≥ ``threshold``; the
+    clusters are MinHash's with an exact check (bounded linkage on the exact sets). ``sets_of(rows)``:
+    a :class:`Features` over all the rows, holding (at least) the sets of ``rows``. The first ``fixed``
+    rows (an index's documents) have no text: their pairs with a new row are decided by
+    ``fixed_similarity(lo, hi)`` (the index's stored sketch: an estimate)."""
+    from ..index.simhash_index import all_pairs  # noqa: PLC0415  (the tables module: SimHash runs only)
+
+    fps = np.ascontiguousarray(fps, dtype=np.uint64)
+    n = fps.shape[0]
+    t0 = time.perf_counter()
+    idx = np.arange(n) if valid is None else np.flatnonzero(valid)
+    res = all_pairs(fps[idx], k=k_c, collapse_identical=True)
+    same = idx[np.asarray(res.rep, dtype=np.int64)]
+    copy = same != idx
+    lo = np.concatenate([same[copy], idx[np.asarray(res.i, dtype=np.int64)]])
+    hi = np.concatenate([idx[copy], idx[np.asarray(res.j, dtype=np.int64)]])
+    dist = np.concatenate([np.zeros(int(copy.sum()), np.int64), np.asarray(res.dist, dtype=np.int64)])
+    lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+    lo, hi, dist = _unfix(lo, hi, dist, fixed)
+    timings = {"candidates": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+    ours = lo >= fixed
+    feats = sets_of(sorted_unique(np.concatenate([lo[ours], hi])))
+    sim = np.zeros(lo.shape[0], dtype=np.float64)
+    how = np.full(lo.shape[0], EXACT, dtype=np.uint8)
+    if ours.any():
+        sim[ours] = exact_similarity(feats, lo[ours], hi[ours], "jaccard")
+    if (~ours).any():
+        sim[~ours] = fixed_similarity(lo[~ours], hi[~ours])
+        how[~ours] = ESTIMATE
+    ok = sim >= threshold
+    n_candidates = int(lo.shape[0])
+    lo, hi, sim, how, dist = lo[ok], hi[ok], sim[ok], how[ok], dist[ok]
+    lengths, keys = _fixed_first(keep, fixed, n, lengths, keys)
+    timings["verify"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    exact = pair_similarity("minhash", "jaccard", None, None, features=feats, exact=True)
+    if fixed:           # a fixed row's similarity to anything: its sketch's estimate (no text)
+        def similarity(a, b, _exact=exact):
+            a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+            out = np.zeros(a.shape[0])
+            f = (np.minimum(a, b) < fixed)
+            if (~f).any():
+                out[~f] = _exact(a[~f], b[~f])
+            if f.any():
+                out[f] = fixed_similarity(np.minimum(a, b)[f], np.maximum(a, b)[f])
+            return out
+    else:
+        similarity = exact
+    oracle = linkage_oracle("minhash", "jaccard", None, None, feats, exact=True) if linkage == "bounded" else None
+    done = finish(n, lo, hi, sim, how, similarity, method="minhash", threshold=threshold, max_drift=max_drift,
+                  linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle, sample=sample)
+    timings["clusters"] = time.perf_counter() - t0
+    counts = np.bincount(dist, minlength=k_c + 1)[:k_c + 1]
+    return DuplicateResult(done.clusters, lo, hi, sim, n_candidates,
+                           {"method": "simhash", "verified": True, "candidate_bits": k_c, "threshold": threshold,
+                            "keep": keep, "linkage": linkage, "max_drift": max_drift,
+                            "fingerprints": int(sorted_unique(fps[idx]).size),
+                            "accepted_distances": counts.tolist()},
+                           timings, how)
+
+
 def pairs_table(result: DuplicateResult, ids=None):
     """:meth:`DuplicateResult.pairs`: the verified pairs as a pyarrow Table, one row per pair with
     a < b, sorted by (a, b)."""
@@ -381,7 +450,12 @@ def find_run(values, empty, sizes, features, cfg: DedupConfig, corpus: Corpus, p
             sizes = np.concatenate([fixed_sizes, sizes])
     exact = (exact_pairs_from_texts(cfg, texts_of, m, sets_of, spill)
              if cfg.method == "minhash" and cfg.verify == "borderline" and texts_of is not None else None)
-    result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact)
+    band = None
+    if simhash_verified(cfg):
+        if texts_of is None:
+            raise ValueError("verified SimHash checks its candidates on their texts: give texts_of")
+        band = band_features(cfg, texts_of, values.shape[0], m)
+    result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact, band)
     return _without_fixed(result, m) if m else result
 
 
@@ -399,7 +473,7 @@ def _without_fixed(result: DuplicateResult, m: int) -> DuplicateResult:
 
 
 def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, fixed: int,
-              exact_pairs=None) -> DuplicateResult:
+              exact_pairs=None, sets_of=None, fixed_similarity=None) -> DuplicateResult:
     if cfg.method == "minhash":
         sigs = Signatures(values, cfg.scheme, cfg.seed)
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
@@ -407,6 +481,10 @@ def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, f
                                        verify=cfg.verify, features=features, keep=cfg.keep, lengths=lengths, keys=keys,
                                        linkage=cfg.linkage, max_drift=cfg.max_drift, fixed=fixed,
                                        exact_pairs=exact_pairs)
+    if cfg.method == "simhash" and simhash_verified(cfg):
+        return find_simhash_verified(values, sets_of, cfg.threshold, cfg.candidate_bits, valid=~empty, keep=cfg.keep,
+                                     lengths=lengths, keys=keys, linkage=cfg.linkage, max_drift=cfg.max_drift,
+                                     fixed=fixed, fixed_similarity=fixed_similarity)
     if cfg.method == "simhash":
         drift_bits = simhash_drift_bits(cfg.max_drift)
         return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys,

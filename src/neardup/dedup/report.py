@@ -100,6 +100,23 @@ def simhash_report(k: int, counts: list, fingerprints: int) -> dict:
                        "layout": layout}}
 
 
+def verified_simhash_report(k_c: int, threshold: float, recall: float, counts: list, fingerprints: int) -> dict:
+    """The report's section for verified SimHash: :func:`simhash_report` of the candidate radius k_c
+    (its histogram: the distances of the accepted pairs), the rule that decided them, and the S-curve
+    of the radius over feature cosine (:mod:`neardup.similarity.simhash`), with the recall it gives at
+    the cosine near-duplicates reach at the threshold."""
+    from ..similarity.simhash import COSINE_AT_T, curve, within  # noqa: PLC0415  (its package loads the kernels)
+
+    out = simhash_report(k_c, counts, fingerprints)
+    out["histogram_of"] = "the Hamming distances of the accepted pairs (each checked exactly)"
+    out["verified"] = {"candidate_bits": int(k_c), "threshold": float(threshold),
+                       "decided_by": "exact Jaccard of word 5-gram shingles (the texts re-read for the candidates)",
+                       "recall_target": float(recall), "at_cosine": COSINE_AT_T,
+                       "expected_recall": round(within(k_c, COSINE_AT_T), 6), "curve": curve(k_c),
+                       "curve_of": "P(a pair is a candidate) over the cosine of its unigram-tf feature vectors"}
+    return out
+
+
 @dataclass
 class RunSummary:
     """What an engine measured; :func:`build_report` makes the report of it."""
@@ -201,7 +218,8 @@ def build_report(s: RunSummary) -> dict:
     if c.method == "minhash" and s.lsh is not None:
         report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1], s.lsh[2])
     if c.method == "simhash" and s.simhash is not None:
-        report["simhash"] = simhash_report(c.bits, *s.simhash)
+        report["simhash"] = (verified_simhash_report(c.candidate_bits, c.threshold, c.recall, *s.simhash)
+                             if c.candidate_bits is not None else simhash_report(c.bits, *s.simhash))
     if s.index is not None:
         report["index"] = s.index
     if s.decisions is not None:

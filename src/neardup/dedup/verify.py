@@ -48,10 +48,11 @@ def simhash_drift_bits(max_drift: float | None) -> int | None:
 
 
 def clustering_rule(cfg) -> tuple[float, float | None]:
-    """(threshold, drift) of the clustering on the similarity scale: MinHash's as given; SimHash's in
-    whole bits of 64 (1 − k/64, the drift rounded to bits). ``cfg``: a DedupConfig or its dict."""
-    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k)
-    if get("method") == "simhash":
+    """(threshold, drift) of the clustering on the similarity scale: MinHash's and verified SimHash's as
+    given (Jaccard); classic SimHash's in whole bits of 64 (1 − k/64, the drift rounded to bits).
+    ``cfg``: a DedupConfig or its dict."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k, None)
+    if get("method") == "simhash" and get("candidate_bits") is None:      # (verified SimHash: Jaccard, as MinHash)
         bits = simhash_drift_bits(get("max_drift"))
         return 1.0 - get("bits") / 64.0, (None if bits is None else bits / 64.0)
     return get("threshold"), get("max_drift")
@@ -305,6 +306,55 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
         exact.seconds = (round(t1 - t0, 3), round(time.perf_counter() - t1, 3))
         return out
     return exact
+
+
+def verification_config(cfg: DedupConfig) -> DedupConfig:
+    """What verified SimHash checks its candidates on: the Jaccard of word 5-gram shingles (MinHash's
+    default sets), of the text as the run normalised it (``--convert``)."""
+    from dataclasses import replace  # noqa: PLC0415  (only verified SimHash needs it)
+
+    return replace(cfg, method="minhash", tokenizer="word", ngram=5, user_dict=None, num_perm=128, scheme="oph",
+                   metric="jaccard")
+
+
+def band_features(cfg: DedupConfig, texts_of, n: int, offset: int = 0):
+    """``sets_of(rows)`` for verified SimHash: a :class:`Features` over ``n`` rows holding the sorted
+    distinct shingle hashes (:func:`verification_config`) of ``rows`` — re-read from the inputs a batch
+    at a time (``texts_of``: (document, text) pairs; row = ``offset`` + document) — and no hash for
+    any other row."""
+    from .signing import minhasher  # noqa: PLC0415  (signing imports the kernels' modules)
+
+    shingler = minhasher(verification_config(cfg)).shingler
+
+    def sets_of(rows):
+        rows = np.asarray(rows, dtype=np.int64)
+        docs = rows[rows >= offset] - offset
+        got: dict = {}
+        parts: list = []
+        texts: list = []
+        order: list = []
+
+        def flush():
+            parts.append(shingler.features(texts).distinct_sets())
+            texts.clear()
+
+        for d, text in texts_of(set(docs.tolist())):
+            got[d] = text
+        for d in docs.tolist():          # in row order: the sets concatenated in the order of the rows
+            order.append(d)
+            texts.append(got.pop(d, ""))
+            if len(texts) >= 8192:
+                flush()
+        if texts:
+            flush()
+        sizes = np.zeros(n, dtype=np.int64)
+        hashes = np.concatenate([p.hashes for p in parts]) if parts else np.zeros(0, np.uint64)
+        if parts:
+            sizes[np.asarray(order, dtype=np.int64) + offset] = np.concatenate([p.sizes() for p in parts])
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return Features.distinct(hashes, offsets)
+    return sets_of
 
 
 _PAIRS_AT_ONCE = 1 << 21     # pairs decided at once: 2 M × 72 bytes of positions, counts and temporaries

@@ -425,8 +425,9 @@ def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timi
         samples=[(ids[k], ids[d], s, texts.get(k, INDEXED_TEXT if k >= len(corpus.ids) else ""), texts.get(d, ""))
                  for k, d, s in samples],
         timings=timings, lsh=lsh, index=index_info,
-        simhash=((distance_counts(c.similarity[~c.kept]), result.params["fingerprints"]) if cfg.method == "simhash"
-                 else None),
+        simhash=(((result.params["accepted_distances"] if result.params.get("verified") else
+                   distance_counts(c.similarity[~c.kept])), result.params["fingerprints"])
+                 if cfg.method == "simhash" else None),
         decisions=_decisions(cfg, result, ids),
         extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}))
 

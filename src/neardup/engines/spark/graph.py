@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 
 from ..._arrays import sorted_unique
 from ...clusters.cluster import LINKAGE_SAMPLE
-from ...config import DedupConfig
+from ...config import DedupConfig, simhash_verified
 from ...dedup.candidates import MAX_BUCKET
-from ...dedup.verify import CANDIDATE, ESTIMATE, EXACT, IDENTICAL, clustering_rule
+from ...dedup.verify import CANDIDATE, ESTIMATE, EXACT, IDENTICAL, clustering_rule, verification_config
 from ...errors import ConfigError
 from .columns import _binary_rows, _cfg_json, _column, _ragged_features
 from .session import _check_supported, _checkpoint, _driver_memory, _phase, _shuffle_partitions, _task_threads
@@ -348,6 +348,9 @@ def _finish_component(table, cfg_json):
     cfg = json.loads(cfg_json)
     exact = _exact(cfg)
     method = cfg["method"] if cfg["method"] in ("minhash", "simhash") else "equal"
+    metric = cfg["metric"]
+    if simhash_verified(cfg):        # decided on exact sets (the band's): MinHash's finish with an exact check
+        method, exact, metric = "minhash", True, "jaccard"
     kind = table.column("kind").to_numpy(zero_copy_only=False)
     nodes = table.filter(pa.array(kind == 0))
     edges = table.filter(pa.array(kind == 1))
@@ -362,7 +365,7 @@ def _finish_component(table, cfg_json):
     hi = np.searchsorted(rows, edges.column("b").to_numpy().astype(np.int64))
     esim = edges.column("s").to_numpy(zero_copy_only=False).astype(np.float64)
     ehow = edges.column("h").to_numpy(zero_copy_only=False).astype(np.uint8)
-    scheme, metric = cfg["scheme"], cfg["metric"]
+    scheme = cfg["scheme"]
     feats = _ragged_features(nodes.column("sh")).subset(order) if exact else None
     bounded = method != "equal" and cfg["linkage"] == "bounded"
     threshold, drift = clustering_rule(cfg) if method != "equal" else (1.0, None)
@@ -519,6 +522,9 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         cands.unpersist()
         dup.unpersist()
         timings["verify"] = time.perf_counter() - t0
+    elif cfg.method == "simhash" and simhash_verified(cfg):
+        edges, n_cand, n_edges, params, band = _verified_simhash_edges(spark, live, same, cfg, timings, exact_rows)
+        docs = docs.drop("sh", "size").join(band, "row", "left")     # the finish compares the band's exact sets
     elif cfg.method == "simhash":
         edges, n_cand, n_edges, params = _simhash_edges(spark, live, same, cfg, timings)
     else:   # exact / sentences: equal 64-bit values are the duplicates (local find_equal_duplicates)
@@ -544,6 +550,36 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds, edges if cfg.pairs else None)
 
 
+def _verified_simhash_edges(spark, live, same, cfg: DedupConfig, timings: dict, exact_rows):
+    """Verified SimHash on Spark (the local :func:`~neardup.dedup.find.find_simhash_verified`): the pairs
+    within ``candidate_bits`` (:func:`_simhash_edges` at that radius), each decided by the exact Jaccard of
+    its documents' sets (:func:`~neardup.dedup.verify.verification_config`, re-read from the texts of
+    just those documents by ``exact_rows``) ≥ the threshold. Returns the edges, counts, the report's
+    parameters (with the accepted pairs' distances) and the band's sets (row, sh, size)."""
+    if exact_rows is None:
+        raise ConfigError("verified SimHash checks its candidates on their texts; find_clusters was given none "
+                          "(exact_rows): pass exact_rows, or give --bits for the unchecked rule")
+    cands, _, n_cand, params = _simhash_edges(spark, live, same, cfg, timings, k=cfg.candidate_bits)  # (copies too)
+    t0 = time.perf_counter()
+    _phase(spark, "verify: texts of the candidates")
+    d = cands.select("lo", "hi", F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d"))
+    rows = d.select(F.col("lo").alias("row")).unionByName(d.select(F.col("hi").alias("row"))).distinct()
+    band = exact_rows(rows).persist(StorageLevel.MEMORY_AND_DISK)
+    band.count()
+    _phase(spark, "verify: exact")
+    vcfg = replace(verification_config(cfg), verify="exact")
+    ex = _similarities(d.select("lo", "hi"), band, vcfg, exact=True, driver=True)
+    ok = ex.filter(F.col("sim") >= F.lit(float(cfg.threshold))).join(d, ["lo", "hi"])
+    edges = ok.select("lo", "hi", "sim", _how(EXACT)).persist(StorageLevel.MEMORY_AND_DISK)
+    n_edges = edges.count()
+    hist = {r["d"]: r["n"] for r in ok.groupBy("d").agg(F.count(F.lit(1)).alias("n")).collect()}
+    params["accepted_distances"] = [int(hist.get(i, 0)) for i in range(int(cfg.candidate_bits) + 1)]
+    params["verified"] = True
+    cands.unpersist()
+    timings["verify"] = time.perf_counter() - t0
+    return edges, n_cand, n_edges, params, band
+
+
 def _table_keys(batches, masks):
     """mapInArrow: (row, rk) of distinct fingerprints → (t, key, row, fp): each fingerprint's key in
     every permuted table of the plan (the bits of table t's mask)."""
@@ -559,7 +595,7 @@ def _table_keys(batches, masks):
             names=["t", "key", "row", "fp"])
 
 
-def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, timings: dict):
+def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, timings: dict, k: int | None = None):
     """The local :func:`~neardup.dedup.find.find_simhash_duplicates` pairs as DataFrame operations:
     equal fingerprints link to the first copy (distance 0); among the distinct ones, Manku et al.'s
     permuted tables (the local planner's masks: two fingerprints within k bits agree on every bit of
@@ -575,7 +611,8 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
     t0 = time.perf_counter()
     distinct = live.join(dup.select(F.col("hi").alias("row")), "row", "left_anti").select("row", "rk")
     n_distinct = distinct.count()
-    plan = plan_tables(64, cfg.bits, max(n_distinct, 2))
+    k = cfg.bits if k is None else k
+    plan = plan_tables(64, k, max(n_distinct, 2))
     keys = distinct.mapInArrow(partial(_table_keys, masks=[int(x) for x in plan.key_masks]),
                                "t int, key long, row long, fp long")
     a, b = keys.alias("a"), keys.alias("b")
@@ -583,7 +620,7 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
     pairs = (a.join(b, (F.col("a.t") == F.col("b.t")) & (F.col("a.key") == F.col("b.key"))
                     & (F.col("a.row") < F.col("b.row")))
              .select(F.col("a.row").alias("lo"), F.col("b.row").alias("hi"), dist.alias("d"))
-             .filter(F.col("d") <= F.lit(int(cfg.bits))).distinct()
+             .filter(F.col("d") <= F.lit(int(k))).distinct()
              .select("lo", "hi", (F.lit(1.0) - F.col("d") / F.lit(64.0)).alias("sim"), _how(ESTIMATE))
              .persist(StorageLevel.MEMORY_AND_DISK))
     n_cand = pairs.count()

@@ -8,7 +8,7 @@ import csv
 import io
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...clusters.cluster import keep_score
-from ...config import DedupConfig
+from ...config import DedupConfig, simhash_verified
+from ...dedup.verify import verification_config
 from ...errors import InputFormatError
 from ...io.compression import split_suffix
 from ...io.formats import InputSpec, fmt_for_name, read_rows, row_place
@@ -473,6 +474,8 @@ def _shingles_cfg(cfg: DedupConfig) -> DedupConfig:
     ``--verify borderline``: the run's, with verify="exact". A datasketch scheme's signer keeps no
     shingle hashes, so those rows are signed as oph: the shingles do not depend on the scheme (one
     shingler, as the local engine's re-read uses), and only ``sh`` and ``size`` are used."""
+    if simhash_verified(cfg):       # verified SimHash: the sets its candidates are checked on
+        return replace(verification_config(cfg), verify="exact")
     scheme = "oph" if cfg.scheme.startswith("datasketch") else cfg.scheme
     return DedupConfig(**{**asdict(cfg), "verify": "exact", "scheme": scheme})
 

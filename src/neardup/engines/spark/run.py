@@ -309,7 +309,9 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                 .agg(F.sum("n").alias("n")).collect():
             hist[r["bin"]] = r["n"]
         dist = None
-        if cfg.method == "simhash":
+        if cfg.method == "simhash" and found.params.get("verified"):
+            dist = np.asarray(found.params["accepted_distances"], dtype=np.int64)
+        elif cfg.method == "simhash":
             d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
                 .groupBy("d").count().collect()
             dist = np.zeros(max([r["d"] for r in d], default=-1) + 1, dtype=np.int64)
