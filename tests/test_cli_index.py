@@ -82,7 +82,7 @@ def test_bad_uses(rows, tmp_path):
     _run("index", "create", idx)
     res = _run("index", "create", idx)
     assert res.exit_code == 1 and "already exists" in res.output
-    res = _run("index", "create", tmp_path / "x", "--method", "simhash", "--threshold", "0.5")
+    res = _run("index", "create", tmp_path / "x", "--method", "simhash", "--bits", "3", "--threshold", "0.5")
     assert res.exit_code == 1 and "threshold" in res.output and not (tmp_path / "x").exists()
     assert _run("index", "add", idx, folder / "a.jsonl").exit_code == 2                      # --id-field needed
     res = _run("index", "add", idx, folder / "a.jsonl", "--id-field", "nope")

@@ -17,7 +17,7 @@ from neardup import run_dedup
 from neardup.cli import main
 from neardup.config import DedupConfig
 from neardup.errors import ConfigError, InputFormatError, NeardupError
-from neardup.index.disk import DiskIndex, IndexConfigError, SimHashDiskIndex
+from neardup.index.disk import DiskIndex, IndexConfigError, open_index
 
 
 def _cfg(**kw) -> DedupConfig:
@@ -34,8 +34,7 @@ def _kept(out: Path) -> set:
 
 
 def _index_keys(path: Path, method: str) -> set:
-    cls = DiskIndex if method == "minhash" else SimHashDiskIndex
-    with cls.open(path, readonly=True) as idx:
+    with open_index(path, readonly=True) as idx:
         st = idx.store
         keys, _ = st.fetch_arrays(st.live_ids())
         assert len(keys) == len(idx)
@@ -51,7 +50,17 @@ def test_day1_then_day2_keeps_what_one_run_keeps(days, tmp_path, method, linkage
     run_dedup([str(days / "day1.jsonl")], str(tmp_path / "d1"), _cfg(index=str(idx), **kw))
     rep = run_dedup([str(days / "day2.jsonl")], str(tmp_path / "d2"), _cfg(index=str(idx), **kw))
     both = _kept(tmp_path / "d1") | _kept(tmp_path / "d2")
-    assert both == _kept(tmp_path / "all")
+    if method == "simhash":
+        # verified SimHash: an indexed document's text is not at hand, so its pairs are decided by the
+        # sketches' estimate (± 0.07 at 32 slots) where one run checks them exactly: the two may differ
+        # there, and only there
+        one_run = _kept(tmp_path / "all")
+        d2 = {r["id"]: r for r in _records(tmp_path / "d2")}
+        differ = both ^ one_run
+        assert len(differ) <= 0.02 * len(one_run), differ
+        assert all(d2[d]["decided"] == "estimate" and d2[d]["indexed"] for d in differ), differ
+    else:
+        assert both == _kept(tmp_path / "all")
     assert _index_keys(idx, method) == both
     info = rep["index"]
     assert info["removed_by_index"] > 10 and info["added"] == len(_kept(tmp_path / "d2"))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from neardup.errors import NeardupError
-from neardup.index import disk, segments
+from neardup.index import disk_base, segments
 from neardup.index.disk import DiskIndex
 from neardup.index.store import DuplicateKeyError
 
@@ -244,7 +244,7 @@ def _small_thresholds(monkeypatch):
     """Few documents make a segment, and a few segments a merge: every path is reached in few steps."""
     monkeypatch.setattr(segments, "FLUSH_DOCS", 9)
     monkeypatch.setattr(segments, "MERGE_SEGMENTS", 3)
-    monkeypatch.setattr(disk, "BULK_DOCS", 4)
+    monkeypatch.setattr(disk_base, "BULK_DOCS", 4)
 
 
 TestIndexModel = IndexMachine.TestCase

@@ -162,9 +162,10 @@ def query(path, inputs, texts, id_field, text_field, threshold, max_distance, to
         raise click.UsageError("give INPUTS or --text")
     out = sys.stdout
     with _open(path, readonly=True) as idx:
-        simhash = idx.kind == "simhash"
+        simhash = idx.kind == "simhash"          # (the classic rule: distances; every other index: similarities)
         if simhash and threshold is not None or not simhash and max_distance is not None:
-            raise click.UsageError("--threshold is for MinHash indexes, --max-distance for SimHash ones")
+            raise click.UsageError("--threshold is for MinHash and verified SimHash indexes, --max-distance for "
+                                   "classic SimHash ones (--bits)")
         for batch in batched(_rows(inputs, text_field, id_field, on_error, texts), 4096):
             docs = [t for _, t, _ in batch]
             found = idx.query_batch(docs, max_distance) if simhash else idx.query_batch(docs, threshold)
@@ -277,6 +278,10 @@ def _export(idx, sink) -> int:
                         "id_type": pa.array([type(k).__name__ for k in keys], pa.string())}
                 if idx.kind == "simhash":
                     cols["fingerprint"] = pa.array(vals.reshape(-1))
+                elif idx.kind == "simhash-verified":     # (the fingerprint, then the sketch's slots)
+                    cols["fingerprint"] = pa.array(np.ascontiguousarray(vals[:, 0]))
+                    sk = idx.sketch_of(vals)
+                    cols["sketch"] = pa.FixedSizeListArray.from_arrays(pa.array(sk.reshape(-1)), sk.shape[1])
                 elif idx.kind == "containment":        # (signature slots, set size)
                     sig = np.ascontiguousarray(vals[:, :-1])
                     cols["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), sig.shape[1])

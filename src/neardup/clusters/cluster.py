@@ -57,6 +57,12 @@ class SimilarityOracle:
     def equal(cls) -> SimilarityOracle:
         return cls(3)
 
+    @classmethod
+    def exact_or_sketch(cls, hashes: np.ndarray, offsets: np.ndarray, sketches: np.ndarray,
+                        empty: int) -> SimilarityOracle:
+        """Exact Jaccard where both rows have their sets, else their sketches' estimate."""
+        return cls(4, sig=sketches, empty=empty, h=hashes, off=offsets)
+
 
 @dataclass
 class Clusters:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..clusters import Clusters
+from ..clusters import Clusters, SimilarityOracle
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..config import DedupConfig, simhash_verified
 from ..features.shingles import Features
@@ -293,13 +293,14 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
 def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, valid: np.ndarray | None = None,
                           keep: str = "first", lengths=None, keys=None, linkage: str = "bounded",
                           max_drift: float | None = 0.05, sample: int = LINKAGE_SAMPLE, fixed: int = 0,
-                          fixed_similarity=None) -> DuplicateResult:
+                          fixed_similarity=None, sketches=None) -> DuplicateResult:
     """Verified SimHash: candidates are the pairs of fingerprints within ``k_c`` bits (permuted tables,
     exact), each decided by the exact Jaccard of the two documents' shingle sets ≥ ``threshold``; the
     clusters are MinHash's with an exact check (bounded linkage on the exact sets). ``sets_of(rows)``:
     a :class:`Features` over all the rows, holding (at least) the sets of ``rows``. The first ``fixed``
     rows (an index's documents) have no text: their pairs with a new row are decided by
-    ``fixed_similarity(lo, hi)`` (the index's stored sketch: an estimate)."""
+    ``fixed_similarity(lo, hi)`` (the index's stored sketch: an estimate), and bounded linkage compares
+    a fixed row by ``sketches`` (every row's, the (n, slots) sketch matrix)."""
     from ..index.simhash_index import all_pairs  # noqa: PLC0415  (the tables module: SimHash runs only)
 
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
@@ -344,7 +345,10 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
             return out
     else:
         similarity = exact
-    oracle = linkage_oracle("minhash", "jaccard", None, None, feats, exact=True) if linkage == "bounded" else None
+    oracle = None
+    if linkage == "bounded":
+        oracle = (SimilarityOracle.exact_or_sketch(feats.hashes, feats.offsets, sketches, 0) if fixed
+                  else linkage_oracle("minhash", "jaccard", None, None, feats, exact=True))
     done = finish(n, lo, hi, sim, how, similarity, method="minhash", threshold=threshold, max_drift=max_drift,
                   linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle, sample=sample)
     timings["clusters"] = time.perf_counter() - t0
@@ -482,9 +486,16 @@ def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, f
                                        linkage=cfg.linkage, max_drift=cfg.max_drift, fixed=fixed,
                                        exact_pairs=exact_pairs)
     if cfg.method == "simhash" and simhash_verified(cfg):
-        return find_simhash_verified(values, sets_of, cfg.threshold, cfg.candidate_bits, valid=~empty, keep=cfg.keep,
+        fps, sketches = values, None
+        if values.ndim == 2:           # --index: each row holds its sketch (the fixed rows' only evidence)
+            from ..index.disk_simhash import SKETCH_SLOTS, sketch_jaccard, unpack_sketches  # noqa: PLC0415
+
+            fps = values[:, 0]
+            fixed_similarity = lambda a, b: sketch_jaccard(values, a, values, b, SKETCH_SLOTS)  # noqa: E731
+            sketches = unpack_sketches(values, SKETCH_SLOTS)
+        return find_simhash_verified(fps, sets_of, cfg.threshold, cfg.candidate_bits, valid=~empty, keep=cfg.keep,
                                      lengths=lengths, keys=keys, linkage=cfg.linkage, max_drift=cfg.max_drift,
-                                     fixed=fixed, fixed_similarity=fixed_similarity)
+                                     fixed=fixed, fixed_similarity=fixed_similarity, sketches=sketches)
     if cfg.method == "simhash":
         drift_bits = simhash_drift_bits(cfg.max_drift)
         return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys,

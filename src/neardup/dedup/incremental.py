@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..config import DedupConfig
+from ..config import DedupConfig, simhash_verified
 from ..errors import ConfigError, InputFormatError
 from ..index.disk import (
     AtLeast,
@@ -39,6 +39,7 @@ from ..index.disk import (
     DiskIndex,
     IndexConfigError,
     SimHashDiskIndex,
+    VerifiedSimHashDiskIndex,
     stored_kind,
 )
 from ..index.segments import remove_empty_index
@@ -59,8 +60,9 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
     which must match them."""
     kind, want = stored_kind(path), index_kind(cfg)
     if kind is not None and kind != want:
-        flag = {"simhash": "--method simhash", "minhash": "--method minhash --metric jaccard",
-                "containment": "--method minhash --metric containment"}
+        flag = {"simhash": "--method simhash --bits K or --compat (the classic rule)",
+                "simhash-verified": "--method simhash without --bits or --compat",
+                "minhash": "--method minhash --metric jaccard", "containment": "--method minhash --metric containment"}
         raise IndexConfigError(f"{path} is a {kind} index; this run would need a {want} one (use another "
                                f"--index, or {flag.get(kind, kind)})")
     if want == "containment":
@@ -79,6 +81,11 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
                                 seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram, b=lsh.b, r=lsh.r,
                                 lsh_mode=cfg.lsh_mode, recall=cfg.recall, user_dict=cfg.user_dict,
                                 exist_ok=exist_ok)
+    if simhash_verified(cfg):
+        return VerifiedSimHashDiskIndex.create(path, candidate_bits=cfg.candidate_bits, threshold=cfg.threshold,
+                                               tokenizer=cfg.tokenizer, ngram=cfg.ngram,
+                                               weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf,
+                                               user_dict=cfg.user_dict, stop_words=cfg.stop_words, exist_ok=exist_ok)
     return SimHashDiskIndex.create(path, max_distance=cfg.bits, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
                                    weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf, compat=cfg.compat,
                                    user_dict=cfg.user_dict, stop_words=cfg.stop_words, exist_ok=exist_ok)
@@ -89,6 +96,8 @@ def index_kind(cfg: DedupConfig) -> str:
     set sizes kept, bands per size ratio) or ``minhash``."""
     if cfg.method == "minhash" and cfg.metric == "containment":
         return "containment"
+    if simhash_verified(cfg):
+        return "simhash-verified"
     return cfg.method
 
 
@@ -151,20 +160,22 @@ def rerun_view(index, cfg: DedupConfig, key: str) -> tuple[bool, set]:
 
 
 def accept_rule(cfg: DedupConfig):
-    """The index's acceptance rule for this run: Jaccard estimate ≥ t, or Hamming distance ≤ k."""
-    return AtLeast(float(cfg.threshold)) if cfg.method == "minhash" else AtMost(int(cfg.bits))
+    """The index's acceptance rule for this run: Jaccard estimate ≥ t (MinHash, verified SimHash's
+    sketches), or Hamming distance ≤ k (classic SimHash)."""
+    return AtLeast(float(cfg.threshold)) if cfg.bits is None else AtMost(int(cfg.bits))
 
 
 def matched_rows(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig):
     """(document ids, keys, signatures) of the indexed documents within the run's rule of any row of
     ``values`` (rows where ``empty`` is set are not probed), in document-id order (older first)."""
-    if cfg.method == "simhash":
+    classic = cfg.method == "simhash" and values.ndim == 1     # (verified SimHash's rows hold their sketches)
+    if classic:
         values = values.reshape(-1, 1)
     _, ci, _, keys, ids, cvals = index._matches(values, empty, accept_rule(cfg))
     used = sorted_unique(ci)
     used = used[np.argsort(ids[used], kind="stable")]      # by document id: older documents first
     vals = cvals[used]
-    if cfg.method == "simhash":
+    if classic:
         vals = vals.reshape(-1)
     return ids[used], [keys[c] for c in used.tolist()], vals
 
@@ -212,7 +223,7 @@ def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str,
             del runs[old]
         return {"runs": runs}
 
-    vals = values.reshape(-1, 1) if cfg.method == "simhash" else values
+    vals = values.reshape(-1, 1) if cfg.method == "simhash" and values.ndim == 1 else values
     if index.kind == "containment":
         vals = index._with_sizes(values, sizes)[0]
     index._put(keys, vals, empty, replace=True, bulk=True, meta=meta)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..config import DedupConfig
+from ..config import DedupConfig, simhash_verified
 from .spans import SPAN_METHODS
 
 
@@ -74,10 +74,18 @@ def make_signer(cfg: DedupConfig):
     if cfg.method == "simhash":
         features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
                                   cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
+        sketches = None
+        if simhash_verified(cfg) and cfg.index is not None:   # the sketches a verified index stores with each
+            from ..index.disk_simhash import SKETCH_SLOTS, pack_sketches, sketcher  # noqa: PLC0415  (--index only)
+
+            sketches = sketcher(SKETCH_SLOTS, cfg.convert)
 
         def sign(texts):
             fps, sizes = features(texts)
-            return np.asarray(fps, dtype=np.uint64), np.asarray(sizes) == 0, None
+            fps = np.asarray(fps, dtype=np.uint64)
+            if sketches is not None:       # (n, 1 + 16) words: the fingerprint, then the sketch
+                fps = pack_sketches(fps, sketches.sign_batch(list(texts)).values, SKETCH_SLOTS)
+            return fps, np.asarray(sizes) == 0, None
         return sign
     if cfg.method == "sentences":
         ss = SentenceSigner(n=cfg.sentences, convert=cfg.convert)

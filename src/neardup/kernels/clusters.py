@@ -54,24 +54,34 @@ def pick_representatives(labels, score):
 
 # -- bounded linkage ---------------------------------------------------------------------------------
 # Similarity oracles (``kind``): 0 MinHash rows (fraction of equal slots; an empty row scores 0),
-# 1 exact Jaccard of sorted distinct shingle sets (CSR h/off), 2 SimHash 1 − hamming/64, 3 always 1.
+# 1 exact Jaccard of sorted distinct shingle sets (CSR h/off), 2 SimHash 1 − hamming/64, 3 always 1,
+# 4 exact where both rows have their sets, else kind 0 on the rows' sketches (verified SimHash with an
+# index: its documents keep a sketch, not their text).
+@njit(cache=True, inline="always")
+def _slots_sim(a, b, sig, empty):
+    """MinHash rows a and b: the fraction of equal slots (two empty rows: 0)."""
+    k = sig.shape[1]
+    eq = 0
+    for j in range(k):          # (a count of equal slots: vectorised)
+        eq += sig[a, j] == sig[b, j]
+    if eq < k:                  # a slot differs, so one of the rows is not empty
+        return eq / k
+    for j in range(k):          # equal rows: 1, unless both are the empty row
+        if sig[a, j] != empty:
+            return 1.0
+    return 0.0
+
+
 @njit(cache=True)
 def _sim(kind, a, b, sig, empty, h, off, fps):
     if kind == 0:
-        k = sig.shape[1]
-        eq = 0
-        for j in range(k):          # (a count of equal slots: vectorised)
-            eq += sig[a, j] == sig[b, j]
-        if eq < k:                  # a slot differs, so one of the rows is not empty
-            return eq / k
-        for j in range(k):          # equal rows: 1, unless both are the empty row
-            if sig[a, j] != empty:
-                return 1.0
-        return 0.0
-    if kind == 1:
+        return _slots_sim(a, b, sig, empty)
+    if kind == 1 or kind == 4:
         na = off[a + 1] - off[a]
         nb = off[b + 1] - off[b]
         if na == 0 or nb == 0:
+            if kind == 4:           # a row without its set (an index's document): the sketches' estimate
+                return _slots_sim(a, b, sig, empty)
             return 0.0
         c = intersect_size(h, off[a], off[a + 1], off[b], off[b + 1])
         return c / (na + nb - c)

@@ -429,6 +429,9 @@ class IndexService:
             sig = self.index.get(key)
         if self.simhash:
             return {"id": key, "fingerprint": int(np.asarray(sig).reshape(-1)[0])}
+        if self.index.kind == "simhash-verified":  # (the fingerprint, then the sketch's slots)
+            return {"id": key, "fingerprint": int(sig[0]),
+                    "sketch": self.index.sketch_of_row(sig).tolist()}
         if self.index.kind == "containment":       # (signature slots, distinct-shingle count)
             return {"id": key, "signature": np.asarray(sig)[:-1].tolist(), "size": int(sig[-1])}
         return {"id": key, "signature": np.asarray(sig).tolist()}
