@@ -481,6 +481,8 @@ def test_index_day1_then_day2_matches_local(spark, days, tmp_path, method, keep,
     from neardup.engines.spark import run_spark_dedup
 
     kw = dict(method=method, keep=keep, id_field="id", clusters_format=fmt)
+    if method == "simhash":             # (the classic rule: verified SimHash's index runs on the local engine)
+        kw["bits"] = 3
     reports = {}
     for engine in ("local", "spark"):
         idx = tmp_path / f"idx-{engine}"
@@ -540,6 +542,9 @@ def test_index_refusals_on_spark(spark, days, tmp_path):
                         spark=spark)
     assert str(sp.value) == str(local.value)
     assert not (tmp_path / "o").exists() and not (tmp_path / "i2").exists()   # a failed first run leaves neither
+    with pytest.raises(ConfigError, match="verified SimHash runs on the local engine"):
+        run_spark_dedup([str(days / "day1.jsonl")], str(tmp_path / "o4"),
+                        _config(index=str(tmp_path / "i4"), id_field="id", method="simhash"), spark=spark)
 
 
 @pytest.mark.parametrize("verify", ["borderline", "exact"])

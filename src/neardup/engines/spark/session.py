@@ -10,7 +10,7 @@ import sys
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ...config import DedupConfig, check_banded, cpu_count
+from ...config import DedupConfig, check_banded, cpu_count, simhash_verified
 from ...errors import ConfigError, WorkerError
 
 
@@ -25,6 +25,9 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.resume:
         raise ConfigError("resume (--resume) runs on the local engine (--engine local); Spark keeps no checkpoint "
                           "of pass 1 yet")
+    if cfg.index is not None and simhash_verified(cfg):
+        raise ConfigError("index (--index) with verified SimHash runs on the local engine (--engine local); on Spark "
+                          "the index is probed with the classic rule only (give --bits K)")
     if cfg.index is not None and cfg.method == "minhash" and cfg.metric == "containment":
         raise ConfigError("index (--index) with --metric containment runs on the local engine (--engine local); "
                           "on Spark the index is probed for Jaccard only")
