@@ -113,3 +113,28 @@ def test_the_classic_rule_and_the_verified_one_refuse_each_others_options():
         DedupConfig(method="simhash", compat="yanyiwu", candidate_bits=6).resolved()
     c = DedupConfig(method="simhash", candidate_bits=6, threshold=0.7).resolved()
     assert (c.bits, c.candidate_bits, c.threshold) == (None, 6, 0.7)
+
+
+def test_a_verified_index_behind_the_service(pages, tmp_path):
+    """check answers similarities (the sketches' estimates) of documents within the radius; check-and-add
+    adds what no indexed document matches; GET returns the fingerprint and the sketch."""
+    from test_service import Server, _docs
+
+    _, rows = pages
+    path = tmp_path / "vidx"
+    with VerifiedSimHashDiskIndex.create(path) as ix:
+        ix.add_batch([r["id"] for r in rows[:20:2]], [r["text"] for r in rows[:20:2]])
+    s = Server(path)
+    try:
+        status, body = s.call("POST", "/v1/check", {"documents": [{"text": rows[1]["text"]}]})
+        res = body["results"][0]
+        assert status == 200 and res["duplicate"] and res["matches"][0]["id"] == rows[0]["id"]
+        assert 0.8 <= res["matches"][0]["similarity"] <= 1.0 and "distance" not in res["matches"][0]
+        status, body = s.call("POST", "/v1/check-and-add", _docs([("new-tw", rows[3]["text"]),
+                                                                  ("new-other", rows[41]["text"])]))
+        got = body["results"]
+        assert status == 200 and got[0]["duplicate"] and not got[0]["added"] and got[1]["added"]
+        status, body = s.call("GET", "/v1/docs/new-other")
+        assert status == 200 and isinstance(body["fingerprint"], int) and len(body["sketch"]) == 32
+    finally:
+        s.stop()
