@@ -142,7 +142,7 @@ def test_spark_submit_entry_is_the_dedup_command():
     """The file spark-submit runs imports only the command line: the engine module is imported once,
     by the dedup command, never by the entry file itself."""
     code = ("import sys, runpy; sys.argv = ['spark_submit', '--help']\n"
-            "try:\n    runpy.run_module('neardup.engines.spark_submit', run_name='__main__')\n"
+            "try:\n    runpy.run_module('neardup.cli.spark_submit', run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
             "print('engine loaded:', 'neardup.engines.spark' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

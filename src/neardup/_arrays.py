@@ -7,6 +7,8 @@ from array import array
 
 import numpy as np
 
+from ._procs import cpu_count
+
 
 def sorted_unique(x: np.ndarray) -> np.ndarray:
     """Sorted distinct values of a 1-d array, by a sort and a mask.
@@ -215,7 +217,6 @@ def in_threads(run, n: int, min_chunk: int = 1 << 18) -> list:
     ``min_chunk``), run in threads: for compiled kernels that release the GIL (``nogil=True``),
     which need no process pool and none of numba's thread pools (those may not be entered from two
     threads at once, nor survive a fork). Results in stretch order."""
-    from .config import cpu_count  # noqa: PLC0415  (config imports this module)
 
     t = max(1, min(cpu_count(), n // max(1, min_chunk)))
     if t == 1:

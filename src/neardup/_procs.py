@@ -1,14 +1,20 @@
 """What the signing worker pool (:mod:`neardup.engines.local.workers`) needs of its processes:
-Ctrl-C and SIGTERM held back around forks and cleanup, and children that die with their parent.
-Plain Python, no kernel import."""
+Ctrl-C and SIGTERM held back around forks and cleanup, and children that die with their parent;
+and the CPUs this process may use. Plain Python, no kernel import."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
 
 STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._procs import cpu_count
 from .errors import ConfigError
 from .io.formats import FORMATS
 from .sketches.minhash import SCHEMES
@@ -263,11 +264,6 @@ def inapplicable(method: str, given, spans: str | None = None) -> list[str]:
         elif p is not None and p.methods is not None and method not in p.methods and spans not in p.methods:
             out.append(f"{name} ({p.option}; applies to --method {' or '.join(p.methods)})")
     return out
-
-
-def cpu_count() -> int:
-    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @dataclass

@@ -31,7 +31,7 @@ from .._arrays import arrow_binaries, arrow_int64, int64_values
 from ..config import DedupConfig
 from ..errors import InputFormatError
 from ..io.formats import output_name, write_edited, write_kept
-from .ids import id_json, json_default, parquet_id_text  # noqa: F401  (their home is .ids)
+from ..io.ids import id_json, json_default, parquet_id_text  # noqa: F401  (their home is io.ids)
 from .progress import progress
 from .tables import Corpus
 

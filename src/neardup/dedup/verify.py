@@ -25,6 +25,7 @@ from .._arrays import concatenate_freeing, physical_memory, read_ahead, release_
 from ..config import DedupConfig, cpu_count
 from ..features.shingles import Features
 from ..kernels.jaccard import pair_order, pair_order_blocks
+from ..similarity.estimates import containment_from_jaccard, minhash_similarity  # noqa: F401  (re-exported)
 from ..similarity.jaccard import jaccard_of, max_containment_of, range_stats
 from ..sketches.minhash import jaccard_rows
 
@@ -127,25 +128,6 @@ def known_similarity(similarity, lo, hi, sim, n: int, how=None):
         return out
 
     return similarity_to
-
-
-def containment_from_jaccard(j, size_a, size_b):
-    """C(A ⊆ B) estimated from J and the set sizes (0 where |A| = 0)."""
-    j = np.asarray(j, dtype=np.float64)
-    a = np.asarray(size_a, dtype=np.float64)
-    b = np.asarray(size_b, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = j * (a + b) / ((1.0 + j) * a)
-    return np.clip(np.nan_to_num(c), 0.0, 1.0)
-
-
-def minhash_similarity(j, size_a, size_b, metric: str):
-    """A pair's similarity from its MinHash Jaccard estimate ``j``: ``j`` itself, or for containment
-    the larger of the two containments (a copied passage may sit in either document). The one rule
-    both engines use."""
-    if metric == "jaccard":
-        return j
-    return np.maximum(containment_from_jaccard(j, size_a, size_b), containment_from_jaccard(j, size_b, size_a))
 
 
 def exact_similarity(features: Features, a, b, metric: str) -> np.ndarray:

@@ -3,8 +3,7 @@
 * :mod:`neardup.engines.local` — one machine: a process pool for signing, the stages in memory;
 * :mod:`neardup.engines.spark` — ``neardup dedup --engine spark``: the same stages as Apache Spark
   DataFrame operations (needs ``pip install 'neardup[spark]'``), imported on demand only, so
-  ``neardup`` itself never needs PySpark;
-* :mod:`neardup.engines.spark_submit` — the file given to ``spark-submit`` (imports only the CLI).
+  ``neardup`` itself never needs PySpark (``spark-submit`` is given :mod:`neardup.cli.spark_submit`).
 """
 
 from .._lazy import lazy_names

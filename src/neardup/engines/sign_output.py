@@ -42,7 +42,7 @@ def write_parquet(path_or_file, cfg, values, empty, ids, rows) -> None:
     import pyarrow.parquet as pq  # noqa: PLC0415
 
     from .._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415  (no pandas import)
-    from ..dedup.ids import parquet_id_text  # noqa: PLC0415
+    from ..io.ids import parquet_id_text  # noqa: PLC0415
 
     name = _column_name(cfg)
     if values.ndim == 2 and cfg.method == "minhash":
@@ -75,7 +75,7 @@ def _sig_params(cfg) -> dict:
 def write_npy(output: str, values: np.ndarray, ids: list, rows: np.ndarray) -> None:
     """The matrix to ``output`` (``.npy``) and the ids beside it (:func:`ids_path`), each file
     replacing its destination only when both are written."""
-    from ..dedup.ids import id_json  # noqa: PLC0415
+    from ..io.ids import id_json  # noqa: PLC0415
 
     with replacing(ids_path(output)) as tmp_ids, replacing(output) as tmp:
         with open(tmp, "wb") as fh:

@@ -150,7 +150,7 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
     df: Counter = Counter()
     n = 0
     if compat == "yanyiwu":
-        from ..sketches.compat.yanyiwu import cut_compiled_batch  # noqa: PLC0415
+        from ..text.jieba_dict import cut_compiled_batch  # noqa: PLC0415  (jieba's tables: yanyiwu's IDF only)
 
         conv = _converter(convert).convert if convert else None
         for batch in batches:

@@ -50,6 +50,7 @@ from ..errors import ConfigError
 from ..features.shingles import Features
 from ..kernels.containment import cross_intersections, probe
 from ..kernels.lsh import band_keys
+from ..similarity.estimates import containment_from_jaccard
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from .lsh import _GL_W, _GL_X
 from .memory import MinHashLSH, new_keys
@@ -448,7 +449,6 @@ class ContainmentIndex:
             score = np.maximum(cross_intersections(feats.hashes, feats.offsets, qi, self._sh, self._sh_off, ri, need),
                                0) / q
         else:
-            from ..dedup.verify import containment_from_jaccard  # noqa: PLC0415  (dedup imports index)
 
             uniq, at = np.unique(ri, return_inverse=True)
             both = np.concatenate([values.astype(self._dtype, copy=False), self._sig[uniq]])

@@ -11,6 +11,7 @@ from .._arrays import unique_pairs
 from .._version import __version__
 from ..errors import InputFormatError
 from ..kernels.lsh import band_keys
+from ..similarity.estimates import containment_from_jaccard, minhash_similarity
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from .disk_base import (
     INDEX_FORMAT,
@@ -279,7 +280,6 @@ class ContainmentDiskIndex(DiskIndex):
         return _layout_keys(np.ascontiguousarray(values[:, :-1]), self.layouts, self.num_perm)
 
     def _scores(self, qvals, cvals, qi, ci, direction: str = "either"):
-        from ..dedup.verify import containment_from_jaccard, minhash_similarity  # noqa: PLC0415
 
         both = np.ascontiguousarray(np.concatenate([qvals[:, :-1], cvals[:, :-1]]))
         j = jaccard_rows(both, qi, ci + qvals.shape[0], self.scheme)

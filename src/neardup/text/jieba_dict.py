@@ -33,7 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .._arrays import utf8_buffer
+
 BUILD = 4                     # bump when the layout or the rules change (a new cache file)
+STOP_WORDS_FILE = "cppjieba_stop_words.utf8"   # in neardup/data: cppjieba's stop words (yanyiwu's keywords)
 MIN_DOUBLE = -3.14e100        # cppjieba's "log(0)"
 _FIELDS = ("child_start", "child_cp", "child_node", "word_weight", "solo", "idf", "stop", "hmm_start", "hmm_trans",
            "hmm_emit", "log_freq", "hmm_emit_full")
@@ -110,7 +113,6 @@ def _sources() -> list[Path]:
     import jieba  # noqa: PLC0415  (its files only; jieba is not initialised)
 
     root = Path(jieba.__file__).parent
-    from ..sketches.compat.yanyiwu import STOP_WORDS_FILE  # noqa: PLC0415
 
     return [root / "dict.txt", root / "analyse" / "idf.txt", root / "finalseg" / "prob_emit.py",
             root / "finalseg" / "prob_start.py", root / "finalseg" / "prob_trans.py",
@@ -332,3 +334,32 @@ def read_idf(path) -> tuple[dict[str, float], float]:
 def read_stop_words(path) -> frozenset:
     """cppjieba's stop words: whole lines, no trimming."""
     return frozenset(Path(path).read_bytes().decode("utf-8").split("\n")) - {""}
+
+
+def utf8_batch(texts, errors: str = "surrogatepass") -> tuple[np.ndarray, np.ndarray, bytes]:
+    """(buf, offsets, the bytes) of texts (str, or UTF-8 bytes) packed for the kernels."""
+    blobs = [(x if isinstance(x, str) else bytes(x).decode("utf-8")).encode("utf-8", errors) for x in texts]
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+    if blobs:
+        np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    data = b"".join(blobs)
+    return utf8_buffer(data), offsets, data
+
+
+def cut_compiled_batch(texts, user_dict=None, errors: str = "surrogatepass") -> list[list[str]]:
+    """:func:`cut` of each text by the compiled segmenter (``errors``: for a lone surrogate)."""
+    from ..kernels.segment import cut_batch  # noqa: PLC0415  (the segmenter's kernels: jieba runs only)
+
+    t = tables(user_dict)
+    buf, offsets, data = utf8_batch(texts, errors)
+    ends, woff = cut_batch(buf, offsets, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,
+                           t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
+    ends = ends.tolist()
+    out = []
+    for d in range(offsets.shape[0] - 1):
+        words, a = [], int(offsets[d])
+        for b in ends[woff[d]:woff[d + 1]]:
+            words.append(data[a:b].decode("utf-8", "surrogatepass"))
+            a = b
+        out.append(words)
+    return out

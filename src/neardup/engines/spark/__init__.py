@@ -60,7 +60,7 @@ and added to IDX as one segment with the run's record (:mod:`neardup.dedup.incre
 
 Entry points: :func:`run_spark_dedup` (what the CLI calls), :func:`dedup_dataframe` (a DataFrame
 in, the DataFrame with cluster columns out), the building blocks :func:`sign_dataframe` and
-:func:`find_clusters`, and ``python -m neardup.engines.spark_submit INPUT... -o OUT [options]``
+:func:`find_clusters`, and ``python -m neardup.cli.spark_submit INPUT... -o OUT [options]``
 (the options of ``neardup dedup``; also a file for ``spark-submit``). See
 ``benchmarks/SPARK.md`` for cluster deployment.
 

@@ -15,10 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...dedup.ids import parsed_ids
 from ...kernels.jsonl import extract_fields, scan_lines
 from ...kernels.normalize import char_counts
 from ...text.packed import PackedTexts
+from ..ids import parsed_ids
 from .base import Fields, InputSpec, Row, decode, fields_present, id_problem, keep_value, key_problem
 from .lines import BOM, LineFormat, content, raw_lines
 

@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from ..._arrays import utf8_buffer
+from ...text.jieba_dict import STOP_WORDS_FILE, cut_compiled_batch
+from ...text.jieba_dict import utf8_batch as _utf8_batch
 
 __all__ = [
     "cut",
@@ -52,7 +54,6 @@ MIN_DOUBLE = -3.14e100  # cppjieba's "log(0)"
 MAX_WORD_LENGTH = 512  # cppjieba's longest dictionary match, in characters
 SEPARATORS = frozenset(" \t\n\uff0c\u3002")  # cppjieba SPECIAL_SEPARATORS: space, tab, LF, '，', '。'
 B, E, M, S = 0, 1, 2, 3  # cppjieba HMM state order
-STOP_WORDS_FILE = "cppjieba_stop_words.utf8"
 # Batches of at most this many documents are signed on the calling thread, so that a process that
 # forks later (a run signing its index's probe text before its workers start) never starts numba's
 # OpenMP pool. Larger batches take the prange kernel, which numba compiles about 2× faster even on
@@ -345,36 +346,6 @@ def simhash_batch_sizes(texts, top_n: int | None = None, *, user_dict=None, idf=
     kernel = yanyiwu_batch if offsets.shape[0] - 1 > SERIAL_DOCS else yanyiwu_batch_serial
     return kernel(buf, offsets, top, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,
                          t.idf, t.stop, t.min_weight, t.idf_average, t.hmm_start, t.hmm_trans, t.hmm_emit)
-
-
-def _utf8_batch(texts, errors: str = "surrogatepass") -> tuple[np.ndarray, np.ndarray, bytes]:
-    """(buf, offsets, the bytes) of texts (str, or UTF-8 bytes) packed for the kernels."""
-    blobs = [(x if isinstance(x, str) else bytes(x).decode("utf-8")).encode("utf-8", errors) for x in texts]
-    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-    if blobs:
-        np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    data = b"".join(blobs)
-    return utf8_buffer(data), offsets, data
-
-
-def cut_compiled_batch(texts, user_dict=None, errors: str = "surrogatepass") -> list[list[str]]:
-    """:func:`cut` of each text by the compiled segmenter (``errors``: for a lone surrogate)."""
-    from neardup.kernels.segment import cut_batch  # noqa: PLC0415
-    from neardup.text.jieba_dict import tables  # noqa: PLC0415
-
-    t = tables(user_dict)
-    buf, offsets, data = _utf8_batch(texts, errors)
-    ends, woff = cut_batch(buf, offsets, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,
-                           t.min_weight, t.hmm_start, t.hmm_trans, t.hmm_emit)
-    ends = ends.tolist()
-    out = []
-    for d in range(offsets.shape[0] - 1):
-        words, a = [], int(offsets[d])
-        for b in ends[woff[d]:woff[d + 1]]:
-            words.append(data[a:b].decode("utf-8", "surrogatepass"))
-            a = b
-        out.append(words)
-    return out
 
 
 def cut_compiled(text: str, user_dict=None) -> list[str]:
