@@ -68,6 +68,14 @@ def one_line_error(err: str) -> str:
     return lines[0]
 
 
+def error_line(err: str) -> str:
+    """The one 'Error:' line of a refusal (click's usage lines may stand before it), no traceback."""
+    assert "Traceback" not in err, err
+    lines = [x for x in err.splitlines() if x.startswith("Error: ")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
 def report(out: Path) -> dict:
     return json.loads((out / "report.json").read_text(encoding="utf-8"))
 

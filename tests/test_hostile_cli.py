@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hostile import cli, one_line_error, write_jsonl
+from hostile import cli, error_line, one_line_error, write_jsonl
 
 from neardup import run_dedup
 from neardup.cli import main
@@ -32,14 +32,6 @@ pytestmark = pytest.mark.skipif(not os.path.exists(ZERO), reason="needs /dev/zer
 TEXTS = ["the quick brown fox jumps over the lazy dog again and again",
          "the quick brown fox jumps over the lazy dog again and again!",
          "something else entirely different here to say about gardens"]
-
-
-def error_line(err: str) -> str:
-    """The one 'Error:' line of a refusal (click's usage lines may stand before it), no traceback."""
-    assert "Traceback" not in err, err
-    lines = [x for x in err.splitlines() if x.startswith("Error: ")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 # -- 1. files that are not a corpus: bounded reads ------------------------------------------------------

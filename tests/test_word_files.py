@@ -366,7 +366,7 @@ def test_idf_fit_refuses_bad_outputs_and_counts_skips(tmp_path):
     res = runner.invoke(main, ["idf", "fit", str(src), "-o", str(tmp_path)])
     assert res.exit_code == 2 and "is a folder" in res.output
     res = runner.invoke(main, ["idf", "fit", str(src), "-o", str(src)])
-    assert res.exit_code == 2 and "is one of the inputs" in res.output
+    assert res.exit_code == 2 and "is the input" in res.output
     assert src.read_text(encoding="utf-8").startswith('{"text"')
     res = runner.invoke(main, ["idf", "fit", str(src), "-o", str(tmp_path / "i.txt")])
     assert res.exit_code != 0 and "in.jsonl:2" in res.output and not (tmp_path / "i.txt").exists()

@@ -2,14 +2,13 @@
 ``--weighting tfidf --idf PATH`` (or ``--compat yanyiwu --idf PATH``)."""
 from __future__ import annotations
 
-import os
 import sys
 import time
 
 import click
 
 from ..config import DedupConfig, click_options
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
 from . import ParameterError, main
 from .index import _rows
 
@@ -47,9 +46,10 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
       neardup idf fit news/ --compat yanyiwu -o idf.utf8     # for --compat yanyiwu --idf idf.utf8
     """
     from ..features.weights import fit_idf_words  # noqa: PLC0415
+    from ..io.outfile import check_output_file, replacing  # noqa: PLC0415
     from ..io.readers import batched  # noqa: PLC0415
     from ..io.sources import expand_inputs  # noqa: PLC0415
-    from ..text.dictionaries import load_user_dict, write_idf  # noqa: PLC0415
+    from ..text.dictionaries import load_user_dict, word_files, write_idf  # noqa: PLC0415
 
     if compat is not None and compat != "yanyiwu":
         raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu weighs words by IDF)")
@@ -61,15 +61,11 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
                     idf=None if compat else "jieba").resolved()
     except ConfigError as exc:
         raise ParameterError(str(exc)) from None
-    if output != "-":
-        if os.path.isdir(output):
-            raise click.UsageError(f"-o {output} is a folder; give the path of the table to write")
     specs = expand_inputs(list(inputs), input_format)
-    if output != "-":
-        target = os.path.realpath(output)
-        for spec in specs:
-            if spec.path is not None and os.path.realpath(spec.path) == target:
-                raise click.UsageError(f"-o {output} is one of the inputs; write the table elsewhere")
+    try:        # the one rule for output files, before anything is read
+        check_output_file(output, specs, files=word_files(user_dict=user_dict))
+    except OutputError as exc:
+        raise ParameterError(str(exc)) from None
     seen: list = []            # the reader's list of skipped rows (one list, filled as it reads)
 
     def texts():
@@ -89,7 +85,11 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
         values = values[keep]
     if not words:
         raise click.ClickException(f"no words found in {n} documents: nothing to write to {output}")
-    write_idf(output, words, values)
+    if output == "-":
+        write_idf(output, words, values)
+    else:
+        with replacing(output) as tmp:
+            write_idf(tmp, words, values)
     click.echo(f"{n} documents, {len(words)} words, {len(seen[0]) if seen else 0} rows skipped, "
                f"{time.perf_counter() - start:.2f} s → {output}", err=True)
     sys.stderr.flush()

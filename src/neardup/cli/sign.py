@@ -18,6 +18,7 @@ from ..io.sources import expand_inputs
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import feature_signer
+from ..text.dictionaries import word_files
 from ..text.normalize import Normalizer
 from ..text.tokenize import TOKENIZERS
 from . import ParameterError, main
@@ -129,7 +130,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
     n_bytes = 0
     distinct: set = set()
     start = time.perf_counter()
-    check_output_file(output, expand_inputs(list(inputs), input_format))
+    check_output_file(output, expand_inputs(list(inputs), input_format), files=word_files(idf, user_dict, stop_words))
     docs = iter_documents(inputs, fmt=input_format, text_field=text_field, id_field=id_field, on_error=on_error,
                           skipped=skipped)
     with _output_file(output) as out:
@@ -166,7 +167,7 @@ def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig)
         cfg = cfg.resolved()
     except ConfigError as exc:
         raise ParameterError(str(exc)) from None
-    check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format))
+    check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format), cfg)
     start = time.perf_counter()
     got = write_signatures(list(inputs), output, cfg, fmt)
     secs = time.perf_counter() - start

@@ -25,12 +25,16 @@ def ids_path(npy_path: str) -> str:
     return base + ".ids.jsonl"
 
 
-def check_sign_outputs(output: str, fmt: str, specs) -> None:
+def check_sign_outputs(output: str, fmt: str, specs, cfg) -> None:
     """The files ``sign --format`` will write — ``output`` and, for ``.npy``, its ids beside it — checked
-    by the one rule for output files (:func:`neardup.io.outfile.check_output_file`) against the inputs."""
-    check_output_file(output, specs)
+    by the one rule for output files (:func:`neardup.io.outfile.check_output_file`) against the inputs
+    and the word files of ``cfg``."""
+    from ..text.dictionaries import word_files  # noqa: PLC0415
+
+    files = word_files(cfg.idf, cfg.user_dict, cfg.stop_words)
+    check_output_file(output, specs, files=files)
     if fmt == "npy":
-        check_output_file(ids_path(output), specs, what=f"the ids file beside {output}")
+        check_output_file(ids_path(output), specs, what=f"the ids file beside {output}", files=files)
 
 
 def _column_name(cfg) -> str:

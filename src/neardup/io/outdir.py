@@ -102,6 +102,18 @@ def check_outdir_path(outdir: str, inputs=()) -> str:
     return os.path.abspath(outdir)
 
 
+def _missing(path: str) -> list[str]:
+    """The folders ``os.makedirs(path)`` would create: ``path`` and each missing parent, deepest first."""
+    out = []
+    while path and not os.path.lexists(path):
+        out.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return out
+
+
 def read_manifest(outdir: str) -> dict | None:
     path = os.path.join(outdir, MANIFEST)
     try:
@@ -199,11 +211,12 @@ class StagedOutput:
         self.label = os.fspath(outdir)
         self._fd = None
         self.tmp = self.out = self.work = None
-        self._made = self._committed = False
+        self._made: list[str] = []       # the folders this run creates: OUTDIR, then the parents it lacked
+        self._committed = False
 
     # -- opening ------------------------------------------------------------------------------
     def __enter__(self) -> StagedOutput:
-        self._made = not os.path.lexists(self.outdir)
+        self._made = _missing(self.outdir)
         try:
             os.makedirs(self.outdir, exist_ok=True)
         except OSError as exc:
@@ -300,8 +313,9 @@ class StagedOutput:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
         if self._made and not self._committed and self._fd in HELD_LOCKS:
-            with contextlib.suppress(OSError):   # a failed run leaves no folder it created (removed
-                os.rmdir(self.outdir)           # only empty, and while still holding its lock)
+            with contextlib.suppress(OSError):   # a failed run leaves no folder it created (OUTDIR and the
+                for folder in self._made:       # parents made for it, each removed only empty, deepest
+                    os.rmdir(folder)            # first, and while still holding the lock)
         if self._fd is not None:
             HELD_LOCKS.discard(self._fd)
             os.close(self._fd)     # releases the lock

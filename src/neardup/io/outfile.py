@@ -5,8 +5,9 @@ beside them, such as ``sigs.ids.jsonl``): one rule, checked before anything is r
 * anything else must be a regular file or not exist yet: a folder, a device (``/dev/null``), a
   FIFO, a socket or a symbolic link is refused — neardup replaces only regular files, never a link
   or what it points to;
-* it must not be an input, nor the same file under another name (a hard link), nor lie inside an
-  input folder, and its folder must exist;
+* it must not be an input, nor a file the command reads besides them (a word file: ``--idf``,
+  ``--user-dict``, ``--stop-words``), nor the same file under another name (a hard link), nor lie
+  inside an input folder, and its folder must exist;
 * it is written under a new temporary name beside it (``O_EXCL``) and renamed over it only when
   complete: a failed or interrupted command leaves the previous file as it was.
 """
@@ -28,9 +29,21 @@ def _within(child: str, parent: str) -> bool:
     return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
 
 
-def check_output_file(path: str, inputs=(), what: str = "-o") -> str:
+def _same(path: str, real: str, exists: bool, other: str) -> bool:
+    """Whether ``path`` (resolved: ``real``) and ``other`` are one file, by name or as hard links."""
+    if real == os.path.realpath(other):
+        return True
+    if exists:
+        with contextlib.suppress(OSError):
+            return os.path.samefile(path, other)
+    return False
+
+
+def check_output_file(path: str, inputs=(), what: str = "-o", files=()) -> str:
     """``path`` checked by the module's rule against ``inputs`` (input specs: ``path``, ``label``,
-    ``fmt``, ``pipe``); returns it. :class:`OutputError` naming ``what`` and the path otherwise."""
+    ``fmt``, ``pipe``) and ``files``, the (option, path) of the other files the command reads
+    (:func:`~neardup.text.dictionaries.word_files`); returns it. :class:`OutputError` naming ``what``
+    and the path otherwise."""
     if path is None or str(path).strip() == "":
         raise OutputError(f"{what}: the output file name is empty")
     path = os.fspath(path)
@@ -56,16 +69,15 @@ def check_output_file(path: str, inputs=(), what: str = "-o") -> str:
     for spec in inputs:
         if getattr(spec, "pipe", False) or getattr(spec, "path", None) in (None, STDOUT):
             continue
-        src = os.path.realpath(spec.path)
-        same = real == src
-        if not same and st is not None:
-            with contextlib.suppress(OSError):
-                same = os.path.samefile(path, spec.path)
-        if same:
+        if _same(path, real, st is not None, spec.path):
             raise OutputError(f"{path}: is the input {spec.label}; {what} must name another file")
-        if getattr(spec, "fmt", None) == "dir" and _within(real, src):
+        if getattr(spec, "fmt", None) == "dir" and _within(real, os.path.realpath(spec.path)):
             raise OutputError(f"{path}: lies inside the input folder {spec.label}; the output would become an "
                               "input row; choose a file outside it")
+    for option, other in files:
+        if _same(path, real, st is not None, other):
+            raise OutputError(f"{path}: is the file of {option}, which this command reads; {what} must name "
+                              "another file")
     return path
 
 

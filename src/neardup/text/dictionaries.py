@@ -209,8 +209,10 @@ def user_frequency(entry: tuple[str, str | None, str | None]) -> int | None:
 
 def write_idf(path, words, values) -> None:
     """Write ``word idf`` lines (words sorted by code point, values with 12 significant digits: the
-    same corpus always gives the same bytes), atomically (a temporary file renamed into place). A
-    table larger than :data:`MAX_IDF_BYTES` is refused (``--idf`` would not read it back)."""
+    same corpus always gives the same bytes) to the file ``path``, fsynced (``-``: standard output).
+    A table larger than :data:`MAX_IDF_BYTES` is refused (``--idf`` would not read it back). ``neardup
+    idf fit`` writes into the temporary file of :func:`neardup.io.outfile.replacing`, renamed over its
+    ``-o`` only once whole."""
     order = sorted(range(len(words)), key=lambda i: words[i])
     body = "".join(f"{words[i]} {float(values[i]):.12g}\n" for i in order).encode("utf-8")
     if len(body) > MAX_IDF_BYTES:
@@ -224,27 +226,21 @@ def write_idf(path, words, values) -> None:
         sys.stdout.buffer.write(body)
         sys.stdout.flush()
         return
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with open(path, "wb") as fh:
+        fh.write(body)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def word_files(idf=None, user_dict=None, stop_words=None) -> list[tuple[str, str]]:
+    """(option, path) of the word files given; ``idf="jieba"`` (the shipped table) is none."""
+    given = (("--idf", None if idf == "jieba" else idf), ("--user-dict", user_dict), ("--stop-words", stop_words))
+    return [(option, os.fspath(path)) for option, path in given if path is not None]
 
 
 def file_keys(idf=None, user_dict=None, stop_words=None) -> dict:
     """The content keys of the files given (``{"idf_sha256": ..., ...}``), for configs that must
     notice a changed file; ``idf="jieba"`` (the shipped table) has none."""
-    out = {}
-    if idf is not None and idf != "jieba":
-        out["idf_sha256"] = load_idf(idf).sha256
-    if user_dict is not None:
-        out["user_dict_sha256"] = load_user_dict(user_dict).sha256
-    if stop_words is not None:
-        out["stop_words_sha256"] = load_stop_words(stop_words).sha256
-    return out
+    keys = {"--idf": ("idf_sha256", load_idf), "--user-dict": ("user_dict_sha256", load_user_dict),
+            "--stop-words": ("stop_words_sha256", load_stop_words)}
+    return {keys[option][0]: keys[option][1](path).sha256 for option, path in word_files(idf, user_dict, stop_words)}
