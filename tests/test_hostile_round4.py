@@ -5,9 +5,12 @@ word files, and the folders a failed run made. Each is one clear line (or the ri
 traceback, and nothing the user owns is replaced."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
 
+import pytest
 from hostile import BASE, cli, error_line, one_line_error, write_jsonl
 
 
@@ -63,6 +66,102 @@ def test_an_output_file_is_never_a_word_file_the_command_reads(tmp_path):
         line = error_line(err)
         assert code != 0 and f"the file of {option}" in line, (args, err)
     assert {p: p.read_bytes() for p in saved} == saved
+
+
+# -- 3. dedup --index: a rerun is the same content, not just the same name, size and time ------------------
+def test_a_new_input_with_the_old_name_size_and_time_is_added_to_the_index(tmp_path):
+    src = tmp_path / "batch.jsonl"
+    first = {"id": "d1", "text": "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"}
+    second = {"id": "d2", "text": "ALPHA beta gamma delta epsilon zeta eta theta iota kappa lambda nu"}
+    src.write_text(json.dumps(first) + "\n", encoding="utf-8")
+    os.utime(src, ns=(10**18, 10**18))
+    idx = tmp_path / "idx"
+    assert cli("dedup", src, "--id-field", "id", "--index", idx, "-o", tmp_path / "o1", "-q")[0] == 0
+    code, _, err = cli("dedup", src, "--id-field", "id", "--index", idx, "-o", tmp_path / "o1", "-q")
+    assert code == 0 and json.loads((tmp_path / "o1" / "report.json").read_text())["index"]["rerun"], err
+    src.write_text(json.dumps(second) + "\n", encoding="utf-8")          # as long, and given the same time
+    os.utime(src, ns=(10**18, 10**18))
+    code, _, err = cli("dedup", src, "--id-field", "id", "--index", idx, "-o", tmp_path / "o2", "-q")
+    assert code == 0, err
+    rep = json.loads((tmp_path / "o2" / "report.json").read_text())["index"]
+    assert not rep["rerun"] and rep["added"] == 1
+    code, out, _ = cli("index", "stats", idx, "--json")
+    assert json.loads(out)["documents"] == 2
+
+
+# -- 6. index verify on a manifest that parses but is not one neardup wrote -----------------------------------
+MANIFEST_DAMAGE = {
+    "n is text": lambda m: m["segments"][0].__setitem__("n", "12"),
+    "first_id is text": lambda m: m["segments"][0].__setitem__("first_id", "1"),
+    "no dir": lambda m: m["segments"][0].pop("dir"),
+    "dir outside": lambda m: m["segments"][0].__setitem__("dir", "../elsewhere"),
+    "files a list": lambda m: m["segments"][0].__setitem__("files", [1, 2]),
+    "a file record text": lambda m: m["segments"][0]["files"].__setitem__("sigs.npy", "x"),
+    "segment a number": lambda m: m["segments"].__setitem__(0, 5),
+    "salt text": lambda m: m.__setitem__("wal_salt", "x"),
+    "format text": lambda m: m.__setitem__("format", "x"),
+    "deleted record a number": lambda m: m.__setitem__("deleted_file", 5),
+    "deleted a number": lambda m: m.__setitem__("deleted", 5),
+}
+
+
+@pytest.fixture(scope="module")
+def two_segments(tmp_path_factory):
+    root = tmp_path_factory.mktemp("idx")
+    src = write_jsonl(root / "in.jsonl", ids=list(range(12)))
+    idx = root / "idx"
+    assert cli("index", "create", idx)[0] == 0
+    assert cli("index", "add", idx, src, "--id-field", "id")[0] == 0
+    assert cli("index", "add", idx, src, "--id-field", "id", "--replace")[0] == 0   # a second segment, removals
+    return idx
+
+
+@pytest.mark.parametrize("damage", sorted(MANIFEST_DAMAGE))
+def test_verify_and_repair_refuse_a_misshapen_manifest_in_one_line(two_segments, tmp_path, damage):
+    idx = tmp_path / "idx"
+    shutil.copytree(two_segments, idx)
+    m = json.loads((idx / "MANIFEST").read_text())
+    MANIFEST_DAMAGE[damage](m)
+    (idx / "MANIFEST").write_text(json.dumps(m))
+    for args in (["index", "verify", idx], ["index", "verify", idx, "--repair", tmp_path / "new"]):
+        code, _, err = cli(*args)
+        assert code == 1 and "MANIFEST" in one_line_error(err), (args, err)
+    code, _, err = cli("index", "stats", idx)          # (refused on open: the manifest's checksum)
+    assert code == 1 and one_line_error(err)
+    assert not (tmp_path / "new").exists()
+
+
+def test_repair_refuses_unreadable_parameters_in_one_line(two_segments, tmp_path):
+    for config in ("{not json", "[1]", None):
+        idx = tmp_path / "idx"
+        shutil.rmtree(idx, ignore_errors=True)
+        shutil.copytree(two_segments, idx)
+        m = json.loads((idx / "MANIFEST").read_text())
+        if config is None:
+            del m["meta"]["config"]
+        else:
+            m["meta"]["config"] = config
+        (idx / "MANIFEST").write_text(json.dumps(m))
+        code, _, err = cli("index", "verify", idx, "--repair", tmp_path / "new")
+        assert code == 1 and "parameters are unreadable" in one_line_error(err), err
+        assert not (tmp_path / "new").exists()
+
+
+def test_an_intact_index_still_verifies_and_repairs(two_segments, tmp_path):
+    code, out, err = cli("index", "verify", two_segments, "--repair", tmp_path / "new")
+    assert code == 0 and "repaired into" in out and "12 documents" in out, err
+
+
+# -- 7. index query --max-distance beyond what the index finds --------------------------------------------------
+def test_index_query_max_distance_beyond_the_index_is_one_line(tmp_path):
+    idx = tmp_path / "idx"
+    assert cli("index", "create", idx, "--method", "simhash", "--bits", "3")[0] == 0
+    src = write_jsonl(tmp_path / "in.jsonl", ids=list(range(12)))
+    assert cli("index", "add", idx, src, "--id-field", "id")[0] == 0
+    code, _, err = cli("index", "query", idx, "--text", BASE, "--max-distance", "30")
+    assert code == 2 and "--max-distance 30" in one_line_error(err) and "[0, 3]" in err
+    code, out, err = cli("index", "query", idx, "--text", BASE + " copy 0", "--max-distance", "3")
+    assert code == 0 and json.loads(out)["matches"][0]["id"] == 0, err
 
 
 # -- 10. a failed run leaves none of the folders it made for -o -------------------------------------------------

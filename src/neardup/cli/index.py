@@ -23,7 +23,7 @@ import click
 
 from ..config import DedupConfig, click_options
 from ..io.readers import batched
-from . import main
+from . import ParameterError, main
 
 _ALGO = ("threshold", "metric", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf",
          "user_dict", "stop_words", "top_n", "compat", "lsh_mode", "recall", "bands", "rows")
@@ -166,6 +166,11 @@ def query(path, inputs, texts, id_field, text_field, threshold, max_distance, to
         if simhash and threshold is not None or not simhash and max_distance is not None:
             raise click.UsageError("--threshold is for MinHash and verified SimHash indexes, --max-distance for "
                                    "classic SimHash ones (--bits)")
+        if simhash:
+            try:                # the index's own rule: no more than its block keys guarantee to find
+                idx._distance(max_distance)
+            except ValueError as exc:
+                raise ParameterError(f"--max-distance {max_distance}: {exc}") from None
         for batch in batched(_rows(inputs, text_field, id_field, on_error, texts), 4096):
             docs = [t for _, t, _ in batch]
             found = idx.query_batch(docs, max_distance) if simhash else idx.query_batch(docs, threshold)

@@ -14,10 +14,11 @@ the new rows and their matches, not with the index.
 
 One unit, also after a crash. The outputs are staged in full first; then the kept rows become one
 index segment, published by the manifest rename together with a *run record*: a key made from the
-configuration and each input's name, size and modification time, and the segment's name. Then the
-outputs are put in place. A rerun of the same command finds its run record: it queries the index as
-it was before that segment, writes the same outputs, and adds nothing. So a crash at any point
-leaves the old state or the new one, and rerunning completes it without adding a document twice.
+configuration and each input's name, size, modification time and content digest, and the segment's
+name. Then the outputs are put in place. A rerun of the same command finds its run record: it
+queries the index as it was before that segment, writes the same outputs, and adds nothing. So a
+crash at any point leaves the old state or the new one, and rerunning completes it without adding a
+document twice.
 """
 from __future__ import annotations
 
@@ -102,16 +103,19 @@ def index_kind(cfg: DedupConfig) -> str:
 
 
 def run_key(specs, cfg: DedupConfig) -> str:
-    """What makes two runs "the same command": the algorithm's parameters and each input's name, size
-    and modification time."""
+    """What makes two runs "the same command": the algorithm's parameters and each input's name, size,
+    modification time and the xxh3-128 digest of its whole content (as ``--resume`` binds its inputs):
+    another file of the same name, size and time is another run, whose kept rows are added."""
+    from .resume import content_digest  # noqa: PLC0415
+
     algo = {k: v for k, v in cfg.group("algorithm").items()}
     ins = []
     for s in specs:
         try:
             st = os.stat(s.path)
-            ins.append([s.label, st.st_size, st.st_mtime_ns])
+            ins.append([s.label, st.st_size, st.st_mtime_ns, content_digest(s.path)])
         except OSError:
-            ins.append([s.label, None, None])
+            ins.append([s.label, None, None, None])
     blob = json.dumps({"algorithm": algo, "id_field": cfg.id_field, "text_field": cfg.text_field, "inputs": ins},
                       sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]

@@ -26,7 +26,7 @@ from . import wal
 from .disk import open_index_class
 from .files import digest, load_array
 from .segment import Segment, decode_key
-from .segments import MANIFEST, manifest_problem
+from .segments import MANIFEST, manifest_problem, manifest_shape_problem
 from .store import IndexCorruptError, NotAnIndexError
 
 _KEY_FILES = ("key_off.npy", "key_bytes.npy")
@@ -38,11 +38,24 @@ def _manifest(path: Path) -> dict:
         raise NotAnIndexError(f"{path} is not a neardup index folder (no {MANIFEST})")
     try:
         m = json.loads(p.read_bytes())
-        if not isinstance(m, dict) or not isinstance(m.get("segments"), list) or not isinstance(m.get("meta"), dict):
-            raise ValueError("fields missing")
-    except ValueError as exc:
+        why = manifest_shape_problem(m) if isinstance(m, dict) else "not a JSON object"
+        if why:
+            raise ValueError(why)
+    except (ValueError, RecursionError) as exc:
         raise IndexCorruptError(f"{p}: unreadable ({exc}); nothing can be verified or salvaged without it") from None
     return m
+
+
+def _config(path: Path, m: dict) -> dict:
+    """The index's parameters, as its manifest keeps them (what a new index is made with)."""
+    try:
+        config = json.loads(m["meta"]["config"])
+        if not isinstance(config, dict):
+            raise ValueError("not a JSON object")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexCorruptError(f"{path / MANIFEST}: the index's parameters are unreadable ({exc}); nothing can be "
+                                "salvaged without them") from None
+    return config
 
 
 def _segment_report(path: Path, s: dict) -> dict:
@@ -152,7 +165,7 @@ def repair_index(path, new_path) -> dict:
     report = verify_index(path)
     m = _manifest(path)
     cls = open_index_class(m["meta"])
-    config = json.loads(m["meta"]["config"])
+    config = _config(path, m)
     lost = []
     new = cls._create(new_path, config, exist_ok=False, store=None, options={})
     try:

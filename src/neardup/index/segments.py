@@ -101,6 +101,33 @@ def manifest_problem(m: dict) -> str:
     return ""
 
 
+def _record(x) -> bool:
+    """A file's manifest record: ``[size, xxh3-64 hex]``."""
+    return isinstance(x, list) and len(x) == 2 and isinstance(x[0], int) and x[0] >= 0 and isinstance(x[1], str)
+
+
+def manifest_shape_problem(m) -> str:
+    """Why manifest ``m`` (as parsed) is not shaped as neardup writes one — a field missing or of the
+    wrong type, a name that is not a plain entry of the folder; empty when it is. The one rule the
+    index (on open) and ``index verify`` (before it reads any field) both apply."""
+    try:
+        segs = m["segments"]
+        ok = (m.get("format") in (2, FORMAT)
+              and all(isinstance(m[k], int) and m[k] >= 0 for k in ("generation", "next_id", "count"))
+              and isinstance(m["meta"], dict) and isinstance(m["wal"], str) and isinstance(segs, list)
+              and all(isinstance(x, dict) and _plain(x.get("dir")) and isinstance(x.get("first_id"), int)
+                      and isinstance(x.get("n"), int) and x["n"] >= 0
+                      and (x.get("files") is None or isinstance(x["files"], dict)
+                           and all(_plain(k) and _record(v) for k, v in x["files"].items()))
+                      for x in segs)
+              and _plain(m["wal"]) and (m["deleted"] is None or _plain(m["deleted"]))
+              and isinstance(m.get("wal_salt", 0), int)
+              and (m.get("deleted_file") is None or _record(m["deleted_file"])))
+    except (KeyError, TypeError, AttributeError):
+        ok = False
+    return "" if ok else "a field is missing or of the wrong type"
+
+
 def _threads() -> int:
     import numba  # noqa: PLC0415  (numba's import is 0.3 s; only a large query batch needs its thread count)
 
@@ -254,18 +281,9 @@ class SegmentStore(IndexStore):
         why = manifest_problem(m)
         if why:
             raise IndexCorruptError(f"{path}: {why}; run `neardup index verify`")
-        try:
-            segs = m["segments"]
-            ok = (all(isinstance(m[k], int) and m[k] >= 0 for k in ("generation", "next_id", "count"))
-                  and isinstance(m["meta"], dict) and isinstance(m["wal"], str) and isinstance(segs, list)
-                  and all(isinstance(x, dict) and _plain(x.get("dir")) and isinstance(x.get("first_id"), int)
-                          and isinstance(x.get("n"), int) and x["n"] >= 0 for x in segs)
-                  and _plain(m["wal"]) and (m["deleted"] is None or _plain(m["deleted"])))
-        except (KeyError, TypeError):
-            ok = False
-        if not ok:
-            raise IndexCorruptError(f"{path}: not a manifest this neardup wrote (a field is missing or of the "
-                                    "wrong type)")
+        why = manifest_shape_problem(m)
+        if why:
+            raise IndexCorruptError(f"{path}: not a manifest this neardup wrote ({why})")
         return m
 
     def _manifest_stamp(self):
