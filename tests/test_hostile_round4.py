@@ -89,6 +89,45 @@ def test_a_new_input_with_the_old_name_size_and_time_is_added_to_the_index(tmp_p
     assert json.loads(out)["documents"] == 2
 
 
+# -- 4. --keep key: an integer past float's range is the largest value, not a traceback --------------------
+def test_a_keep_value_past_floats_range_ranks_highest(tmp_path):
+    src = tmp_path / "in.jsonl"
+    huge = "1" + "0" * 400                       # an integer JSON reads whole, past float's range
+    rows = [{"id": 0, "score": "1"}, {"id": 1, "score": huge}, {"id": 2, "score": "-" + huge}, {"id": 3, "score": "3"}]
+    rows = [f'{{"id": {r["id"]}, "text": "{BASE}", "score": {r["score"]}}}' for r in rows]
+    src.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code, _, err = cli("dedup", src, "--keep", "key", "--keep-field", "score", "--id-field", "id", "-o", out, "-q",
+                       "--workers", "1")
+    assert code == 0, err
+    kept = [json.loads(x)["id"] for x in (out / "clusters.jsonl").read_text().splitlines() if json.loads(x)["kept"]]
+    assert kept == [1]
+
+
+# -- 5. serve --token-file: one line for a file that is not a token ---------------------------------------
+def test_serve_token_file_that_is_not_utf8_or_endless_is_one_line(tmp_path, monkeypatch):
+    import neardup.cli.index as index_cli
+
+    def served(*a, **k):
+        raise AssertionError("the service started with this token file")
+
+    monkeypatch.setattr(index_cli, "_open", served)
+    idx = tmp_path / "idx"
+    assert cli("index", "create", idx)[0] == 0
+    bad = tmp_path / "bad.tok"
+    bad.write_bytes(b"\xff\xfe token")
+    big = tmp_path / "big.tok"
+    big.write_bytes(b"t" * (1 << 20))
+    empty = tmp_path / "empty.tok"
+    empty.write_bytes(b" \n")
+    for path, said in ((bad, "not UTF-8"), (big, "size limit"), (empty, "is empty")):
+        code, _, err = cli("serve", "--index", idx, "--port", "0", "--token-file", path)
+        assert code == 1 and said in one_line_error(err) and str(path) in err, err
+    if os.path.exists("/dev/zero"):
+        code, _, err = cli("serve", "--index", idx, "--port", "0", "--token-file", "/dev/zero")
+        assert code == 1 and "size limit" in one_line_error(err)
+
+
 # -- 6. index verify on a manifest that parses but is not one neardup wrote -----------------------------------
 MANIFEST_DAMAGE = {
     "n is text": lambda m: m["segments"][0].__setitem__("n", "12"),
@@ -162,6 +201,17 @@ def test_index_query_max_distance_beyond_the_index_is_one_line(tmp_path):
     assert code == 2 and "--max-distance 30" in one_line_error(err) and "[0, 3]" in err
     code, out, err = cli("index", "query", idx, "--text", BASE + " copy 0", "--max-distance", "3")
     assert code == 0 and json.loads(out)["matches"][0]["id"] == 0, err
+
+
+# -- 8. --top-n of any size signs as a top-n of every feature ---------------------------------------------------
+def test_a_huge_top_n_signs_like_keeping_every_feature(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl")
+    outs = []
+    for n in ("999999999999", "1000"):
+        code, out, err = cli("sign", src, "--method", "simhash", "--top-n", n)
+        assert code == 0, err
+        outs.append(out)
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) == 12
 
 
 # -- 10. a failed run leaves none of the folders it made for -o -------------------------------------------------

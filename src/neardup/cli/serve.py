@@ -57,10 +57,7 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
 
     token = None
     if token_file:
-        with open(token_file, encoding="utf-8") as fh:
-            token = fh.read().strip()
-        if not token:
-            raise click.ClickException(f"{token_file} is empty: put the bearer token in it")
+        token = read_token(token_file)
     warning = exposure_warning(host, token is not None, port)
     if warning:
         print(warning, file=sys.stderr, flush=True)
@@ -91,6 +88,25 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
         if app is not None:
             app.state.service.close()
         idx.close()
+
+
+MAX_TOKEN_BYTES = 64 << 10       # a bearer token is a line; the file is read no further (/dev/zero stops here)
+
+
+def read_token(path: str) -> str:
+    """The bearer token of ``--token-file``: its UTF-8 text, white space around it removed; a file
+    that is empty, not UTF-8 or over :data:`MAX_TOKEN_BYTES` is one error naming it."""
+    from ..text.dictionaries import read_limited  # noqa: PLC0415
+
+    data = read_limited(path, MAX_TOKEN_BYTES, "token file (--token-file)", "; a bearer token is one short line")
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{path}: the token file (--token-file) is not UTF-8 (byte {exc.start + 1})") \
+            from None
+    if not token:
+        raise click.ClickException(f"{path} is empty: put the bearer token in it")
+    return token
 
 
 def exposure_warning(host: str, has_token: bool, port: int) -> str | None:

@@ -143,8 +143,11 @@ class SimHasher:
             # weights, top N and the fold of the distinct features in one compiled pass (the steps below)
             u = features.unique()
             idf = self.idf if self.weighting == "tfidf" else _NO_IDF
+            # the kernel's selection buffers hold top_n entries: never more than a document has
+            # features (the same features kept), so --top-n 10**12 allocates no terabytes
+            top = min(self.top_n or 0, max(1, int(np.diff(u.offsets).max(initial=0))))
             return weighted_fold_batch(u.hashes, u.counts, u.offsets, WEIGHTINGS.index(self.weighting),
-                                       *idf.slots, idf.keys, idf.values, idf.default, self.top_n or 0)
+                                       *idf.slots, idf.keys, idf.values, idf.default, top)
         uniq, w = self.weights(features)
         return fold_batch(uniq.hashes, np.ascontiguousarray(w, dtype=np.float64), uniq.offsets)
 

@@ -118,8 +118,8 @@ def keep_value(value) -> tuple[float | None, str | None]:
     elif isinstance(value, numbers.Real):
         try:
             x = float(value)
-        except OverflowError:
-            x = math.copysign(math.inf, value)
+        except OverflowError:         # an integer past float's range: beyond every float, on its side
+            x = math.inf if value > 0 else -math.inf
     else:
         return None, f"is a {type(value).__name__}, not a number"
     if math.isnan(x):
