@@ -5,13 +5,18 @@ word files, and the folders a failed run made. Each is one clear line (or the ri
 traceback, and nothing the user owns is replaced."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import stat
 
 import pytest
-from hostile import BASE, cli, error_line, one_line_error, write_jsonl
+from hostile import BASE, cli, docs, error_line, one_line_error, write_jsonl
+from test_resume import _checkpointed
+
+from neardup import DedupConfig, run_dedup
+from neardup.errors import ConfigError
 
 
 # -- 1. idf fit -o follows the one rule for output files ---------------------------------------------------
@@ -212,6 +217,24 @@ def test_a_huge_top_n_signs_like_keeping_every_feature(tmp_path):
         assert code == 0, err
         outs.append(out)
     assert outs[0] == outs[1] and len(outs[0].splitlines()) == 12
+
+
+# -- 9. --resume: a word file changed since the checkpoint is another run -----------------------------------------
+def test_resume_refuses_a_checkpoint_made_with_other_word_file_contents(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", docs(30))
+    stop = tmp_path / "stop.txt"
+    stop.write_text("licence\nsoftware\n", encoding="utf-8")
+    cfg = DedupConfig(workers=1, quiet=True, html=False, method="simhash", bits=3, stop_words=str(stop), resume=True)
+    out = _checkpointed(tmp_path, src, cfg)
+    stop.write_text("the\nof\nand\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        run_dedup([str(src)], str(out), cfg)
+    msg = str(refused.value)
+    assert "the file of --stop-words changed since" in msg and "cannot be read" not in msg, msg
+    with pytest.raises(ConfigError) as refused:        # any other difference: named once, not as unreadable
+        run_dedup([str(src)], str(out), dataclasses.replace(cfg, bits=4))
+    assert "made with bits=3, this run has bits=4" in str(refused.value)
+    assert "cannot be read" not in str(refused.value)
 
 
 # -- 10. a failed run leaves none of the folders it made for -o -------------------------------------------------

@@ -6,7 +6,8 @@ next to OUTDIR: ``arrays.npz`` (signatures, empty flags, set sizes and — with 
 the shingles) and ``state.json`` (the per-row bookkeeping and a fingerprint of the run). It is
 written to a temporary name and renamed, so it is whole or absent; it is removed when the outputs
 are in place. A later run with ``--resume`` and the same OUTDIR uses it when the fingerprint
-matches — neardup's version, every parameter that changes a result, and per input its path,
+matches — neardup's version, every parameter that changes a result (the word files of ``--idf``,
+``--user-dict`` and ``--stop-words`` by the SHA-256 of their content too), and per input its path,
 format, size, modification time and the xxh3-128 digest of its whole content (read again at ~20
 GB/s from the page cache, so a change anywhere, at the same size and time, is seen) — and
 otherwise stops with an error naming what differs (remove the folder to start over). The folder
@@ -30,7 +31,8 @@ import xxhash
 
 from .._arrays import int64_values
 from .._version import __version__
-from ..errors import ConfigError
+from ..errors import ConfigError, NeardupError
+from ..text.dictionaries import file_keys
 
 SUFFIX = ".neardup-resume"
 #: parameters that never change what pass 1 or the rest computes
@@ -101,6 +103,7 @@ def fingerprint(cfg, specs) -> dict:
     """What a checkpoint must match: version, result parameters, inputs (path, format, size, mtime,
     xxh3-128 of the whole content)."""
     params = {k: v for k, v in asdict(cfg).items() if k not in _RUN_ONLY}
+    params.update(file_keys(cfg.idf, cfg.user_dict, cfg.stop_words))   # the word files' contents, not their names
     inputs = []
     for spec in specs:
         for label, path, stamp in _files(spec):
@@ -122,6 +125,9 @@ def _difference(old: dict, new: dict) -> str:
     po, pn = old.get("parameters", {}), new["parameters"]
     for k in sorted(set(po) | set(pn)):
         if po.get(k) != pn.get(k):
+            if k.endswith("_sha256"):
+                option = "--" + k[:-len("_sha256")].replace("_", "-")
+                return f"the file of {option} changed since (its content differs)"
             return f"made with {k}={po.get(k)!r}, this run has {k}={pn.get(k)!r}"
     io, inn = old.get("inputs", []), new["inputs"]
     if [i["input"] for i in io] != [i["input"] for i in inn]:
@@ -149,6 +155,8 @@ def load(folder: str, cfg, specs):
                               "start over, or run without --resume")
         with np.load(os.path.join(folder, "arrays.npz"), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
+    except NeardupError:        # (a ValueError too) the refusal above, or an input or word file that cannot be read
+        raise
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"resume (--resume): the checkpoint {folder} cannot be read ({exc}); remove it to start "
                           "over") from None
