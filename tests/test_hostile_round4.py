@@ -251,3 +251,15 @@ def test_a_failed_run_removes_the_parent_folders_it_made(tmp_path):
     good = write_jsonl(tmp_path / "good.jsonl")
     assert cli("dedup", good, "-o", tmp_path / "x" / "y" / "out", "-q")[0] == 0
     assert (tmp_path / "x" / "y" / "out" / "report.json").is_file()
+
+
+# -- 11. pairs of no documents: an empty join, not a kernel reading past an empty array ----------------------------
+@pytest.mark.parametrize("rows", ["", '{"text": 5}\n'])
+def test_pairs_of_no_documents_is_an_empty_join(tmp_path, rows):
+    src = tmp_path / "in.jsonl"
+    src.write_text(rows, encoding="utf-8")
+    out = tmp_path / "out"
+    code, _, err = cli("pairs", src, "-o", out, "-q", "--on-error", "skip")
+    assert code == 0, err
+    counts = json.loads((out / "report.json").read_text())["counts"]
+    assert counts["pairs"] == 0 and counts["documents"] == 0

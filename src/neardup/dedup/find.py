@@ -410,7 +410,7 @@ def join_pairs(result: DuplicateResult, n: int, max_pairs: int | None = None):
     groups, gid = np.unique(labels, return_inverse=True)
     members = np.argsort(gid, kind="stable").astype(np.int64)
     count = np.bincount(gid, minlength=groups.shape[0]).astype(np.int64)
-    start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+    start = np.cumsum(count) - count          # one per group (none for no rows: the kernels read count[g])
     ga, gb = gid[lo[~ident]], gid[hi[~ident]]
     gs, gh = sim[~ident], how[~ident]
     keep = ga != gb
