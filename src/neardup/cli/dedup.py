@@ -20,8 +20,13 @@ from . import ParameterError, main
               help="Output folder: new, empty, or a previous run's (whose outputs are replaced when this run "
                    "succeeds). '-': the kept rows to stdout, nothing else written.")
 @click_options()
-@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True)
-def dedup(inputs, outdir, engine, **params):
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="Where the run executes: this machine (worker processes), or Spark (local[*] unless "
+                   "spark-submit or MASTER names a cluster; pip install 'neardup[spark]').")
+@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting for --engine spark (repeatable), e.g. spark.driver.memory=16g; by default "
+                   "the driver gets 40 % of this machine's memory in local mode.")
+def dedup(inputs, outdir, engine, spark_conf, **params):
     """Deduplicate INPUTS (JSONL[.gz|.zst|.bz2], Parquet, CSV, text lines, folders, '-'; globs allowed) into
     OUTDIR.
 
@@ -33,8 +38,10 @@ def dedup(inputs, outdir, engine, **params):
     threshold without clustering (a similarity join).
     Defaults: minhash — word 5-grams, 128 permutations (oph), Jaccard ≥ 0.8, LSH bands for 99% recall
     at the threshold, candidates decided by the signature estimate, and those near the threshold exactly
-    on shingles re-read from their texts (--verify borderline); simhash — word 3-grams, tf weights,
-    Hamming ≤ 3; sentences — the 3 longest sentences; exact — normalised text hash.
+    on shingles re-read from their texts (--verify borderline); simhash — verified: candidates within 9
+    bits of unigram-tf fingerprints, each decided by the exact Jaccard of word 5-grams ≥ 0.8 (--bits K:
+    the classic rule, every pair within K bits); sentences — the 3 longest sentences; exact — normalised
+    text hash.
 
     \b
     Spans inside documents: --method lines (repeated lines or paragraphs) and --method substrings
@@ -67,7 +74,18 @@ def dedup(inputs, outdir, engine, **params):
                    f"(of {os.cpu_count()} on the machine; more processes than CPUs only add memory)", err=True)
     if engine == "spark" and outdir == "-":
         raise click.UsageError("-o - (kept rows to stdout) works with --engine local")
-    report = run_dedup(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]))
+    extra = {}
+    if spark_conf:
+        if engine != "spark":
+            raise ParameterError("spark_conf (--spark-conf) must be given only with --engine spark; "
+                                 f"got {spark_conf[0]!r}")
+        from ..engines.spark.session import parse_spark_conf  # noqa: PLC0415  (PySpark: --engine spark only)
+
+        try:
+            extra["spark_conf"] = parse_spark_conf(spark_conf)
+        except NeardupError as exc:
+            raise ParameterError(str(exc)) from None
+    report = run_dedup(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]), **extra)
     if not quiet:
         c = report["counts"]
         t = report["timings"]

@@ -97,7 +97,7 @@ def _decisions(cfg, removed, signed, part, m: int) -> dict:
 
 
 def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, spark=None,
-                    command: str = "") -> dict:
+                    command: str = "", spark_conf: dict | None = None) -> dict:
     """``neardup dedup`` on Spark: the local engine's outputs (``kept/``, ``clusters.jsonl``, ``report.json``,
     ``report.html``) for the same clusters. ``spark``: a session (default: the active one, or a new one
     that is stopped at the end). A local ``outdir`` gets the local engine's files (through a temporary
@@ -119,13 +119,13 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
         if any(s.pipe for s in specs):
             raise ConfigError("standard input or a pipe can be read by --engine spark only into a local OUTDIR "
                               "(it is copied there first)")
-        with _session(spark, cfg) as session:
+        with _session(spark, cfg, spark_conf) as session:
             return _run(session, specs, cfg, outdir, None, command, t_start)
     from ...dedup.incremental import opened_index  # noqa: PLC0415
 
     with StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
         specs = spool(specs, stage.work)
-        with _session(spark, cfg) as session:
+        with _session(spark, cfg, spark_conf) as session:
             report = _run(session, specs, cfg, stage.out, stage.out, command, t_start, index)
         shutil.rmtree(os.path.join(stage.out, "_spark"), ignore_errors=True)
         stage.commit()

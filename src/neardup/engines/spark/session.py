@@ -10,6 +10,7 @@ import sys
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ..._arrays import physical_memory
 from ...config import DedupConfig, check_banded, cpu_count, simhash_verified
 from ...errors import ConfigError, WorkerError
 
@@ -84,38 +85,89 @@ def _local_master() -> bool:
     return (not master or master.startswith("local")) and "--master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
-@contextlib.contextmanager
-def _session(spark, cfg: DedupConfig):
-    """The session to run on: the one given, the active one, or a new one stopped at the end. A new
-    local one runs its Python workers with this very interpreter (``PYSPARK_PYTHON``), so
-    ``.venv/bin/neardup dedup --engine spark`` works without activating the environment, uses
-    4 shuffle partitions per CPU (at least 8) unless ``PYSPARK_SUBMIT_ARGS`` sets them, and logs only
-    fatal messages (``NEARDUP_SPARK_LOG_LEVEL`` to see more). A failure inside a Python worker
-    reaches the caller as one :class:`~neardup.errors.WorkerError` line (the worker's own error,
-    the JVM's trace chained)."""
-    from pyspark.errors import PythonException  # noqa: PLC0415
+def _given(name: str, conf: dict) -> bool:
+    """Whether the user set the Spark setting ``name`` (``--spark-conf``, or ``PYSPARK_SUBMIT_ARGS``)."""
+    return name in conf or name in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or (
+        name == "spark.driver.memory" and "--driver-memory" in os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
 
+
+def local_driver_memory() -> str:
+    """The driver's memory in local mode, where the one JVM is the driver and the executors: 40 % of
+    the machine's memory (the Python workers and the page cache need the rest), at least 1 GiB."""
+    phys = physical_memory()
+    gib = max(1, int(phys * 0.4) >> 30) if phys > 0 else 1
+    return f"{gib}g"
+
+
+def parse_spark_conf(items) -> dict:
+    """``KEY=VALUE`` settings (``--spark-conf``) as a dict; :class:`ConfigError` naming a bad one."""
+    out = {}
+    for item in items or ():
+        key, eq, value = str(item).partition("=")
+        if not eq or not key.strip().startswith("spark.") or not value.strip():
+            raise ConfigError(f"spark_conf (--spark-conf) must be KEY=VALUE with a Spark key (spark.…); got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@contextlib.contextmanager
+def _session(spark, cfg: DedupConfig, conf: dict | None = None):
+    """The session to run on: the one given, the active one, or a new one stopped at the end. A new
+    one takes the ``conf`` settings (``--spark-conf``); where the user set nothing: in local mode its
+    driver gets :func:`local_driver_memory` (Spark's 1 GiB default fails at a million documents) and 4
+    shuffle partitions per CPU (at least 8), on a cluster 2 per core of its default parallelism (at
+    least 8: Spark's default of 200 runs each of the ~95 stages as 200 tasks); its Python workers run
+    this very interpreter in local mode (``PYSPARK_PYTHON``), so ``.venv/bin/neardup dedup --engine
+    spark`` works without activating the environment; it logs only fatal messages
+    (``NEARDUP_SPARK_LOG_LEVEL`` to see more). A failure inside a Python worker reaches the caller as
+    one :class:`~neardup.errors.WorkerError` line (the worker's own error, the JVM's trace chained),
+    and so does a JVM that died (out of memory: the line names the setting to raise)."""
+    from py4j.protocol import Py4JError, Py4JNetworkError  # noqa: PLC0415  (PySpark's bridge: Spark runs only)
+    from pyspark.errors import PythonException  # noqa: PLC0415  (as above)
+
+    conf = dict(conf or {})
     own = spark is None and SparkSession.getActiveSession() is None
     if spark is None:
         builder = SparkSession.builder.appName("neardup dedup")
+        for key, value in conf.items():
+            builder = builder.config(key, value)
         if cfg.quiet or not sys.stderr.isatty():
             builder = builder.config("spark.ui.showConsoleProgress", "false")
-        if own and _local_master() and not os.environ.get("PYSPARK_PYTHON"):
+        local = own and _local_master()
+        if local and not os.environ.get("PYSPARK_PYTHON"):
             os.environ["PYSPARK_PYTHON"] = sys.executable     # read by the SparkContext for its workers
-        if own and _local_master() and "spark.sql.shuffle.partitions" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        if local and not _given("spark.driver.memory", conf):
+            builder = builder.config("spark.driver.memory", local_driver_memory())
+        if local and not _given("spark.sql.shuffle.partitions", conf):
             # Spark's default of 200 shuffle partitions is for clusters: on one machine each is a task
             # with a Python worker (a 40-document run: 113 s with 200, 49 s with 8)
             builder = builder.config("spark.sql.shuffle.partitions", str(max(8, 4 * cpu_count())))
         spark = builder.getOrCreate()
+        if own and not local and not _given("spark.sql.shuffle.partitions", conf):
+            spark.conf.set("spark.sql.shuffle.partitions", str(max(8, 2 * spark.sparkContext.defaultParallelism)))
         if own:   # a failing task is neardup's one line, not pages of executor log (NEARDUP_SPARK_LOG_LEVEL)
             spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", "FATAL"))
+    memory = conf.get("spark.driver.memory") or (local_driver_memory() if own and _local_master() else None)
     try:
         yield spark
     except PythonException as exc:
         raise WorkerError(f"a Spark Python worker failed: {_worker_error(str(exc))}") from exc
+    except (Py4JNetworkError, ConnectionError) as exc:
+        raise WorkerError(_jvm_died(memory)) from exc
+    except Py4JError as exc:
+        if "OutOfMemoryError" in str(exc) or "Java heap space" in str(exc):
+            raise WorkerError(_jvm_died(memory)) from exc
+        raise
     finally:
         if own:
-            spark.stop()
+            with contextlib.suppress(Exception):     # (a JVM that died cannot be stopped)
+                spark.stop()
+
+
+def _jvm_died(memory: str | None) -> str:
+    return ("the Spark driver's JVM stopped answering — most often it ran out of memory: raise spark.driver.memory "
+            f"(--spark-conf spark.driver.memory=…{'; it had ' + memory if memory else ''}), or give the run more "
+            "partitions (--spark-conf spark.sql.shuffle.partitions=…)")
 
 
 def _worker_error(message: str) -> str:
