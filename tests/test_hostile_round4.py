@@ -263,3 +263,19 @@ def test_pairs_of_no_documents_is_an_empty_join(tmp_path, rows):
     assert code == 0, err
     counts = json.loads((out / "report.json").read_text())["counts"]
     assert counts["pairs"] == 0 and counts["documents"] == 0
+
+
+# -- 12. a UTF-16 or UTF-32 text input is named as such, not read as garbage --------------------------------------
+@pytest.mark.parametrize("name, encoding", [("in.jsonl", "utf-16"), ("in.csv", "utf-16-be"), ("in.txt", "utf-16"),
+                                            ("in.txt", "utf-32")])
+def test_a_utf16_or_utf32_text_input_is_refused_naming_its_encoding(tmp_path, name, encoding):
+    src = tmp_path / name
+    body = {"in.jsonl": '{"text": "a b c d e f"}\n', "in.csv": "id,text\n1,a b c d e f\n", "in.txt": "a b c d e f\n"}[name]
+    bom = {"utf-16": "", "utf-16-be": "\ufeff", "utf-32": ""}[encoding]     # (Python's utf-16/32 write one)
+    src.write_bytes((bom + body).encode(encoding))
+    want = encoding[:6].upper()
+    for args in (["dedup", src, "-o", tmp_path / "out", "-q"], ["sign", src], ["idf", "fit", src, "-o", tmp_path / "t"]):
+        code, _, err = cli(*args)
+        line = one_line_error(err)
+        assert code != 0 and f"is {want} text" in line and name in line, (args, err)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "t").exists()

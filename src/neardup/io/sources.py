@@ -97,11 +97,29 @@ def _spec(path: str, fmt: str | None) -> InputSpec:
     f = fmt or fmt_for_name(path)
     _check_codec(path, f, codec)
     try:
-        with open(path, "rb"):
-            pass
+        with open(path, "rb") as fh:
+            head = fh.read(4)
     except OSError as exc:
         raise InputFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if f != "parquet" and codec is None:
+        _check_utf8(path, head)
     return InputSpec(os.path.abspath(path), f, codec, path, stamp=(st.st_size, st.st_mtime_ns))
+
+
+# byte-order marks of the encodings a text file may come in besides UTF-8 (neither byte of
+# UTF-16's FF FE / FE FF is ever in UTF-8, so no UTF-8 file starts with one)
+_OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+               (b"\xfe\xff", "UTF-16"))
+
+
+def _check_utf8(path: str, head: bytes) -> None:
+    """A text input that starts with a UTF-16 or UTF-32 byte-order mark is refused: read as UTF-8 its
+    rows would be a malformed-JSON error, a CSV header of NUL-riddled names, or text lines of
+    garbage documents, none of them saying why."""
+    for bom, name in _OTHER_BOMS:
+        if head.startswith(bom):
+            raise InputFormatError(f"{path}: is {name} text (it starts with a {name} byte-order mark); neardup "
+                                   f"reads UTF-8: convert it first (iconv -f {name} -t UTF-8)")
 
 
 def _stdin_is_tty() -> bool:
