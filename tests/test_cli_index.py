@@ -69,7 +69,9 @@ def test_simhash_index(rows, tmp_path):
     assert [m["distance"] for m in matches] == sorted(m["distance"] for m in matches)   # nearest first
     assert matches[0]["id"] == docs[4]["id"]          # ties: the older document (an identical licence)
     res = _run("index", "query", idx, "--text", "x", "--threshold", "0.5")
-    assert res.exit_code == 2 and "--max-distance" in res.output
+    assert res.exit_code == 2 and "--bits" in res.output
+    res = _run("index", "query", idx, "--text", docs[5]["text"], "--max-distance", "0")     # the older name
+    assert res.exit_code == 0 and all(m["distance"] == 0 for m in json.loads(res.output)["matches"])
 
 
 def test_bad_uses(rows, tmp_path):

@@ -129,7 +129,7 @@ def _params() -> tuple[Param, ...]:
         Param("convert", A, str, None, choices=CONVERSIONS, nullable=True, methods=_DOCUMENTS,
               help="Convert traditional Chinese to simplified before signing (OpenCC; pip install 'neardup[zh]')."),
         Param("ngram", A, int, None, lo=1, hi=64, nullable=True, methods=_SHINGLED,
-              help="Shingle size (default: 5 minhash, 3 simhash)."),
+              help="Shingle size (default: 5 minhash; SimHash: 1 verified, 3 with --bits or --compat and in sign)."),
         Param("num_perm", A, int, 128, lo=2, hi=65536, methods=_MINHASH, help="MinHash signature length k."),
         Param("scheme", A, str, "oph", choices=schemes, methods=_MINHASH, help="MinHash scheme."),
         Param("seed", A, int, 1, lo=0, hi=2**64 - 1, methods=_MINHASH, help="MinHash seed."),
@@ -469,10 +469,11 @@ def check_banded(cfg) -> None:
                                                    f"({NOT_BANDED[cfg.scheme]})")
 
 
-def click_options(names=None, exclude=()):
+def click_options(names=None, exclude=(), all_schemes: bool = False):
     """A decorator adding the command-line options of :data:`PARAMS` (``names``: those, in the
     table's order; else all with a flag), each with its type, default and help from the table.
-    ``--scheme`` offers the schemes that band (a scheme of :data:`NOT_BANDED` is one line naming it)."""
+    ``--scheme`` offers the schemes that band (a scheme of :data:`NOT_BANDED` is one line naming it),
+    or every scheme with ``all_schemes`` (``neardup sign``, which bands nothing)."""
     import click  # noqa: PLC0415  (the command line's dependency, not the library's)
 
     chosen = [p for p in PARAMS if p.option and p.name not in exclude and (names is None or p.name in names)]
@@ -493,7 +494,7 @@ def click_options(names=None, exclude=()):
             return super().convert(value, param, ctx)
 
     def click_type(p: Param):
-        if p.name == "scheme":
+        if p.name == "scheme" and not all_schemes:
             return Schemes([str(c) for c in p.choices])
         if p.choices is not None:
             return click.Choice([str(c) for c in p.choices])

@@ -153,7 +153,7 @@ class _signal:
             signal.signal(self.sig, self.old)
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="neardup")
 def main() -> None:
     """Find near-duplicate documents: MinHash, SimHash and sentence signatures."""

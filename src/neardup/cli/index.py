@@ -150,8 +150,9 @@ def add(path, inputs, id_field, text_field, on_error, replace):
               help="MinHash: lowest estimated Jaccard (containment, for a containment index) to report "
                    "(default: the index's; below it, only "
                    "documents that also share a band are found).")
-@click.option("--max-distance", type=click.IntRange(0, 64), default=None,
-              help="SimHash: largest Hamming distance to report (default: the index's).")
+@click.option("--bits", "--max-distance", "max_distance", type=click.IntRange(0, 64), default=None,
+              help="Classic SimHash index: the largest Hamming distance to report (default: the index's; "
+                   "--max-distance is its older name).")
 @click.option("--top", type=click.IntRange(1), default=None, help="At most this many matches per document.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
@@ -164,8 +165,8 @@ def query(path, inputs, texts, id_field, text_field, threshold, max_distance, to
     with _open(path, readonly=True) as idx:
         simhash = idx.kind == "simhash"          # (the classic rule: distances; every other index: similarities)
         if simhash and threshold is not None or not simhash and max_distance is not None:
-            raise click.UsageError("--threshold is for MinHash and verified SimHash indexes, --max-distance for "
-                                   "classic SimHash ones (--bits)")
+            raise click.UsageError("--threshold is for MinHash and verified SimHash indexes, --bits for classic "
+                                   "SimHash ones")
         if simhash:
             try:                # the index's own rule: no more than its block keys guarantee to find
                 idx._distance(max_distance)

@@ -5,22 +5,19 @@ import json
 
 import click
 
+from ..config import DEFAULTS, click_options
 from . import ParameterError, main
 
 
 @main.command()
-@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.8,
-              show_default=True)
-@click.option("--num-perm", type=click.IntRange(2, 65536), default=128, show_default=True)
-@click.option("--lsh", "lsh_mode", type=click.Choice(["recall", "datasketch"]), default="recall", show_default=True)
-@click.option("--recall", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.99, show_default=True)
-@click.option("--bands", type=click.IntRange(1), default=None)
-@click.option("--rows", type=click.IntRange(1), default=None)
+@click_options(("threshold", "num_perm", "lsh_mode", "recall", "bands", "rows"))     # the table's, as dedup's
 @click.option("--json", "as_json", is_flag=True, help="Print the parameters and the curve as JSON.")
 def lsh(threshold, num_perm, lsh_mode, recall, bands, rows, as_json):
     """Show the LSH bands chosen for a threshold and their S-curve P(candidate | s) = 1 − (1 − s^r)^b."""
     from ..index.lsh import choose_params, false_negative_mass, false_positive_mass  # noqa: PLC0415
 
+    if threshold is None:
+        threshold = DEFAULTS["minhash"]["threshold"]
     try:
         p = choose_params(threshold, num_perm, lsh_mode, recall, bands, rows)
     except ValueError as exc:

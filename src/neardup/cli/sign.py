@@ -11,16 +11,14 @@ import click
 
 from ..config import DedupConfig, click_options, inapplicable
 from ..errors import ConfigError
-from ..io.formats import FORMATS
 from ..io.outfile import check_output_file, replacing
 from ..io.readers import batched, iter_documents
 from ..io.sources import expand_inputs
-from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
+from ..sketches.minhash import MinHasher
 from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import feature_signer
 from ..text.dictionaries import word_files
 from ..text.normalize import Normalizer
-from ..text.tokenize import TOKENIZERS
 from . import ParameterError, main
 
 DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
@@ -42,36 +40,22 @@ def _output_file(path: str):
 
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--method", type=click.Choice(["minhash", "simhash", "sentences"]), default="minhash", show_default=True)
-@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True,
-              help="MinHash signature length k.")
-@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
-@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True, help="MinHash seed.")
-@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
-@click.option("--ngram", type=click.IntRange(1, 64), default=None,
-              help="Shingle size (default: 5 for minhash, 3 for simhash).")
-# the one definition dedup and the index use
-@click_options(("convert", "weighting", "idf", "user_dict", "stop_words", "top_n", "compat"))
-@click.option("--sentences", "n_sentences", type=click.IntRange(1), default=3, show_default=True,
-              help="Sentence signature: how many longest sentences.")
-@click.option("--input-format", type=click.Choice(FORMATS), default=None,
-              help="Force the input format (default: by suffix, as for dedup; '-' is JSONL).")
+@click.option("--method", type=click.Choice(["minhash", "simhash", "sentences"]), default="minhash", show_default=True,
+              help="The signature: MinHash (k slots), SimHash (a 64-bit fingerprint) or the sentence signature.")
+# every other option is the table's (neardup.config.PARAMS): dedup, the index and sign agree on each
+@click_options(("num_perm", "scheme", "seed", "tokenizer", "ngram", "convert", "weighting", "idf", "user_dict",
+                "stop_words", "top_n", "compat", "sentences", "input_format", "text_field", "id_field", "on_error",
+                "batch_size", "workers"), all_schemes=True)
 @click.option("--jsonl/--files", "jsonl", default=None,
               help="Shorthands for --input-format jsonl / --input-format file (a whole file is one document).")
-@click.option("--text-field", default="text", show_default=True)
-@click.option("--id-field", default=None, help="Field holding the document id (default: file:line).")
-@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
-@click.option("--batch-size", type=click.IntRange(1), default=4096, show_default=True)
 @click.option("-o", "--output", default="-", metavar="FILE",
               help="Output file (default: stdout; a file is replaced only when the command succeeds).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "npy"]), default="jsonl", show_default=True,
               help="jsonl: a JSON line per document, as it is signed; parquet: id, row, empty and the signature "
                    "column, signed on all cores; npy: the signature matrix (-o FILE.npy) and FILE.ids.jsonl.")
-@click.option("--workers", type=click.IntRange(0), default=0, show_default=True,
-              help="Signing processes for --format parquet/npy (0: every CPU this process may use).")
 @click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
 def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weighting, idf, user_dict, stop_words,
-         top_n, compat, n_sentences,
+         top_n, compat, sentences,
          input_format, jsonl, text_field, id_field, on_error, batch_size, output, fmt, workers, summary):
     """Print one JSON line per document with its signature.
 
@@ -105,7 +89,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
         return _sign_binary(inputs, output, fmt, summary, DedupConfig(
             method=method, num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer,
             ngram=None if method == "sentences" else cfg.ngram if method == "simhash" else ngram,
-            convert=convert, sentences=n_sentences,
+            convert=convert, sentences=sentences,
             text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
             workers=workers, batch_size=batch_size, **(simhash_opts if method == "simhash" else
                                                        {"user_dict": user_dict} if method == "minhash" else {})))
@@ -120,7 +104,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
                                       cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
             sign_batch = lambda texts: [int(v) for v in features(texts)[0]]  # noqa: E731
         else:
-            signer = SentenceSigner(n=n_sentences, convert=convert)
+            signer = SentenceSigner(n=sentences, convert=convert)
             key = "sentences"
             sign_batch = lambda texts: [int(v) for v in signer.sign_batch(texts)]  # noqa: E731
     except ValueError as exc:
