@@ -279,3 +279,18 @@ def test_a_utf16_or_utf32_text_input_is_refused_naming_its_encoding(tmp_path, na
         line = one_line_error(err)
         assert code != 0 and f"is {want} text" in line and name in line, (args, err)
     assert not (tmp_path / "out").exists() and not (tmp_path / "t").exists()
+
+
+# -- 13. eval reads dedup's clusters in either of its formats ------------------------------------------------------
+def test_eval_reads_the_parquet_clusters_dedup_writes(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", ids=list(range(12)))
+    for fmt in ("jsonl", "parquet"):
+        code, _, err = cli("dedup", src, "--id-field", "id", "--format", fmt, "-o", tmp_path / fmt, "-q")
+        assert code == 0, err
+    code, out, err = cli("eval", tmp_path / "parquet" / "clusters.parquet", "--labels",
+                         tmp_path / "jsonl" / "clusters.jsonl", "--json")
+    assert code == 0, err
+    assert json.loads(out)["f1"] == 1.0 and json.loads(out)["documents"] == 12
+    (tmp_path / "fake.parquet").write_bytes(b"PAR1 and then nothing")
+    code, _, err = cli("eval", tmp_path / "fake.parquet", "--labels", tmp_path / "jsonl" / "clusters.jsonl")
+    assert code == 1 and "cannot read as Parquet" in one_line_error(err)

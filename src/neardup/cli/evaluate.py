@@ -90,9 +90,33 @@ def _is_csv(path: str) -> bool:
     return split_suffix(path)[0].lower().endswith((".csv", ".tsv"))
 
 
+def _parquet(path: str) -> list[tuple[str, dict]] | None:
+    """Records of a Parquet file (dedup's ``--format parquet`` clusters) as (location, dict); None
+    when ``path`` is not one (standard input, or no Parquet magic at its start)."""
+    if path == "-":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(4) != b"PAR1":
+                return None
+    except OSError:
+        return None                    # (the reader below names what is wrong)
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, pa.ArrowException) as exc:
+        raise click.ClickException(f"{path}: cannot read as Parquet ({exc})") from None
+    return [(f"{path}: row {i}", rec) for i, rec in enumerate(rows, 1)]
+
+
 def _read(path: str) -> list[tuple[str, dict]]:
-    """Records of a JSONL or CSV file as (location, dict). CSV: header optional; without one the
-    columns are a, b[, label]."""
+    """Records of a JSONL, CSV or Parquet file as (location, dict). CSV: header optional; without one
+    the columns are a, b[, label]."""
+    out = _parquet(path)
+    if out is not None:
+        return out
     out = []
     try:
         with _open(path) as fh:
@@ -234,8 +258,9 @@ def eval_cmd(predicted, labels, fmt, labels_format, scope, exact, corpus, text_f
     File formats (JSONL = one JSON object per line; .gz accepted):
       clusters  JSONL {"id": ID, "cluster": C, ...}: one record per document; documents
                 with equal C are one cluster (the dedup output: extra fields such as
-                "kept" and "similarity" are ignored). A document absent from the
-                file is a cluster of its own.
+                "kept" and "similarity" are ignored; its Parquet form, --format
+                parquet, is read too). A document absent from the file is a cluster
+                of its own.
       pairs     JSONL {"a": ID, "b": ID, "label": 1|0} or CSV rows a,b[,label]
                 (optional header "a,b,label"). label 1 (or true) = duplicate,
                 0 (or false) = not, null/empty = unjudged (skipped); no label
