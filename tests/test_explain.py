@@ -143,9 +143,12 @@ def test_explain_a_finished_run(run):
         assert smp["similarity"] in (round(e["agreeing_slots"] / e["slots"], 4), e["exact_jaccard"])
         checked += smp["similarity"] == e["exact_jaccard"] != round(e["agreeing_slots"] / e["slots"], 4)
     assert checked < len(rep["samples"])
+    v = got["verdict"]                # the sentence: the removed row's decision, its number
+    assert v["same_cluster"] and v["rule"] == dup["decided"] and v["sentence"].startswith(v["verdict"] + ": ")
     other = next(r for r in recs if r["kept"] and r["id"] != dup["cluster"])
     res = CliRunner().invoke(main, ["explain", str(out), str(dup["id"]), str(other["id"])])
     assert res.exit_code == 0 and "different clusters" in res.output
+    assert res.output.split(":")[0] in ("not candidates", "not duplicates", "not merged")
 
 
 def test_explain_bad_inputs(run, tmp_path):

@@ -1,4 +1,7 @@
-"""``neardup compare A B``: why two documents are (not) near-duplicates."""
+"""``neardup compare A B``: why two documents are (not) near-duplicates — the verdict ``dedup`` would
+reach for the pair alone (the two as a two-document run, :class:`~neardup.explain.replay.SmallRun`),
+under every feature option ``dedup`` takes (the one table: :func:`~neardup.config.click_options`),
+then the numbers of every method."""
 from __future__ import annotations
 
 import json
@@ -6,12 +9,12 @@ import sys
 
 import click
 
+from ..config import NOT_BANDED, PARAMS, DedupConfig, click_options, inapplicable
 from ..errors import ConfigError, InputFormatError
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import SimHasher
 from ..text.dictionaries import read_limited
-from ..text.tokenize import TOKENIZERS
 from . import main
 
 MAX_DOCUMENT_BYTES = 32 << 20
@@ -40,49 +43,120 @@ def _read_text_arg(value: str, literal: bool, which: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+#: the options of the table compare takes: those that decide a pair (the clustering's linkage and
+#: drift decide nothing for two documents; --num-perm and --scheme are compare's own, wider: k = 1
+#: and bottom-k estimate, though dedup refuses them)
+FEATURES = ("method", "threshold", "metric", "tokenizer", "convert", "ngram", "seed", "bits", "candidate_bits",
+            "weighting", "idf", "user_dict", "stop_words", "top_n", "compat", "sentences", "lsh_mode", "recall",
+            "bands", "rows", "verify", "keep")
+#: options that only SimHash (or the sentence signature) uses: given without --method, they choose it
+_CHOOSE = {**dict.fromkeys(("bits", "candidate_bits", "weighting", "idf", "stop_words", "top_n", "compat"),
+                           "simhash"), "sentences": "sentences"}
+
+
+def _given(ctx) -> list[str]:
+    return [p.name for p in PARAMS if p.name in FEATURES
+            and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
+
+
+def _run_config(method, given, num_perm, scheme, algo) -> tuple[DedupConfig | None, str | None]:
+    """The configuration of the two-document run (None with why where dedup would refuse the estimating
+    options compare allows: k = 1, bottom-k); an option that does not apply is refused in one line."""
+    wrong = inapplicable(method, given)
+    if wrong:
+        raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
+    if method not in ("minhash", "simhash", "sentences", "exact"):
+        raise click.UsageError(f"--method {method} removes spans inside documents; compare judges whole documents "
+                               "(minhash, simhash, sentences, exact)")
+    if algo["keep"] == "key":
+        raise click.UsageError("--keep key needs a field of records; compare reads two texts (--keep first or longest)")
+    if method == "minhash" and (num_perm < 2 or scheme in NOT_BANDED):
+        why = (f"--num-perm {num_perm} has no LSH bands" if num_perm < 2
+               else f"--scheme {scheme} cannot find duplicates ({NOT_BANDED[scheme]})")
+        return None, f"no verdict: {why}; dedup refuses it"
+    try:
+        return DedupConfig(method=method, num_perm=num_perm, scheme=scheme, **algo).resolved(), None
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 @main.command()
 @click.argument("a")
 @click.argument("b")
 @click.option("--text", "literal", is_flag=True, help="A and B are the texts themselves, not file names.")
-@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True)
-@click.option("--ngram", type=click.IntRange(1, 64), default=5, show_default=True)
-@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True)
-@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True)
-@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True)
+@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True,
+              help="MinHash signature length k (1 estimates only: dedup needs 2 or more).")
+@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True,
+              help="MinHash scheme (bottomk estimates only: dedup cannot band it).")
+@click_options(FEATURES)
 @click.option("--show", type=click.IntRange(0), default=5, show_default=True, help="Shingles to show of each kind.")
+@click.option("--slots", type=click.Choice(["matter", "all"]), default="matter", show_default=True,
+              help="With --explain: the MinHash slots listed (those that matter, or all).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--explain", is_flag=True,
               help="Each method's reasoning: MinHash slot by slot (the shingle giving each minimum) and the LSH "
-                   "bands at --threshold; SimHash features, weights, per-bit sums and differing bits; the "
-                   "longest sentences.")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.8, show_default=True,
-              help="With --explain: the LSH bands a dedup run at this threshold uses.")
-def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_json, explain, threshold):
-    """Why are A and B (not) near-duplicates? Exact Jaccard and containment, MinHash estimate, SimHash
-    distance, sentence-signature match, and some shared / unshared shingles."""
-    from ..features.shingles import Shingler  # noqa: PLC0415
+                   "bands at --threshold; SimHash features, weights, per-bit sums, differing bits and the features "
+                   "that flip them; the longest sentences.")
+def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **algo):
+    """Why are A and B (not) near-duplicates? First the verdict dedup would reach for the pair alone,
+    with the rule and the numbers that decided it (--method, default minhash; an option only SimHash
+    uses, such as --bits or --idf, chooses simhash); then exact Jaccard and containment, the MinHash
+    estimate, the SimHash distance, the sentence-signature match and some shared / unshared shingles."""
     from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
-    from ..sketches.simhash import hamming  # noqa: PLC0415
-    from ..text.tokenize import signing_tokenizer  # noqa: PLC0415
+    from ..sketches.simhash import feature_signer, hamming  # noqa: PLC0415
+    from ..text.normalize import Normalizer  # noqa: PLC0415
 
+    ctx = click.get_current_context()
+    given = _given(ctx)
+    if "method" not in given:
+        chosen = {_CHOOSE[g] for g in given if g in _CHOOSE}
+        if len(chosen) == 1:
+            algo["method"] = chosen.pop()
+    method = algo.pop("method")
     if not literal and a == b == "-":
         raise ConfigError("A and B are both '-': standard input holds one document; give the other as a file")
+    seed = algo["seed"]
     if scheme.startswith("datasketch") and seed >= 2**32:
         raise ConfigError(f"seed (--seed) must be below 2**32 with --scheme {scheme} (datasketch's seeds are "
                           f"32-bit); got {seed}")
+    cfg, no_verdict = _run_config(method, given, num_perm, scheme, algo)
     ta, tb = _read_text_arg(a, literal, "A"), _read_text_arg(b, literal, "B")
-    sh = Shingler(tokenizer=signing_tokenizer(tokenizer), ngram=ngram)     # the shingles MinHash signs
+    tokenizer, ngram = algo["tokenizer"], algo["ngram"] or 5
+    convert = algo["convert"]
+    mh = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
+                   normalizer=Normalizer(convert=convert),
+                   user_dict=algo["user_dict"] if tokenizer == "jieba" else None)
+    sh = mh.shingler                                                      # the shingles MinHash signs
     f = sh.features([ta, tb])
-    mh = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram)
-    sims = SimHasher(tokenizer=tokenizer).sign_batch([ta, tb])
-    sent = SentenceSigner()
+    if method == "simhash":
+        sims = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat, cfg.convert,
+                              user_dict=cfg.user_dict, stop_words=cfg.stop_words)([ta, tb])[0]
+    else:
+        sims = SimHasher(tokenizer=tokenizer).sign_batch([ta, tb])
+    sent = SentenceSigner(n=algo["sentences"], convert=convert)
     sa, sb = sh.shingles(ta), sh.shingles(tb)
     set_a, set_b = set(sa), set(sb)
     shared = [s for s in dict.fromkeys(sa) if s in set_b][:show]
     only_a = [s for s in dict.fromkeys(sa) if s not in set_b][:show]
     only_b = [s for s in dict.fromkeys(sb) if s not in set_a][:show]
     sig_a, sig_b = sent.sign(ta), sent.sign(tb)
+    run = v = None
+    if cfg is not None:
+        from ..explain.replay import SmallRun  # noqa: PLC0415
+        from ..explain.verdict import verdict  # noqa: PLC0415
+
+        try:
+            run = SmallRun([ta, tb], cfg)
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(f"the two-document run cannot be made: {exc}") from None
+        v = verdict(run, 0, 1)
+    near = "near-duplicate at ≤ 3"
+    if cfg is not None and method == "simhash":
+        near = (f"a candidate at ≤ {cfg.candidate_bits}, then checked exactly" if cfg.candidate_bits is not None
+                else f"near-duplicate at ≤ {cfg.bits}")
     out = {
+        "verdict": v if v is not None else {"sentence": no_verdict, "verdict": None},
+        "method": method,
         "jaccard": float(exact_jaccard_pairs(f, [0], [1])[0]),
         "containment": {"a_in_b": float(containment_pairs(f, [0], [1])[0]),
                         "b_in_a": float(containment_pairs(f, [1], [0])[0])},
@@ -91,33 +165,23 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
         "sentences_match": bool(sig_a == sig_b and sig_a != 0),
         "shingles": {"a": len(set_a), "b": len(set_b), "shared": len(set_a & set_b)},
         "examples": {"shared": shared, "only_a": only_a, "only_b": only_b},
-        "parameters": {"tokenizer": tokenizer, "ngram": ngram, "num_perm": num_perm, "scheme": scheme, "seed": seed},
+        "parameters": {"tokenizer": tokenizer, "ngram": ngram, "num_perm": num_perm, "scheme": scheme, "seed": seed,
+                       **({"run": cfg.group("algorithm")} if cfg is not None else {})},
     }
     if explain:
-        from ..explain import explain_minhash, explain_sentences, explain_simhash  # noqa: PLC0415
-        from ..index.lsh import choose_params  # noqa: PLC0415
-
-        try:
-            lsh = choose_params(threshold, num_perm, "recall", 0.99)
-        except ValueError as exc:           # (k = 1 has no bands; a tiny threshold, none reaching the recall)
-            raise ConfigError(f"--explain: no LSH bands for --threshold {threshold} with --num-perm {num_perm}: "
-                              f"{exc}") from None
-        try:
-            out["explain"] = {"minhash": explain_minhash(ta, tb, mh, (lsh.b, lsh.r), show),
-                              "simhash": explain_simhash(ta, tb, tokenizer, 3, show=show),
-                              "sentences": explain_sentences(ta, tb)}
-        except ValueError as exc:           # (a scheme explain does not cover)
-            raise ConfigError(f"--explain with --scheme {scheme}: {exc}") from None
+        out["explain"] = _explanations(ta, tb, mh, cfg, run, algo, num_perm, scheme, show)
     if as_json:
-        click.echo(json.dumps(out, ensure_ascii=False))
+        click.echo(json.dumps(out, ensure_ascii=False, default=str))
         return
     c = out["containment"]
+    click.echo(out["verdict"]["sentence"])
+    click.echo("")
     click.echo(f"shingles ({tokenizer} {ngram}-grams): A {len(set_a)}, B {len(set_b)}, shared {len(set_a & set_b)}")
     click.echo(f"exact Jaccard        {out['jaccard']:.4f}")
     click.echo(f"containment A in B   {c['a_in_b']:.4f}   B in A {c['b_in_a']:.4f}")
     click.echo(f"MinHash estimate     {out['minhash_jaccard']:.4f}  (k={num_perm}, {scheme}, seed {seed}; "
                f"± {1.96 * (max(out['jaccard'] * (1 - out['jaccard']), 0) / num_perm) ** 0.5:.3f} at 95%)")
-    click.echo(f"SimHash distance     {out['simhash_distance']} bits of 64 (near-duplicate at ≤ 3)")
+    click.echo(f"SimHash distance     {out['simhash_distance']} bits of 64 ({near})")
     click.echo(f"sentence signature   {'match' if out['sentences_match'] else 'differ'}")
     for title, key in (("shared", "shared"), ("only in A", "only_a"), ("only in B", "only_b")):
         if out["examples"][key]:
@@ -128,4 +192,32 @@ def compare(a, b, literal, tokenizer, ngram, num_perm, scheme, seed, show, as_js
         from ..explain import render  # noqa: PLC0415
 
         click.echo("")
-        click.echo(render(out["explain"]))
+        click.echo(render(out["explain"], slots=slots))
+
+
+def _explanations(ta, tb, mh, cfg, run, algo, num_perm, scheme, show) -> dict:
+    """``--explain``: each method's evidence; MinHash with the bands of the two-document run (of
+    --threshold, when dedup would refuse the run's options), SimHash under the run's feature options."""
+    from ..explain import explain_minhash, explain_sentences, explain_simhash  # noqa: PLC0415
+    from ..index.lsh import choose_params  # noqa: PLC0415
+
+    threshold = algo["threshold"] if algo["threshold"] is not None else 0.8
+    if run is not None and getattr(run, "lsh", None) is not None:
+        bands = (run.lsh.b, run.lsh.r)
+    else:
+        try:
+            lsh = choose_params(threshold, num_perm, "recall", 0.99)
+        except ValueError as exc:           # (k = 1 has no bands; a tiny threshold, none reaching the recall)
+            raise ConfigError(f"--explain: no LSH bands for --threshold {threshold} with --num-perm {num_perm}: "
+                              f"{exc}") from None
+        bands = (lsh.b, lsh.r)
+    simhash = ({"tokenizer": cfg.tokenizer, "ngram": cfg.ngram, "weighting": cfg.weighting, "idf": cfg.idf,
+                "top_n": cfg.top_n, "compat": cfg.compat, "convert": cfg.convert, "user_dict": cfg.user_dict,
+                "stop_words": cfg.stop_words} if cfg is not None and cfg.method == "simhash"
+               else {"tokenizer": algo["tokenizer"], "ngram": 3})
+    try:
+        return {"minhash": explain_minhash(ta, tb, mh, bands, show), "simhash": explain_simhash(ta, tb, show=show,
+                                                                                              **simhash),
+                "sentences": explain_sentences(ta, tb, algo["sentences"], algo["convert"])}
+    except ValueError as exc:           # (a scheme explain does not cover)
+        raise ConfigError(f"--explain with --scheme {scheme}: {exc}") from None

@@ -97,10 +97,11 @@ def _stamp(path: str):
     return st.st_size, st.st_mtime_ns
 
 
-def _texts(out: str, rep: dict, rows: list[int]) -> dict[int, str]:
+def _texts(out: str, rep: dict, rows: list[int], keys: dict | None = None) -> dict[int, str]:
     """The texts of global rows ``rows``, re-read from the run's inputs, refused when an input changed
     since the run: modified after it (its report.json's time), other row counts, or (the local
-    engine) other character counts than the run recorded."""
+    engine) other character counts than the run recorded. ``keys``: filled with each row's
+    ``--keep-field`` value (runs with ``--keep key``)."""
     from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
     from ..io.sources import expand_inputs  # noqa: PLC0415
 
@@ -125,11 +126,14 @@ def _texts(out: str, rep: dict, rows: list[int]) -> dict[int, str]:
     want = set(rows)
     got: dict[int, str] = {}
     g = chars = 0
+    key_field = p.get("keep_field") if keys is not None and p.get("keep") == "key" else None
     for spec, o in zip(specs, rep["outputs"]):
         n = 0
-        for row in read_rows(spec, p.get("text_field", "text"), p.get("id_field")):
+        for row in read_rows(spec, p.get("text_field", "text"), p.get("id_field"), key_field):
             if g + n in want:
                 got[g + n] = row.text if row.text is not None else ""
+                if key_field is not None:
+                    keys[g + n] = row.key
             if row.error is None:
                 chars += len(row.text)
             n += 1
@@ -144,39 +148,149 @@ def _texts(out: str, rep: dict, rows: list[int]) -> dict[int, str]:
     return got
 
 
+#: the most documents explain replays (the members of both clusters): past it, the verdict is the
+#: pair's own and the run's records, without the chain or the refused merge
+MAX_REPLAY = 256
+
+
+def _config(p: dict):
+    """The run's configuration from report.json's ``parameters`` (its ``lsh_mode`` is the banding's
+    label there: ``recall≥0.99``, ``datasketch``, ``explicit``, ``containment per size ratio (…)``)."""
+    from ..config import PARAMS, DedupConfig  # noqa: PLC0415
+
+    values = {q.name: p[q.name] for q in PARAMS if q.name in p}
+    label = str(p.get("lsh_mode") or "recall")
+    values["lsh_mode"] = "datasketch" if "datasketch" in label else "recall"
+    values["index"], values["replace"], values["resume"], values["spans"] = None, False, False, None
+    return DedupConfig(**values)
+
+
+def _context(records: list[dict], ra: dict, rb: dict) -> tuple[list[dict], bool]:
+    """The documents explain replays: every member of A's and of B's cluster (row order), at most
+    :data:`MAX_REPLAY` (A, B and the kept documents first); whether that is all of them and none is
+    an index's."""
+    def key(r):
+        return json.dumps(r.get("cluster"), sort_keys=True, default=str)
+    wanted = {key(ra), key(rb)}
+    members = [r for r in records if r.get("status") != "skipped" and key(r) in wanted]
+    whole = len(members) <= MAX_REPLAY and not any(r.get("indexed") for r in members)
+    if len(members) > MAX_REPLAY:
+        first = [r for r in members if r is ra or r is rb or r.get("kept")]
+        rest = [r for r in members if not (r is ra or r is rb or r.get("kept"))]
+        members = first + rest[:MAX_REPLAY - len(first)]
+    return sorted({id(r): r for r in members}.values(), key=lambda r: r["row"]), whole
+
+
+def _z(rep: dict):
+    """The run's borderline z: recomputed from its candidate count where that gives the reported one
+    (rounded to 3 digits there), else the reported value; None when the run had no band."""
+    from ..dedup.verify import borderline_z  # noqa: PLC0415
+
+    band = rep.get("borderline")
+    if not isinstance(band, dict) or band.get("z") is None:
+        return None
+    n = rep.get("counts", {}).get("candidate_pairs")
+    if isinstance(n, int):
+        z = borderline_z(n)
+        if round(z, 3) == band["z"]:
+            return z
+    return float(band["z"])
+
+
+def _replay(out: str, rep: dict, records: list[dict], ra: dict, rb: dict):
+    """(small run of the context, local rows of A and B, names, recorded sides, texts of A and B, whole)."""
+    from ..explain.replay import SmallRun  # noqa: PLC0415
+    from ..explain.verdict import Side  # noqa: PLC0415
+    from ..index.lsh import LSHParams  # noqa: PLC0415
+
+    members, whole = _context(records, ra, rb)
+    p = rep["parameters"]
+    keys: dict = {}
+    texts = _texts(out, rep, [r["row"] for r in members], keys)
+    local = {r["row"]: i for i, r in enumerate(members)}
+    cfg = _config(p)
+    lsh = None
+    if cfg.method == "minhash" and cfg.metric == "jaccard" and p.get("b") and p.get("r"):
+        lsh = LSHParams(int(p["b"]), int(p["r"]), cfg.threshold, "recorded")
+    kv = None
+    if cfg.keep == "key":
+        import numpy as np  # noqa: PLC0415  (the keep key's array)
+
+        kv = np.array([float(keys.get(r["row"]) or 0) for r in members])
+    try:
+        run = SmallRun([texts[r["row"]] for r in members], cfg, z=_z(rep), keys=kv, lsh=lsh)
+    except (ValueError, ImportError) as exc:
+        _fail(out, f"the run cannot be replayed here ({exc})")
+    def named(v):
+        return repr(v) if isinstance(v, str) else str(v)
+    kept_at = {json.dumps(r["id"], sort_keys=True, default=str): local[r["row"]] for r in members if r.get("kept")}
+    names = {local[r["row"]]: named(r["id"]) for r in members}
+    sides = {}
+    for r in members:         # a kept document outside the replay (an index's): a row number below 0
+        key = json.dumps(r.get("cluster"), sort_keys=True, default=str)
+        if key not in kept_at:
+            kept_at[key] = -1 - len(names)
+            names[kept_at[key]] = named(r.get("cluster"))
+        sides[local[r["row"]]] = Side(kept_at[key], r.get("decided"), r.get("similarity"))
+    return run, local[ra["row"]], local[rb["row"]], names, sides, texts, whole
+
+
 @main.command("explain")
 @click.argument("out", type=click.Path(file_okay=False))
 @click.argument("id_a")
 @click.argument("id_b")
 @click.option("--show", type=click.IntRange(0), default=10, show_default=True, help="Shingles / features listed.")
+@click.option("--slots", type=click.Choice(["matter", "all"]), default="matter", show_default=True,
+              help="MinHash slots listed: those that matter (the disagreeing ones and the first colliding band's), "
+                   "or all.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def explain_cmd(out, id_a, id_b, show, as_json):
+def explain_cmd(out, id_a, id_b, show, slots, as_json):
     """Why did the run in OUT put documents ID_A and ID_B together, or not? Reads the run's parameters
-    from OUT/report.json and both texts from its inputs, and explains the decision in the method's
-    own terms (MinHash slots and LSH bands, SimHash bits, the longest sentences)."""
+    from OUT/report.json and the texts of both documents' clusters from its inputs, replays the
+    run's rules on them, and leads with one sentence: the verdict, the rule that decided, its numbers
+    and what would change it. Then the evidence in the method's own terms (MinHash slots and LSH
+    bands, containment both ways, SimHash bits and the features that flip them, the longest
+    sentences)."""
     from ..explain import explain_pair, render  # noqa: PLC0415
+    from ..explain.verdict import verdict  # noqa: PLC0415
 
     rep = _report(out)
     records = _records(out, rep)
     ra, rb = _find(records, id_a, out), _find(records, id_b, out)
-    texts = _texts(out, rep, [ra["row"], rb["row"]])
+    run, a, b, names, sides, texts, whole = _replay(out, rep, records, ra, rb)
     try:
         e = explain_pair(texts[ra["row"]], texts[rb["row"]], rep["parameters"], show)
     except (ValueError, ImportError) as exc:
-        _fail(out, str(exc))
+        e = {"method": rep["parameters"].get("method"), "unavailable": str(exc)}
+    if a == b:
+        v = {"sentence": "the same document: A and B name one row", "verdict": "the same document",
+             "same_cluster": True, "replayed": True}
+    else:
+        v = verdict(run, a, b, names.get, sides)
+    spans = rep["parameters"].get("spans") is not None and rep["parameters"].get("spans_order") == "before"
+    if not whole or spans:
+        v["replayed"] = False
     same = ra.get("cluster") == rb.get("cluster") and ra.get("cluster") is not None
-    decision = {"a": {k: ra.get(k) for k in ("id", "row", "cluster", "kept", "similarity", "status")},
-                "b": {k: rb.get(k) for k in ("id", "row", "cluster", "kept", "similarity", "status")},
-                "same_cluster": same}
+    fields = ("id", "row", "cluster", "kept", "similarity", "status", "decided", "contained_in")
+    decision = {"a": {k: ra.get(k) for k in fields}, "b": {k: rb.get(k) for k in fields}, "same_cluster": same}
     result = {"run": {"path": os.path.abspath(out), "neardup": rep.get("neardup_version"),
-                      "method": rep["parameters"].get("method")}, "decision": decision, "explain": e}
+                      "method": rep["parameters"].get("method")}, "verdict": v, "decision": decision, "explain": e}
     if as_json:
         click.echo(json.dumps(result, ensure_ascii=False, default=str))
         return
+    click.echo(v["sentence"])
+    click.echo("")
     for side, r in (("A", ra), ("B", rb)):
         state = ("kept" if r.get("kept")
-                 else f"{r.get('status')} of {r.get('cluster')!r} (similarity {r.get('similarity')})")
+                 else f"{r.get('status')} of {r.get('cluster')!r} (similarity {r.get('similarity')}, decided "
+                      f"{r.get('decided')})")
         click.echo(f"{side} = {r.get('id')!r} (row {r.get('row')}): {state}")
     click.echo(f"the run put them {'in one cluster' if same else 'in different clusters'}")
+    if spans:
+        click.echo("(--spans-order before: the run compared the texts left after removing repeated spans; explain "
+                   "compares them whole)")
+    elif not v.get("replayed", True):
+        click.echo(f"(the replay of the {len(run.texts)} documents of their clusters does not give the run's clusters"
+                   + ("" if whole else f": more than {MAX_REPLAY} members, or a document of an index") + ")")
     click.echo("")
-    click.echo(render({e["method"]: e}))
+    click.echo(e["unavailable"] if "unavailable" in e else render({e["method"]: e}, slots=slots))

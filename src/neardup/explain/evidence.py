@@ -1,16 +1,23 @@
-"""Why two documents are (not) near-duplicates, in each method's own terms.
+"""The evidence behind a verdict (:mod:`neardup.explain.verdict`), in each method's own terms.
 
-* **MinHash** (:func:`explain_minhash`). A signature slot j holds min over the document's shingles
-  of a hash; two documents agree in slot j exactly when the shingle of A ∪ B with the smallest hash
-  lies in both, so P[agree] = J(A, B) and the estimate is the fraction of agreeing slots (Broder
-  1997). For each slot: the shingle (its text) that gives each side's minimum, and whether the two
-  minima agree. ``permutation``: k hash functions; ``oph``: one hash, slot = bin, an empty bin
-  borrows the value of the bin its seeded probe sequence reaches first (optimal densification,
-  Shrivastava 2017); ``bottomk``: the k smallest hashes of A ∪ B, each in A, B or both. The LSH
-  bands of a run's (b, r): band i collides when its r slots all agree.
+* **MinHash** (:func:`explain_minhash`). Think of the seed's permutation matrix: rows are the
+  shingles of A ∪ B, column j is hash function (permutation) h_j, and slot j of a signature holds
+  the first row in h_j's order that the document has. Two documents agree in slot j exactly when
+  the first row of A ∪ B in that order lies in both, so P[agree] = J(A, B) and the estimate is the
+  fraction of agreeing slots (Broder 1997). For each slot: the shingle (its text) that gives each
+  side's minimum, and whether the two minima agree; where they differ, the smaller value is a
+  shingle only one side has. ``permutation``: k hash functions; ``oph``: one hash, slot = bin, an
+  empty bin borrows the value of the bin its seeded probe sequence reaches first (optimal
+  densification, Shrivastava 2017); ``bottomk``: the k smallest hashes of A ∪ B, each in A, B or
+  both. The LSH bands of a run's (b, r): band i collides when its r slots all agree. Containment
+  both ways, C(A ⊆ B) = |A ∩ B| / |A| and C(B ⊆ A): exact, and estimated from the slot estimate
+  and the set sizes as a run estimates it.
 * **SimHash** (:func:`explain_simhash`). Features with weights and 64-bit hashes; bit j of the
   fingerprint is 1 iff Σ w·(+1 if bit j of h else −1) > 0 (Charikar 2002); the per-bit sums of
-  each side, the bits that differ and their count (the Hamming distance).
+  each side, the bits that differ and their count (the Hamming distance), and the features whose
+  weight differs between A and B (present in one only, or weighed differently), each with the
+  differing bits it pushes the way they went: a bit's sums differ by Σ Δw·(±1) over exactly these
+  features.
 * **Sentence signature** (:func:`explain_sentences`): the n longest sentences of each side and
   whether the signatures match.
 
@@ -23,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .features.shingles import Shingler
-from .kernels import minhash as K
-from .kernels.hashing import fmix64
-from .sketches.minhash import MinHasher, empty_value
+from ..features.shingles import Shingler
+from ..kernels import minhash as K
+from ..kernels.hashing import fmix64
+from ..sketches.minhash import MinHasher, empty_value
 
 __all__ = ["explain_minhash", "explain_pair", "explain_sentences", "explain_simhash"]
 
@@ -136,6 +143,7 @@ def explain_minhash(a: str, b: str, hasher: MinHasher | None = None, bands: tupl
         out.update(slots=slots, agreeing=agree, estimate=estimate, signature_estimate=estimate_sig,
                    consistent=bool(abs(estimate - estimate_sig) < 1e-12))
         _shingle_lists(out, ha, na, hb, nb, in_a, in_b, {}, show)
+        _containment(out)
         return out
     wa, va, sa = _slot_values(ha, scheme, k, seed)
     wb, vb, sb = _slot_values(hb, scheme, k, seed)
@@ -161,7 +169,20 @@ def explain_minhash(a: str, b: str, hasher: MinHasher | None = None, bands: tupl
         collide = [i for i in range(nb_) if (i + 1) * r <= k and bool(equal[i * r:(i + 1) * r].all())]
         out["bands"] = {"b": nb_, "r": r, "colliding": collide, "candidate": bool(collide)}
     _shingle_lists(out, ha, na, hb, nb, in_a, in_b, wins, show)
+    _containment(out)
     return out
+
+
+def _containment(out: dict) -> None:
+    """Both directions, exact on the shingle sets and estimated from the slot estimate and the set
+    sizes (:func:`~neardup.dedup.verify.containment_from_jaccard`, as a run estimates them)."""
+    from ..dedup.verify import containment_from_jaccard  # noqa: PLC0415  (the run's formula; verify loads late)
+
+    na, nb, shared = out["shingles"]["a"], out["shingles"]["b"], out["shingles"]["shared"]
+    est = out["estimate"]
+    out["containment"] = {
+        "a_in_b": {"exact": shared / na if na else 0.0, "estimate": float(containment_from_jaccard(est, na, nb))},
+        "b_in_a": {"exact": shared / nb if nb else 0.0, "estimate": float(containment_from_jaccard(est, nb, na))}}
 
 
 def _shingle_lists(out, ha, na, hb, nb, in_a, in_b, wins, show) -> None:
@@ -180,14 +201,16 @@ def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None =
     """Features (text, weight, 64-bit hash) of each side, the per-bit sums Σ ±w, the fingerprints, the
     bits that differ and the distance — under the feature options of
     :func:`neardup.sketches.simhash.feature_signer`."""
-    from .sketches.simhash import feature_signer  # noqa: PLC0415
+    from ..sketches.simhash import feature_signer  # noqa: PLC0415
 
     files = {"user_dict": user_dict, "stop_words": stop_words}
     fps = feature_signer(tokenizer, ngram, weighting, idf, top_n, compat, convert, **files)([a, b])[0]
     sides = []
+    tables = []
     for text in (a, b):
         names, hashes, weights = _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert,
                                                    **files)
+        tables.append((names, hashes, weights))
         bits = ((hashes[:, None] >> np.arange(64, dtype=np.uint64)[None, :]) & np.uint64(1)).astype(bool)
         sums = (np.where(bits, 1.0, -1.0) * weights[:, None]).sum(axis=0) if len(names) else np.zeros(64)
         fp = int(sum(1 << j for j in range(64) if sums[j] > 0))
@@ -199,33 +222,56 @@ def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None =
     diff = int(fps[0]) ^ int(fps[1])
     differing = [j for j in range(64) if diff >> j & 1]
     consistent = sides[0]["fingerprint"] == int(fps[0]) and sides[1]["fingerprint"] == int(fps[1])
+    changed, total = _differing_features(tables, sides, differing, show)
     return {"method": "simhash", "options": {"tokenizer": tokenizer, "ngram": ngram, "weighting": weighting or "tf",
                                              "idf": idf, "top_n": top_n, "compat": compat, "convert": convert,
                                              **{k: v for k, v in files.items() if v is not None}},
             "a": sides[0], "b": sides[1], "differing_bits": differing, "distance": len(differing),
-            "consistent": bool(consistent)}
+            "differing_features": changed, "differing_feature_count": total, "consistent": bool(consistent)}
+
+
+def _differing_features(tables, sides, differing: list[int], show: int) -> tuple[list[dict], int]:
+    """The features whose weight differs between A and B (Δw = w_A − w_B ≠ 0; absent: 0), largest
+    |Δw| first (``show`` of them), each with the differing bits it pushes the way they went: bit j's
+    sums differ by D_j = Σ Δw·s_j(h) (s_j = +1 where bit j of the feature's hash is 1, else −1), and
+    a feature pushes bit j when Δw·s_j(h) has D_j's sign. Returns them and how many there are."""
+    w: dict[int, list] = {}
+    for side, (names, hashes, weights) in enumerate(tables):
+        for name, h, x in zip(names, hashes.tolist(), weights.tolist()):
+            entry = w.setdefault(int(h), [name, 0.0, 0.0])
+            entry[1 + side] += float(x)
+    d = {j: sides[0]["sums"][j] - sides[1]["sums"][j] for j in differing}
+    rows = []
+    for h, (name, wa, wb) in w.items():
+        delta = wa - wb
+        if delta == 0:
+            continue
+        push = [j for j in differing if delta * (1.0 if h >> j & 1 else -1.0) * d[j] > 0]
+        rows.append({"feature": name, "weight_a": wa, "weight_b": wb, "delta": delta, "hash": h, "pushes": push})
+    rows.sort(key=lambda x: (-abs(x["delta"]), x["feature"]))
+    return rows[:show], len(rows)
 
 
 def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert, user_dict=None,
                       stop_words=None):
     """(feature texts, hashes uint64, weights float64) as the fingerprint folds them."""
-    from .text.normalize import _converter  # noqa: PLC0415
+    from ..text.normalize import _converter  # noqa: PLC0415
 
     if compat is not None and convert:
         text = _converter(convert).convert(text)
     if compat == "yanyiwu":
-        from .sketches.compat import yanyiwu  # noqa: PLC0415
+        from ..sketches.compat import yanyiwu  # noqa: PLC0415
 
         n = top_n if top_n is not None else yanyiwu.top_n_for_length(len(text.encode("utf-8", "surrogatepass")))
         kws = yanyiwu.extract_keywords(text, n, user_dict, idf, stop_words)
         hashes, weights = yanyiwu._hash_keywords(kws)
         return [w for w, _ in kws], hashes, weights
     if compat == "1e0ng":
-        from .sketches.compat import simhash_1e0ng  # noqa: PLC0415
+        from ..sketches.compat import simhash_1e0ng  # noqa: PLC0415
 
         names, weights = simhash_1e0ng._weighted(text)
         return names, simhash_1e0ng.feature_hashes(names), np.asarray(weights, dtype=np.float64)
-    from .sketches.simhash import native_hasher  # noqa: PLC0415
+    from ..sketches.simhash import native_hasher  # noqa: PLC0415
 
     hasher = native_hasher(tokenizer, ngram, weighting, idf, top_n, convert, user_dict=user_dict,
                            stop_words=stop_words)
@@ -237,7 +283,7 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
 
 def explain_sentences(a: str, b: str, n: int = 3, convert: str | None = None) -> dict:
     """The n longest sentences of each side and whether the sentence signatures match."""
-    from .sketches.sentences import SentenceSigner  # noqa: PLC0415
+    from ..sketches.sentences import SentenceSigner  # noqa: PLC0415
 
     s = SentenceSigner(n=n, convert=convert)
     sa, sb = s.sign(a), s.sign(b)
@@ -256,12 +302,12 @@ def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
     if method == "sentences":
         return explain_sentences(a, b, params.get("sentences") or 3, params.get("convert"))
     if method == "exact":
-        from .sketches.sentences import exact_hash  # noqa: PLC0415
-        from .text.normalize import Normalizer  # noqa: PLC0415
+        from ..sketches.sentences import exact_hash  # noqa: PLC0415
+        from ..text.normalize import Normalizer  # noqa: PLC0415
 
         norm = Normalizer(convert=params.get("convert"))
         return {"method": "exact", "match": exact_hash(a, norm) == exact_hash(b, norm)}
-    from .text.normalize import Normalizer  # noqa: PLC0415
+    from ..text.normalize import Normalizer  # noqa: PLC0415
 
     hasher = MinHasher(num_perm=params.get("num_perm") or 128, scheme=params.get("scheme") or "oph",
                        seed=params.get("seed") if params.get("seed") is not None else 1,
@@ -269,60 +315,3 @@ def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
                        normalizer=Normalizer(convert=params.get("convert")), user_dict=params.get("user_dict"))
     bands = (params["b"], params["r"]) if params.get("b") and params.get("r") else None
     return explain_minhash(a, b, hasher, bands, show)
-
-
-# -- as text ------------------------------------------------------------------------------------------
-def _cut(s: str, width: int) -> str:
-    s = " ".join(str(s).split())
-    return s if len(s) <= width else s[:width - 1] + "…"
-
-
-def render(parts: dict, width: int = 34) -> str:
-    """The explanations of :func:`explain_pair` / ``compare --explain`` (a dict method → explanation)
-    as text for a terminal."""
-    lines: list[str] = []
-    for e in parts.values():
-        m = e["method"]
-        if m == "minhash":
-            lines.append(f"MinHash ({e['scheme']}, k={e['num_perm']}, seed {e['seed']}): {e['agreeing']} of "
-                         f"{len(e['slots'])} slots agree → estimate {e['estimate']:.4f}  (exact Jaccard "
-                         f"{e['jaccard']:.4f}; shingles A {e['shingles']['a']}, B {e['shingles']['b']}, shared "
-                         f"{e['shingles']['shared']})")
-            if e["scheme"] == "bottomk":
-                lines.append("  rank  in  shingle (the k smallest hashes of A ∪ B)")
-                for s in e["slots"]:
-                    where = "AB" if s["equal"] else ("A " if s["in_a"] else " B")
-                    lines.append(f"  {s['slot']:4d}  {where}  {_cut(s['shingle'], 2 * width)}")
-            else:
-                lines.append(f"  slot  {'A: shingle giving the minimum':{width}s}  =  B: shingle giving the minimum")
-                for s in e["slots"]:
-                    a = "(empty)" if s["a"] is None else _cut(s["a"]["shingle"], width)
-                    b = "(empty)" if s["b"] is None else _cut(s["b"]["shingle"], width)
-                    borrowed = "" if s["a"] is None or s["a"]["bin"] == s["slot"] else f"  (bin {s['a']['bin']})"
-                    lines.append(f"  {s['slot']:4d}  {a:{width}s}  {'=' if s['equal'] else '≠'}  {b}{borrowed}")
-            if "bands" in e:
-                bd = e["bands"]
-                lines.append(f"  LSH b={bd['b']} r={bd['r']}: bands colliding "
-                             f"{', '.join(map(str, bd['colliding'])) or 'none'} → "
-                             f"{'a candidate pair' if bd['candidate'] else 'not a candidate pair'}")
-            lines.append("  shared shingles, most slots won first: " + "; ".join(
-                f"{_cut(x['shingle'], width)} ({x['slots_won']})" for x in e["examples"]["shared"]))
-        elif m == "simhash":
-            lines.append(f"SimHash: distance {e['distance']} bits (differing bits: "
-                         f"{', '.join(map(str, e['differing_bits'])) or 'none'})")
-            for side in ("a", "b"):
-                x = e[side]
-                lines.append(f"  {side.upper()}: {x['features']} features, fingerprint {x['fingerprint']:016x}; "
-                             "heaviest: " + "; ".join(f"{_cut(f['feature'], width)} ×{f['weight']:.4g} "
-                                                      f"#{f['hash']:016x}" for f in x["top"][:5]))
-            for j in e["differing_bits"]:
-                lines.append(f"  bit {j:2d}: Σ±w A {e['a']['sums'][j]:+.4g}, B {e['b']['sums'][j]:+.4g}")
-        elif m == "sentences":
-            lines.append(f"Sentence signature ({e['n']} longest): {'match' if e['match'] else 'differ'}")
-            for side in ("a", "b"):
-                for s in e[side]:
-                    lines.append(f"  {side.upper()}: {_cut(s, 2 * width)}")
-        elif m == "exact":
-            lines.append(f"Exact hash: {'match' if e['match'] else 'differ'}")
-        lines.append("")
-    return "\n".join(lines).rstrip()
