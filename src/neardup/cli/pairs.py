@@ -40,10 +40,11 @@ def pairs(inputs, outdir, max_pairs, **params):
     if wrong:
         raise click.UsageError(f"not used by --method {params['method']}: {'; '.join(wrong)}")
     try:
-        cfg = DedupConfig(**params).resolved()
+        raw = DedupConfig(**params)
+        cfg = raw.resolved()
     except NeardupError as exc:
         raise ParameterError(str(exc)) from None
-    report = run_pairs(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]), max_pairs=max_pairs)
+    report = run_pairs(list(inputs), outdir, raw, command="neardup " + " ".join(sys.argv[1:]), max_pairs=max_pairs)
     if not cfg.quiet:
         c = report["counts"]
         by = ", ".join(f"{v} {k}" for k, v in c["pairs_by_decision"].items())

@@ -45,14 +45,15 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     read. ``max_pairs``: refuse (before writing) a join with more pairs (None: no limit)."""
     from ...errors import OutputError  # noqa: PLC0415
 
-    cfg = (config or DedupConfig()).resolved()
+    raw = config or DedupConfig()
+    unset = {name: DedupConfig.__dataclass_fields__[name].default for name in NOT_USED}
+    set_ = [name for name in NOT_USED                  # (what the user set: the resolved config fills defaults)
+            if getattr(raw, name) not in (unset[name], DEFAULTS.get(raw.method, {}).get(name, unset[name]))]
+    cfg = raw.resolved()
     check_banded(cfg)
     if cfg.method not in _DOCUMENTS:
         raise ConfigError(f"method (--method) must be one of {', '.join(_DOCUMENTS)} for a join of documents; "
                           f"got {cfg.method!r}")
-    unset = {name: DedupConfig.__dataclass_fields__[name].default for name in NOT_USED}
-    set_ = [name for name in NOT_USED                  # (a resolved config has the method's max_drift)
-            if getattr(cfg, name) not in (unset[name], DEFAULTS[cfg.method].get(name, unset[name]))]
     if set_:
         raise ConfigError(f"not used by neardup pairs: {', '.join(set_)}")
     if max_pairs is not None and (isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 0):
