@@ -148,34 +148,10 @@ class RunSummary:
     extra: dict = field(default_factory=dict)
 
 
-COMPACT_EXPLAIN_CHARS = 200_000   # longer sample texts get no compact explanation (seconds each)
-
-
-def compact_explanation(a: str, b: str, params: dict) -> dict | None:
-    """A sample pair's explanation in a few numbers (``neardup explain OUT A B`` gives all of it):
-    MinHash — agreeing slots of k, colliding LSH bands, the shared shingles that decide most slots;
-    SimHash — the differing bits; sentences / exact — whether the signatures match. None for a
-    document of an index (its text is not stored)."""
-    from ..explain import explain_pair  # noqa: PLC0415
-
-    if INDEXED_TEXT in (a, b) or max(len(a), len(b)) > COMPACT_EXPLAIN_CHARS:
-        return None                        # (a very long pair: `neardup explain` gives it on demand)
-    try:
-        e = explain_pair(a, b, params, show=3)
-    except (ValueError, ImportError):      # a scheme explain does not cover (datasketch-*)
-        return None
-    if e["method"] == "minhash":
-        out = {"agreeing_slots": e["agreeing"], "slots": len(e["slots"]), "exact_jaccard": round(e["jaccard"], 4),
-               "deciding_shingles": [x["shingle"][:80] for x in e["examples"]["shared"]]}
-        if "bands" in e:
-            out["colliding_bands"] = e["bands"]["colliding"]
-        return out
-    if e["method"] == "simhash":
-        return {"distance": e["distance"], "differing_bits": e["differing_bits"]}
-    return {"match": e["match"]}
-
-
-def build_report(s: RunSummary) -> dict:
+def build_report(s: RunSummary, explain=None) -> dict:
+    """The report of a run. ``explain(kept_text, removed_text, params)``: a sample pair's compact
+    explanation (a dict or None; the engines pass :func:`neardup.explain.compact_explanation`, which
+    lies above this layer); None: samples carry ``"explain": null``."""
     c = s.cfg
     params = {k: v for k, v in vars(c).items() if k not in RUN_ONLY}
     if s.lsh is not None:
@@ -212,7 +188,7 @@ def build_report(s: RunSummary) -> dict:
         "cluster_sizes": {str(int(k)): int(v) for k, v in sorted(s.cluster_sizes.items())},
         "similarity_histogram": {"edges": similarity_edges(), "counts": [int(x) for x in s.similarity_counts]},
         "samples": [{"kept_id": k, "removed_id": d, "similarity": round(sim, 4), "kept_text": kt[:SAMPLE_CHARS],
-                     "removed_text": dt[:SAMPLE_CHARS], "explain": compact_explanation(kt, dt, params)}
+                     "removed_text": dt[:SAMPLE_CHARS], "explain": explain(kt, dt, params) if explain else None}
                     for k, d, sim, kt, dt in s.samples],
     })
     if c.method == "minhash" and s.lsh is not None:

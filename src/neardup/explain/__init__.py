@@ -12,7 +12,8 @@
 """
 from __future__ import annotations
 
-from .evidence import explain_minhash, explain_pair, explain_sentences, explain_simhash
+from .evidence import compact_explanation, explain_minhash, explain_pair, explain_sentences, explain_simhash
 from .render import SLOT_CHOICES, render
 
-__all__ = ["SLOT_CHOICES", "explain_minhash", "explain_pair", "explain_sentences", "explain_simhash", "render"]
+__all__ = ["SLOT_CHOICES", "compact_explanation", "explain_minhash", "explain_pair", "explain_sentences",
+           "explain_simhash", "render"]

@@ -30,12 +30,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..dedup.report import INDEXED_TEXT
 from ..features.shingles import Shingler
 from ..kernels import minhash as K
 from ..kernels.hashing import fmix64
 from ..sketches.minhash import MinHasher, empty_value
 
-__all__ = ["explain_minhash", "explain_pair", "explain_sentences", "explain_simhash"]
+__all__ = ["compact_explanation", "explain_minhash", "explain_pair", "explain_sentences", "explain_simhash"]
 
 
 def _shingle_table(shingler: Shingler, text: str) -> tuple[np.ndarray, list[str]]:
@@ -315,3 +316,28 @@ def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
                        normalizer=Normalizer(convert=params.get("convert")), user_dict=params.get("user_dict"))
     bands = (params["b"], params["r"]) if params.get("b") and params.get("r") else None
     return explain_minhash(a, b, hasher, bands, show)
+
+
+COMPACT_EXPLAIN_CHARS = 200_000   # longer sample texts get no compact explanation (seconds each)
+
+
+def compact_explanation(a: str, b: str, params: dict) -> dict | None:
+    """A report sample pair's explanation in a few numbers (``neardup explain OUT A B`` gives all of
+    it): MinHash — agreeing slots of k, colliding LSH bands, the shared shingles that decide most
+    slots; SimHash — the differing bits; sentences / exact — whether the signatures match. None for a
+    document of an index (its text is not stored) or a very long pair (seconds each)."""
+    if INDEXED_TEXT in (a, b) or max(len(a), len(b)) > COMPACT_EXPLAIN_CHARS:
+        return None
+    try:
+        e = explain_pair(a, b, params, show=3)
+    except (ValueError, ImportError):      # a scheme explain does not cover (datasketch-*)
+        return None
+    if e["method"] == "minhash":
+        out = {"agreeing_slots": e["agreeing"], "slots": len(e["slots"]), "exact_jaccard": round(e["jaccard"], 4),
+               "deciding_shingles": [x["shingle"][:80] for x in e["examples"]["shared"]]}
+        if "bands" in e:
+            out["colliding_bands"] = e["bands"]["colliding"]
+        return out
+    if e["method"] == "simhash":
+        return {"distance": e["distance"], "differing_bits": e["differing_bits"]}
+    return {"match": e["match"]}

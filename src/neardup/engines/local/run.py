@@ -46,6 +46,7 @@ from ...dedup.report import (
 from ...dedup.spans import SPAN_METHODS, edited
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, InputChangedError, InputFormatError, OutputError
+from ...explain import compact_explanation
 from ...io.formats import (
     check_fields_apply,
     check_stamp,
@@ -429,7 +430,8 @@ def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timi
                    distance_counts(c.similarity[~c.kept])), result.params["fingerprints"])
                  if cfg.method == "simhash" else None),
         decisions=_decisions(cfg, result, ids),
-        extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}))
+        extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}),
+        explain=compact_explanation)
 
 
 def _decisions(cfg, result: DuplicateResult, ids) -> dict:

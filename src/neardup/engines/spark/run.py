@@ -27,6 +27,7 @@ from ...dedup.report import (
     write_report,
 )
 from ...errors import ConfigError, InputFormatError
+from ...explain import compact_explanation
 from ...io.formats import check_fields_apply, check_stamp, output_name
 from ...io.outdir import StagedOutput
 from ...io.sources import spool
@@ -354,7 +355,8 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             engine_info={"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
                          "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
             index=index_info,
-            extra={"borderline": found.params["borderline"]} if "borderline" in found.params else {}))
+            extra={"borderline": found.params["borderline"]} if "borderline" in found.params else {}),
+            explain=compact_explanation)
         if n_pairs is not None:
             report["pairs"] = {"output": "pairs.parquet", "pairs": int(n_pairs)}
         if local is not None:
