@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from neardup.cli import main
 from neardup.errors import NeardupError
-from neardup.index import segments
+from neardup.index import segments_open
 from neardup.index.disk import DiskIndex, open_index
 from neardup.index.files import SEGMENT_FILES
 from neardup.index.repair import repair_index, verify_index
@@ -86,7 +86,7 @@ def test_every_damage_of_every_segment_file_is_refused_or_harmless(pristine, tmp
     through (values of the right shape, e.g. zeroed signatures) is what `index verify` is for,
     and it finds every case."""
     if cheap:
-        monkeypatch.setattr(segments, "VERIFY_ON_OPEN", 0)
+        monkeypatch.setattr(segments_open, "VERIFY_ON_OPEN", 0)
     want = _answers(pristine)
     seg = _manifest(pristine)["segments"][0]["dir"]
     refused = 0
@@ -113,7 +113,7 @@ def test_every_damage_of_every_segment_file_is_refused_or_harmless(pristine, tmp
 def test_rows_out_of_range_in_a_large_index_are_refused_before_a_kernel_reads_them(pristine, tmp_path, monkeypatch):
     """A band_row.npy rewritten as a valid array of the same size whose rows point past the
     segment (what crashed the probe kernel with a segmentation fault): refused by the row check."""
-    monkeypatch.setattr(segments, "VERIFY_ON_OPEN", 0)
+    monkeypatch.setattr(segments_open, "VERIFY_ON_OPEN", 0)
     path = tmp_path / "idx"
     shutil.copytree(pristine, path)
     seg = _manifest(path)["segments"][0]["dir"]
