@@ -1,9 +1,11 @@
 """Small array helpers shared across the package."""
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -131,8 +133,6 @@ def read_ahead(values) -> bool:
 
 
 def _advise(values, advice: str) -> bool:
-    import mmap  # noqa: PLC0415
-
     base = values
     while base is not None and not isinstance(base, mmap.mmap):
         base = getattr(base, "base", None) if not isinstance(base, memoryview) else base.obj
@@ -222,7 +222,6 @@ def in_threads(run, n: int, min_chunk: int = 1 << 18) -> list:
     if t == 1:
         return [run(0, n)]
     bounds = [n * i // t for i in range(t + 1)]
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     with ThreadPoolExecutor(t, thread_name_prefix="neardup-kernel") as pool:
         return list(pool.map(run, bounds[:-1], bounds[1:]))

@@ -11,10 +11,14 @@ import click
 
 from ..config import NOT_BANDED, PARAMS, DedupConfig, click_options, inapplicable
 from ..errors import ConfigError, InputFormatError
+from ..explain import explain_minhash, explain_sentences, explain_simhash
+from ..index.lsh import choose_params
+from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
 from ..sketches.sentences import SentenceSigner
-from ..sketches.simhash import SimHasher
+from ..sketches.simhash import SimHasher, feature_signer, hamming
 from ..text.dictionaries import read_limited
+from ..text.normalize import Normalizer
 from . import main
 
 MAX_DOCUMENT_BYTES = 32 << 20
@@ -102,9 +106,6 @@ def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **al
     with the rule and the numbers that decided it (--method, default minhash; an option only SimHash
     uses, such as --bits or --idf, chooses simhash); then exact Jaccard and containment, the MinHash
     estimate, the SimHash distance, the sentence-signature match and some shared / unshared shingles."""
-    from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs  # noqa: PLC0415
-    from ..sketches.simhash import feature_signer, hamming  # noqa: PLC0415
-    from ..text.normalize import Normalizer  # noqa: PLC0415
 
     ctx = click.get_current_context()
     given = _given(ctx)
@@ -198,8 +199,6 @@ def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **al
 def _explanations(ta, tb, mh, cfg, run, algo, num_perm, scheme, show) -> dict:
     """``--explain``: each method's evidence; MinHash with the bands of the two-document run (of
     --threshold, when dedup would refuse the run's options), SimHash under the run's feature options."""
-    from ..explain import explain_minhash, explain_sentences, explain_simhash  # noqa: PLC0415
-    from ..index.lsh import choose_params  # noqa: PLC0415
 
     threshold = algo["threshold"] if algo["threshold"] is not None else 0.8
     if run is not None and getattr(run, "lsh", None) is not None:

@@ -10,6 +10,7 @@ import sys
 import click
 
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
+from ..engines.local import run_dedup
 from ..errors import NeardupError
 from . import ParameterError, main
 
@@ -49,8 +50,6 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
     OUTDIR/edits.jsonl (per row: the byte ranges removed, each with its XXH64) instead of clusters.jsonl;
     --spans lines|substrings adds them to a whole-document method in the same run.
     """
-    from ..engines.local import run_dedup  # noqa: PLC0415
-
     ctx = click.get_current_context()
     given = [p.name for p in PARAMS
              if p.name in params and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
@@ -63,7 +62,9 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
         except ImportError as exc:
             raise click.UsageError(f"--engine spark: {exc}; install with: pip install 'neardup[spark]' "
                                    "'pandas>=2.2'") from None
-        run_dedup = run_spark_dedup
+        run = run_spark_dedup
+    else:
+        run = run_dedup
     try:
         cfg = DedupConfig(**params).resolved()
     except NeardupError as exc:
@@ -85,7 +86,7 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
             extra["spark_conf"] = parse_spark_conf(spark_conf)
         except NeardupError as exc:
             raise ParameterError(str(exc)) from None
-    report = run_dedup(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]), **extra)
+    report = run(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]), **extra)
     if not quiet:
         c = report["counts"]
         t = report["timings"]

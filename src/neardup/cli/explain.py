@@ -6,6 +6,14 @@ import os
 
 import click
 
+from ..config import PARAMS, DedupConfig
+from ..dedup.verify import borderline_z
+from ..explain import explain_pair, render
+from ..explain.replay import SmallRun
+from ..explain.verdict import Side, verdict
+from ..index.lsh import LSHParams
+from ..io.formats import check_fields_apply, read_rows
+from ..io.sources import expand_inputs
 from . import main
 
 
@@ -102,8 +110,6 @@ def _texts(out: str, rep: dict, rows: list[int], keys: dict | None = None) -> di
     since the run: modified after it (its report.json's time), other row counts, or (the local
     engine) other character counts than the run recorded. ``keys``: filled with each row's
     ``--keep-field`` value (runs with ``--keep key``)."""
-    from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
-    from ..io.sources import expand_inputs  # noqa: PLC0415
 
     p = rep["parameters"]
     labels = rep["inputs"]
@@ -156,8 +162,6 @@ MAX_REPLAY = 256
 def _config(p: dict):
     """The run's configuration from report.json's ``parameters`` (its ``lsh_mode`` is the banding's
     label there: ``recall≥0.99``, ``datasketch``, ``explicit``, ``containment per size ratio (…)``)."""
-    from ..config import PARAMS, DedupConfig  # noqa: PLC0415
-
     values = {q.name: p[q.name] for q in PARAMS if q.name in p}
     label = str(p.get("lsh_mode") or "recall")
     values["lsh_mode"] = "datasketch" if "datasketch" in label else "recall"
@@ -184,8 +188,6 @@ def _context(records: list[dict], ra: dict, rb: dict) -> tuple[list[dict], bool]
 def _z(rep: dict):
     """The run's borderline z: recomputed from its candidate count where that gives the reported one
     (rounded to 3 digits there), else the reported value; None when the run had no band."""
-    from ..dedup.verify import borderline_z  # noqa: PLC0415
-
     band = rep.get("borderline")
     if not isinstance(band, dict) or band.get("z") is None:
         return None
@@ -199,9 +201,6 @@ def _z(rep: dict):
 
 def _replay(out: str, rep: dict, records: list[dict], ra: dict, rb: dict):
     """(small run of the context, local rows of A and B, names, recorded sides, texts of A and B, whole)."""
-    from ..explain.replay import SmallRun  # noqa: PLC0415
-    from ..explain.verdict import Side  # noqa: PLC0415
-    from ..index.lsh import LSHParams  # noqa: PLC0415
 
     members, whole = _context(records, ra, rb)
     p = rep["parameters"]
@@ -251,8 +250,6 @@ def explain_cmd(out, id_a, id_b, show, slots, as_json):
     and what would change it. Then the evidence in the method's own terms (MinHash slots and LSH
     bands, containment both ways, SimHash bits and the features that flip them, the longest
     sentences)."""
-    from ..explain import explain_pair, render  # noqa: PLC0415
-    from ..explain.verdict import verdict  # noqa: PLC0415
 
     rep = _report(out)
     records = _records(out, rep)

@@ -9,6 +9,11 @@ import click
 
 from ..config import DedupConfig, click_options
 from ..errors import ConfigError, OutputError
+from ..features.weights import fit_idf_words
+from ..io.outfile import check_output_file, replacing
+from ..io.readers import batched
+from ..io.sources import expand_inputs
+from ..text.dictionaries import load_user_dict, word_files, write_idf
 from . import ParameterError, main
 from .index import _rows
 
@@ -45,11 +50,6 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
       neardup dedup news/*.jsonl -o out --method simhash --tokenizer jieba --idf news-idf.txt --top-n 20
       neardup idf fit news/ --compat yanyiwu -o idf.utf8     # for --compat yanyiwu --idf idf.utf8
     """
-    from ..features.weights import fit_idf_words  # noqa: PLC0415
-    from ..io.outfile import check_output_file, replacing  # noqa: PLC0415
-    from ..io.readers import batched  # noqa: PLC0415
-    from ..io.sources import expand_inputs  # noqa: PLC0415
-    from ..text.dictionaries import load_user_dict, word_files, write_idf  # noqa: PLC0415
 
     if compat is not None and compat != "yanyiwu":
         raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu weighs words by IDF)")

@@ -17,12 +17,22 @@ Examples::
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 import click
+import numpy as np
 
 from ..config import DedupConfig, click_options
+from ..dedup.incremental import create_index, index_kind
+from ..errors import InputFormatError
+from ..index.disk import open_index
+from ..index.store import DuplicateKeyError, InvalidKeyError, check_key, key_candidates
+from ..io.formats import check_fields_apply, read_rows
+from ..io.outfile import STDOUT, check_output_file, replacing
 from ..io.readers import batched
+from ..io.sources import expand_inputs
 from . import ParameterError, main
 
 _ALGO = ("threshold", "metric", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf",
@@ -31,8 +41,6 @@ _BATCH = 20000
 
 
 def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
-    from ..index.disk import open_index  # noqa: PLC0415
-
     return open_index(path, readonly=readonly, synchronous=synchronous)
 
 
@@ -42,10 +50,6 @@ def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None
     counted (returned in the last tuple element as a list). ``specs``: the inputs already expanded.
     ``check_ids``: an id of the id field must be one an index can hold (:func:`~neardup.index.store.check_key`),
     else the row is bad (its error names FILE:LINE and the value)."""
-    from ..errors import InputFormatError  # noqa: PLC0415
-    from ..index.store import InvalidKeyError, check_key  # noqa: PLC0415
-    from ..io.formats import check_fields_apply, read_rows  # noqa: PLC0415
-    from ..io.sources import expand_inputs  # noqa: PLC0415
 
     if specs is None:
         specs = expand_inputs(list(inputs), fmt) if inputs else []
@@ -100,9 +104,6 @@ def index():
 @click_options(_ALGO)
 def create(path, method, **algo):
     """Create an empty index at PATH (a folder) with these parameters."""
-    from pathlib import Path  # noqa: PLC0415
-
-    from ..dedup.incremental import create_index, index_kind  # noqa: PLC0415
 
     cfg = DedupConfig(method=method, **algo).resolved()
     p = Path(path)
@@ -122,8 +123,6 @@ def create(path, method, **algo):
 def add(path, inputs, id_field, text_field, on_error, replace):
     """Add every row of INPUTS to the index (each batch of 20,000 rows at once, all or nothing). An id
     must be a string or an integer in the signed 64-bit range (a bad one is named by FILE:LINE)."""
-    from ..index.store import DuplicateKeyError  # noqa: PLC0415
-
     added = 0
     skipped: list = []
     with _open(path, readonly=False) as idx:
@@ -192,8 +191,6 @@ def query(path, inputs, texts, id_field, text_field, threshold, max_distance, to
 def remove(path, ids):
     """Remove the documents IDS: each the string id, else the integer id it spells (ASCII digits, an
     optional minus, in the signed 64-bit range: :func:`~neardup.index.store.key_candidates`)."""
-    from ..index.store import key_candidates  # noqa: PLC0415
-
     gone, missing = 0, []
     with _open(path, readonly=False) as idx:
         for i in ids:
@@ -244,9 +241,6 @@ def compact(path):
 def export(path, output):
     """Ids and signatures as Parquet: id (text), id_type (str, int, bytes), and signature
     (MinHash: k unsigned integers) or fingerprint (SimHash: uint64)."""
-    import os  # noqa: PLC0415
-
-    from ..io.outfile import STDOUT, check_output_file, replacing  # noqa: PLC0415
 
     check_output_file(output, what="index export -o")
     if output != STDOUT and os.path.exists(output):
@@ -267,7 +261,6 @@ def export(path, output):
 def _export(idx, sink) -> int:
     """Write the index's live documents to ``sink`` (a path or a binary stream) as Parquet; returns
     how many. An empty index gives a table of no rows with the columns."""
-    import numpy as np  # noqa: PLC0415
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 

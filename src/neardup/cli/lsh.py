@@ -6,6 +6,7 @@ import json
 import click
 
 from ..config import DEFAULTS, click_options
+from ..index.lsh import choose_params, false_negative_mass, false_positive_mass
 from . import ParameterError, main
 
 
@@ -14,8 +15,6 @@ from . import ParameterError, main
 @click.option("--json", "as_json", is_flag=True, help="Print the parameters and the curve as JSON.")
 def lsh(threshold, num_perm, lsh_mode, recall, bands, rows, as_json):
     """Show the LSH bands chosen for a threshold and their S-curve P(candidate | s) = 1 − (1 − s^r)^b."""
-    from ..index.lsh import choose_params, false_negative_mass, false_positive_mass  # noqa: PLC0415
-
     if threshold is None:
         threshold = DEFAULTS["minhash"]["threshold"]
     try:

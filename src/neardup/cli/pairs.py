@@ -9,7 +9,7 @@ import sys
 import click
 
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
-from ..engines.local.pairs import DEFAULT_MAX_PAIRS, NOT_USED
+from ..engines.local.pairs import DEFAULT_MAX_PAIRS, NOT_USED, run_pairs
 from ..errors import NeardupError
 from . import ParameterError, main
 
@@ -31,8 +31,6 @@ def pairs(inputs, outdir, max_pairs, **params):
     nothing is removed or clustered, so every listed pair passed on its own. Documents with identical
     signatures give every pair among them. OUTDIR/report.json counts rows, skipped rows and pairs.
     """
-    from ..engines.local.pairs import run_pairs  # noqa: PLC0415
-
     ctx = click.get_current_context()
     given = [p.name for p in PARAMS
              if p.name in params and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]

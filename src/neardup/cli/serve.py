@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from ..text.dictionaries import read_limited
 from . import main
 
 
@@ -96,8 +97,6 @@ MAX_TOKEN_BYTES = 64 << 10       # a bearer token is a line; the file is read no
 def read_token(path: str) -> str:
     """The bearer token of ``--token-file``: its UTF-8 text, white space around it removed; a file
     that is empty, not UTF-8 or over :data:`MAX_TOKEN_BYTES` is one error naming it."""
-    from ..text.dictionaries import read_limited  # noqa: PLC0415
-
     data = read_limited(path, MAX_TOKEN_BYTES, "token file (--token-file)", "; a bearer token is one short line")
     try:
         token = data.decode("utf-8").strip()

@@ -10,6 +10,8 @@ import time
 import click
 
 from ..config import DedupConfig, click_options, inapplicable
+from ..engines.local.sign import write_signatures
+from ..engines.sign_output import check_sign_outputs
 from ..errors import ConfigError
 from ..io.outfile import check_output_file, replacing
 from ..io.readers import batched, iter_documents
@@ -142,9 +144,6 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
 
 
 def _sign_binary(inputs, output: str, fmt: str, summary: bool, cfg: DedupConfig) -> None:
-    from ..engines.local.sign import write_signatures  # noqa: PLC0415
-    from ..engines.sign_output import check_sign_outputs  # noqa: PLC0415
-
     if output == "-" and sys.stdout is not None and sys.stdout.isatty():
         raise click.UsageError(f"--format {fmt} is binary; give -o FILE rather than writing it to a terminal")
     try:

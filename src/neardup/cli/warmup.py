@@ -12,14 +12,12 @@ from multiprocessing import get_context
 
 import click
 
-from ..config import METHODS, cpu_count
+from ..config import METHODS, DedupConfig, cpu_count
+from ..engines.local.warmup import warm_up
 from . import main
 
 
 def _warm(method: str, force: bool) -> float | None:
-    from ..config import DedupConfig  # noqa: PLC0415
-    from ..engines.local.warmup import warm_up  # noqa: PLC0415
-
     return warm_up(DedupConfig(method=method), announce=False, force=force, explicit=True)
 
 

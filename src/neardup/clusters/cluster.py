@@ -17,9 +17,11 @@ repeatedly, until every member is within t − δ of its representative.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from .._checks import as_int
@@ -127,11 +129,8 @@ PARALLEL_LINKAGE_EDGES = 100_000
 def _linkage_threads(edges: int) -> int:
     """Threads for bounded linkage: numba's, from :data:`PARALLEL_LINKAGE_EDGES` edges on and on the
     main thread only (numba's default thread pool must not be entered from two Python threads)."""
-    import threading  # noqa: PLC0415
-
     if edges < PARALLEL_LINKAGE_EDGES or threading.current_thread() is not threading.main_thread():
         return 1
-    import numba  # noqa: PLC0415
 
     return numba.get_num_threads()
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._arrays import sorted_unique
+from ..index.containment import containment_candidates, containment_params
 from ..index.lsh import MAX_BUCKET, LSHParams, candidate_pairs, choose_params, identical_rows
 
 __all__ = ["MAX_BUCKET", "LSHParams", "candidate_pairs", "choose_params", "containment_candidate_pairs",
@@ -27,8 +29,6 @@ def containment_candidate_pairs(values, sizes, threshold: float, lsh_mode: str, 
     after LSH Ensemble) — not as a Jaccard threshold, which a passage in a long document never reaches.
     ``lsh_mode`` ``recall…`` targets ``recall`` at C = t per pair; ``datasketch`` uses Zhu et al.'s
     equal-weight error criterion. The one rule both engines use."""
-    from .._arrays import sorted_unique  # noqa: PLC0415
-    from ..index.containment import containment_candidates  # noqa: PLC0415
 
     ci, cj = containment_candidates(values, np.asarray(sizes, dtype=np.int64), threshold,
                                     mode=_containment_mode(lsh_mode), recall=recall, rows=rows, sort=False)
@@ -49,8 +49,6 @@ def _containment_mode(lsh_mode: str) -> str:
 def containment_lsh(threshold: float, num_perm: int, lsh_mode: str, recall: float) -> LSHParams:
     """What a report shows of containment banding: the (b, r) of two documents of one size (every
     other size ratio has its own), and the rule."""
-    from ..index.containment import containment_params  # noqa: PLC0415
-
     mode = _containment_mode(lsh_mode)
     b, r = containment_params(threshold, num_perm, 1000, 1000, mode=mode, recall=recall)
     label = f"recall≥{recall}" if mode == "recall" else "datasketch"

@@ -23,6 +23,8 @@ from ..clusters import Clusters, SimilarityOracle
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..config import DedupConfig, simhash_verified
 from ..features.shingles import Features
+from ..index.simhash_index import all_pairs
+from ..kernels.clusters import components, expand_groups, group_pair_count
 from ..sketches.minhash import Signatures, empty_value
 from .candidates import (
     MAX_BUCKET,
@@ -256,8 +258,6 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     """Clusters of fingerprints within Hamming distance ``k`` (all pairs by permuted tables, exact).
     Similarity reported is 1 − d/64. ``linkage="bounded"`` joins groups only while all sampled
     members stay within k + ``max_drift_bits`` bits of each other."""
-    from ..index.simhash_index import all_pairs  # noqa: PLC0415
-
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     n = fps.shape[0]
     t0 = time.perf_counter()
@@ -399,8 +399,6 @@ def join_pairs(result: DuplicateResult, n: int, max_pairs: int | None = None):
     2⁻³²ᵏ-scale accident, so each such pair's similarity is the groups' pair's). Returns (a, b,
     similarity, decided codes) with a < b, sorted by (a, b); :class:`TooManyPairsError` (before
     allocating them) when there would be more than ``max_pairs``."""
-    from ..kernels.clusters import components, expand_groups, group_pair_count  # noqa: PLC0415
-
     lo = np.asarray(result.pairs_lo, dtype=np.int64)
     hi = np.asarray(result.pairs_hi, dtype=np.int64)
     sim = np.asarray(result.pairs_sim, dtype=np.float64)

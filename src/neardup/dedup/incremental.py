@@ -45,6 +45,8 @@ from ..index.disk import (
 )
 from ..index.segments import remove_empty_index
 from ..index.store import DuplicateKeyError
+from ..io.outdir import STDOUT, _is_within
+from .resume import content_digest
 
 RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
 
@@ -106,8 +108,6 @@ def run_key(specs, cfg: DedupConfig) -> str:
     """What makes two runs "the same command": the algorithm's parameters and each input's name, size,
     modification time and the xxh3-128 digest of its whole content (as ``--resume`` binds its inputs):
     another file of the same name, size and time is another run, whose kept rows are added."""
-    from .resume import content_digest  # noqa: PLC0415
-
     algo = {k: v for k, v in cfg.group("algorithm").items()}
     ins = []
     for s in specs:
@@ -236,8 +236,6 @@ def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str,
 
 def check_index_path(index: str, outdir: str, specs) -> None:
     """``--index`` must not be the output folder, inside it or around it, nor an input."""
-    from ..io.outdir import STDOUT, _is_within  # noqa: PLC0415
-
     ipath = os.path.realpath(index)
     if outdir != STDOUT:
         opath = os.path.realpath(outdir)

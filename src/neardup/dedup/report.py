@@ -13,6 +13,8 @@ import numpy as np
 
 from .._version import __version__
 from ..config import DedupConfig
+from ..index.lsh import s_curve
+from ..index.simhash_index import plan_tables
 from .records import json_default
 
 if TYPE_CHECKING:
@@ -53,8 +55,6 @@ def lsh_report(threshold: float, b: int, r: int, mode: str = "") -> dict:
     """The report's LSH section: the bands and 101 points of their S-curve. Containment banding
     (``mode`` "containment per size ratio …") gives each pair the bands of its size ratio; the curve
     shown is then that of two documents of equal size, over their containment C (J = C / (2 − C))."""
-    from ..index.lsh import s_curve  # noqa: PLC0415
-
     xs = np.linspace(0.0, 1.0, 101)
     per_ratio = mode.startswith("containment")
     ys = s_curve(xs / (2.0 - xs) if per_ratio else xs, b, r)
@@ -77,8 +77,6 @@ def simhash_report(k: int, counts: list, fingerprints: int) -> dict:
     representatives, and the permuted-table layout that found every pair within k bits
     (:func:`neardup.index.simhash_index.plan_tables` for the run's distinct fingerprints: the
     pigeonhole argument of Manku et al. — k differing bits leave at least one key untouched)."""
-    from ..index.simhash_index import plan_tables  # noqa: PLC0415
-
     plan = plan_tables(64, k, max(int(fingerprints), 2))
     top = max(k, len(counts) - 1)
     counts = [int(x) for x in counts] + [0] * (top + 1 - len(counts))

@@ -32,7 +32,10 @@ import xxhash
 from .._arrays import int64_values
 from .._version import __version__
 from ..errors import ConfigError, NeardupError
+from ..features.shingles import Features
+from ..io.outdir import STDOUT
 from ..text.dictionaries import file_keys
+from .spans import SPAN_METHODS
 
 SUFFIX = ".neardup-resume"
 #: parameters that never change what pass 1 or the rest computes
@@ -68,8 +71,6 @@ def check_resumable(cfg, specs, outdir: str) -> None:
     if folder and os.path.lexists(folder) and not owned(folder):
         raise ConfigError(f"resume (--resume): {folder} exists and is not a neardup checkpoint (no {MARK} in it); "
                           "neardup will not replace it — move it away, or choose another output folder")
-    from ..io.outdir import STDOUT  # noqa: PLC0415
-    from .spans import SPAN_METHODS  # noqa: PLC0415
 
     if outdir == STDOUT:
         raise ConfigError("resume (--resume) keeps its checkpoint beside the output folder; -o - has none")
@@ -220,8 +221,6 @@ def _is_json(v) -> bool:
 
 def restore(arrays: dict, fields: dict, corpus_cls):
     """(values, empty, sizes, features) and the corpus of a loaded checkpoint."""
-    from ..features.shingles import Features  # noqa: PLC0415
-
     def column(name):
         return array("q", arrays[name].astype(np.int64).tobytes())
 

@@ -15,6 +15,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..config import DedupConfig, simhash_verified
+from ..sketches.minhash import MinHasher
+from ..sketches.sentences import SentenceSigner, exact_hash
+from ..sketches.simhash import feature_signer
+from ..text.normalize import Normalizer
 from .spans import SPAN_METHODS
 
 
@@ -27,18 +31,12 @@ class Both(NamedTuple):
 
 def minhasher(cfg: DedupConfig):
     """The run's MinHasher (its shingler also gives the shingle sets of exact checks)."""
-    from ..sketches.minhash import MinHasher  # noqa: PLC0415
-    from ..text.normalize import Normalizer  # noqa: PLC0415
 
     return MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
                      ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert), user_dict=cfg.user_dict)
 
 
 def make_signer(cfg: DedupConfig):
-    from ..sketches.sentences import SentenceSigner, exact_hash  # noqa: PLC0415
-    from ..sketches.simhash import feature_signer  # noqa: PLC0415
-    from ..text.normalize import Normalizer  # noqa: PLC0415
-
     if cfg.method in SPAN_METHODS:
         from .spans import make_signer as span_signer  # noqa: PLC0415
 

@@ -33,8 +33,9 @@ from .._arrays import sorted_unique
 from ..config import DedupConfig
 from ..errors import InputChangedError
 from ..features.units import UnitHasher, Units, pack_raw, repeated_units, utf8
+from ..index.suffix import repeated_in_documents
 from ..io.formats import check_stamp
-from .records import id_json, skipped_line
+from .records import id_json, row_documents, skipped_line, write_rows
 from .report import SKIPPED_LISTED, RunSummary, build_report, similarity_edges, write_report
 
 SPAN_METHODS = ("lines", "substrings")
@@ -176,7 +177,6 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
         info = {"units": len(units), "distinct_units": distinct, "removed_units": int(r.shape[0])}
         return _Ranges(n_docs, units.docs[r], units.starts[r], units.ends[r], units.digests[r],
                        source=units.docs[first[r]], key=units.hashes[r]), info
-    from ..index.suffix import repeated_in_documents  # noqa: PLC0415
 
     offsets = np.zeros(total + 1, dtype=np.int64)
     np.cumsum(np.concatenate([nb for _, nb in payloads]) if payloads else [], out=offsets[1:])
@@ -271,8 +271,6 @@ class SpanStage:
     def write(self, specs, run_cfg: DedupConfig, corpus, out: str, keep_doc: np.ndarray) -> list[dict]:
         """Pass 2 (inputs already checked unchanged): the rows of documents ``keep_doc``, with their
         ranges removed."""
-        from .records import row_documents, write_rows  # noqa: PLC0415
-
         doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
         keep_row = np.zeros(corpus.n_rows, dtype=bool)
         keep_row[doc_row[keep_doc]] = True
@@ -292,8 +290,6 @@ class SpanStage:
         ``removed`` lists ``[start, end, hash]`` — a byte range of the original text's UTF-8 form and
         the XXH64 (seed 0, hex) of its bytes — with, for ``lines``, the row of the unit's first
         occurrence as a fourth item. A skipped row's record is clusters.jsonl's."""
-        from .records import row_documents  # noqa: PLC0415
-
         ranges, editor = self.ranges, self.editor
         doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
         doc_of_row, skipped = row_documents(corpus)

@@ -18,6 +18,8 @@ import mmap
 import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from statistics import NormalDist
 
 import numpy as np
 
@@ -25,6 +27,7 @@ from .._arrays import concatenate_freeing, physical_memory, read_ahead, release_
 from ..config import DedupConfig, cpu_count
 from ..features.shingles import Features
 from ..kernels.jaccard import pair_order, pair_order_blocks
+from ..kernels.lsh import merge_unique
 from ..similarity.estimates import containment_from_jaccard, minhash_similarity  # noqa: F401  (re-exported)
 from ..similarity.jaccard import jaccard_of, max_containment_of, range_stats
 from ..sketches.minhash import jaccard_rows
@@ -64,8 +67,6 @@ def borderline_z(n_candidates: int) -> float:
     among the n candidate pairs decided by their estimate alone, at most about one is expected to lie
     on the other side of t. A pair outside the band is misdecided only when its estimate errs by more
     than z standard errors (more still when its true J is farther from t). At least 3."""
-    from statistics import NormalDist  # noqa: PLC0415
-
     n = max(int(n_candidates), 1)
     return max(3.0, NormalDist().inv_cdf(1.0 - 0.5 / n))
 
@@ -217,12 +218,9 @@ def _distinct(lo, hi) -> np.ndarray:
     """The sorted distinct values of two int64 arrays: each sorted apart and merged (not NumPy 2.4's
     hash-based ``np.unique``, nor one sort of both: 1.9 GB of temporaries at 10 M documents). The two
     sorts run side by side when there are two CPUs (NumPy's sort releases the GIL)."""
-    from ..kernels.lsh import merge_unique  # noqa: PLC0415
-
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     if lo.shape[0] < 1 << 20 or cpu_count() < 2:
         return merge_unique(sorted_unique(lo), sorted_unique(hi))
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     with ThreadPoolExecutor(2, thread_name_prefix="neardup-sort") as pool:
         a, b = pool.map(sorted_unique, (lo, hi))

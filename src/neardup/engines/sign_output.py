@@ -14,7 +14,9 @@ import json
 
 import numpy as np
 
+from ..io.ids import id_json, parquet_id_text
 from ..io.outfile import check_output_file, replacing
+from ..text.dictionaries import word_files
 
 FORMATS = ("jsonl", "parquet", "npy")
 
@@ -29,8 +31,6 @@ def check_sign_outputs(output: str, fmt: str, specs, cfg) -> None:
     """The files ``sign --format`` will write — ``output`` and, for ``.npy``, its ids beside it — checked
     by the one rule for output files (:func:`neardup.io.outfile.check_output_file`) against the inputs
     and the word files of ``cfg``."""
-    from ..text.dictionaries import word_files  # noqa: PLC0415
-
     files = word_files(cfg.idf, cfg.user_dict, cfg.stop_words)
     check_output_file(output, specs, files=files)
     if fmt == "npy":
@@ -46,7 +46,6 @@ def write_parquet(path_or_file, cfg, values, empty, ids, rows) -> None:
     import pyarrow.parquet as pq  # noqa: PLC0415
 
     from .._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415  (no pandas import)
-    from ..io.ids import parquet_id_text  # noqa: PLC0415
 
     name = _column_name(cfg)
     if values.ndim == 2 and cfg.method == "minhash":
@@ -79,8 +78,6 @@ def _sig_params(cfg) -> dict:
 def write_npy(output: str, values: np.ndarray, ids: list, rows: np.ndarray) -> None:
     """The matrix to ``output`` (``.npy``) and the ids beside it (:func:`ids_path`), each file
     replacing its destination only when both are written."""
-    from ..io.ids import id_json  # noqa: PLC0415
-
     with replacing(ids_path(output)) as tmp_ids, replacing(output) as tmp:
         with open(tmp, "wb") as fh:
             np.save(fh, np.ascontiguousarray(values))

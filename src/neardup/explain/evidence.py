@@ -35,6 +35,9 @@ from ..features.shingles import Shingler
 from ..kernels import minhash as K
 from ..kernels.hashing import fmix64
 from ..sketches.minhash import MinHasher, empty_value
+from ..sketches.sentences import SentenceSigner
+from ..sketches.simhash import feature_signer, native_hasher
+from ..text.normalize import Normalizer, _converter
 
 __all__ = ["compact_explanation", "explain_minhash", "explain_pair", "explain_sentences", "explain_simhash"]
 
@@ -202,8 +205,6 @@ def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None =
     """Features (text, weight, 64-bit hash) of each side, the per-bit sums Σ ±w, the fingerprints, the
     bits that differ and the distance — under the feature options of
     :func:`neardup.sketches.simhash.feature_signer`."""
-    from ..sketches.simhash import feature_signer  # noqa: PLC0415
-
     files = {"user_dict": user_dict, "stop_words": stop_words}
     fps = feature_signer(tokenizer, ngram, weighting, idf, top_n, compat, convert, **files)([a, b])[0]
     sides = []
@@ -256,8 +257,6 @@ def _differing_features(tables, sides, differing: list[int], show: int) -> tuple
 def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, convert, user_dict=None,
                       stop_words=None):
     """(feature texts, hashes uint64, weights float64) as the fingerprint folds them."""
-    from ..text.normalize import _converter  # noqa: PLC0415
-
     if compat is not None and convert:
         text = _converter(convert).convert(text)
     if compat == "yanyiwu":
@@ -272,7 +271,6 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
 
         names, weights = simhash_1e0ng._weighted(text)
         return names, simhash_1e0ng.feature_hashes(names), np.asarray(weights, dtype=np.float64)
-    from ..sketches.simhash import native_hasher  # noqa: PLC0415
 
     hasher = native_hasher(tokenizer, ngram, weighting, idf, top_n, convert, user_dict=user_dict,
                            stop_words=stop_words)
@@ -284,8 +282,6 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
 
 def explain_sentences(a: str, b: str, n: int = 3, convert: str | None = None) -> dict:
     """The n longest sentences of each side and whether the sentence signatures match."""
-    from ..sketches.sentences import SentenceSigner  # noqa: PLC0415
-
     s = SentenceSigner(n=n, convert=convert)
     sa, sb = s.sign(a), s.sign(b)
     return {"method": "sentences", "n": n, "a": s.longest(a), "b": s.longest(b), "signature_a": sa,
@@ -304,11 +300,9 @@ def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
         return explain_sentences(a, b, params.get("sentences") or 3, params.get("convert"))
     if method == "exact":
         from ..sketches.sentences import exact_hash  # noqa: PLC0415
-        from ..text.normalize import Normalizer  # noqa: PLC0415
 
         norm = Normalizer(convert=params.get("convert"))
         return {"method": "exact", "match": exact_hash(a, norm) == exact_hash(b, norm)}
-    from ..text.normalize import Normalizer  # noqa: PLC0415
 
     hasher = MinHasher(num_perm=params.get("num_perm") or 128, scheme=params.get("scheme") or "oph",
                        seed=params.get("seed") if params.get("seed") is not None else 1,

@@ -27,6 +27,7 @@ import numpy as np
 from ..clusters.cluster import LINKAGE_SAMPLE, merge_order
 from ..config import DedupConfig
 from ..dedup.finish import KEPT_ROW, decision_name, finish, linkage_oracle, pair_similarity
+from ..dedup.signing import make_signer, minhasher
 from ..dedup.verify import (
     CANDIDATE,
     ESTIMATE,
@@ -39,6 +40,8 @@ from ..dedup.verify import (
     minhash_similarity,
     simhash_drift_bits,
 )
+from ..index.lsh import candidate_pairs, choose_params, identical_rows
+from ..sketches.minhash import jaccard_rows
 
 
 @dataclass
@@ -111,9 +114,6 @@ class SmallRun:
     # -- the run --------------------------------------------------------------------------------------
     def _minhash(self) -> None:
         from ..dedup.candidates import containment_candidate_pairs  # noqa: PLC0415  (the run's stages)
-        from ..dedup.signing import make_signer, minhasher  # noqa: PLC0415
-        from ..index.lsh import candidate_pairs, choose_params, identical_rows  # noqa: PLC0415
-        from ..sketches.minhash import jaccard_rows  # noqa: PLC0415
 
         c, n, t = self.cfg, self.n, self.threshold
         got = make_signer(c)(self.texts) if n else (np.zeros((0, c.num_perm), np.uint32), np.zeros(0, bool),
@@ -166,7 +166,6 @@ class SmallRun:
         ``candidate_bits`` decided by the exact Jaccard of word 5-gram shingles ≥ t): the run's finders."""
         from ..config import simhash_verified  # noqa: PLC0415  (SimHash runs only)
         from ..dedup import find  # noqa: PLC0415  (the run's finders)
-        from ..dedup.signing import make_signer, minhasher  # noqa: PLC0415
 
         c = self.cfg
         values, empty, _ = make_signer(c)(self.texts)
@@ -193,7 +192,6 @@ class SmallRun:
 
     def _equal(self) -> None:
         from ..dedup.find import find_equal_duplicates  # noqa: PLC0415  (the run's finder)
-        from ..dedup.signing import make_signer  # noqa: PLC0415
 
         c = self.cfg
         values, empty, _ = make_signer(c)(self.texts)

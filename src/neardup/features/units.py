@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels.spans import first_occurrences, unit_hashes_batch
-from ..text.normalize import _pack, kernel_char_map
+from ..text.normalize import Normalizer, _pack, kernel_char_map
 from ..text.unicode import class_table
 
 UNITS = ("line", "paragraph")
@@ -97,8 +97,6 @@ class UnitHasher:
 
 
 def _default_normalizer():
-    from ..text.normalize import Normalizer  # noqa: PLC0415
-
     return Normalizer()
 
 

@@ -8,6 +8,7 @@ vectorised ``searchsorted`` per batch.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
@@ -18,6 +19,8 @@ from numba import njit
 from .._arrays import utf8_buffer
 from ..kernels.shingle import token_shingles_batch
 from ..text.dictionaries import MAX_IDF
+from ..text.normalize import Normalizer, _converter
+from ..text.tokenize import tokenize
 from ..text.unicode import char_map
 from .shingles import Features
 
@@ -142,10 +145,6 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
     — cppjieba's segmentation of the raw text (after ``convert``), words of two or more characters;
     otherwise the ``tokenizer``'s tokens of the normalised text. ``batches``: iterables of texts.
     A word holding white space cannot be written in the format and is left out (no tokenizer makes one)."""
-    from collections import Counter  # noqa: PLC0415
-
-    from ..text.normalize import Normalizer, _converter  # noqa: PLC0415
-    from ..text.tokenize import tokenize  # noqa: PLC0415
 
     df: Counter = Counter()
     n = 0

@@ -24,6 +24,8 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import queue
+import threading
 import zlib
 
 from ..errors import InputFormatError
@@ -294,9 +296,6 @@ class WriteBehind:
     chunks before it; nothing is written after a failed write."""
 
     def __init__(self, fh, depth: int = 2):
-        import queue  # noqa: PLC0415
-        import threading  # noqa: PLC0415
-
         self._fh = fh
         self._q = queue.Queue(depth)
         self._error: BaseException | None = None

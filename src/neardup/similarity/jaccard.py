@@ -12,6 +12,7 @@ import numpy as np
 
 from ..features.shingles import Features, Shingler
 from ..kernels.jaccard import pair_stats, pair_stats_parallel
+from ..text.tokenize import signing_tokenizer
 
 #: from this many pairs on, the main thread computes them on all cores
 PARALLEL_PAIRS = 100_000
@@ -71,8 +72,6 @@ def max_containment_pairs(features: Features, ii, jj) -> np.ndarray:
 def exact_jaccard(a, b, tokenizer: str = "word", ngram: int = 5, **kwargs) -> float:
     """Exact Jaccard of two texts' shingle sets (same tokenizer and normalisation as MinHasher:
     ``auto`` shingles with ``word``, :func:`~neardup.text.tokenize.signing_tokenizer`)."""
-    from ..text.tokenize import signing_tokenizer  # noqa: PLC0415
-
     f = Shingler(tokenizer=signing_tokenizer(tokenizer), ngram=ngram, **kwargs).features([a, b])
     return float(exact_jaccard_pairs(f, [0], [1])[0])
 

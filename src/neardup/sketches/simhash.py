@@ -30,7 +30,7 @@ from ..kernels.simhash import (
     simhash_word_batch,
     weighted_fold_batch,
 )
-from ..text.normalize import encode_batch, kernel_char_map, run_nfkc_checked
+from ..text.normalize import Normalizer, _converter, encode_batch, kernel_char_map, run_nfkc_checked
 from ..text.tokenize import keyword_features, signing_tokenizer
 from ..text.unicode import class_table
 
@@ -204,8 +204,6 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
     ``tfidf`` with ``idf="jieba"`` or a file), ``top_n`` heaviest features. ``user_dict`` and
     ``stop_words`` (paths) and an ``idf`` file apply to both: in yanyiwu's mode as cppjieba's
     ``KeywordExtractor`` takes them, else as :class:`SimHasher` does."""
-    from ..text.normalize import _converter  # noqa: PLC0415
-
     if compat is not None:
         if compat not in COMPATS:
             raise ValueError(f"compat must be one of {', '.join(COMPATS)}; got {compat!r}")
@@ -246,8 +244,6 @@ def native_hasher(tokenizer: str = "word", ngram: int | None = 3, weighting: str
                   user_dict=None, stop_words=None) -> SimHasher:
     """The SimHasher of :func:`feature_signer`'s options without ``compat`` (ngram None: 3; weighting
     None: tf)."""
-    from ..text.normalize import Normalizer  # noqa: PLC0415
-
     return SimHasher(tokenizer=tokenizer, ngram=3 if ngram is None else ngram, weighting=weighting or "tf",
                      idf=idf, top_n=top_n, normalizer=Normalizer(convert=convert), user_dict=user_dict,
                      stop_words=stop_words)

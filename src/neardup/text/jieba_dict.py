@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .._arrays import utf8_buffer
+from .dictionaries import file_keys, load_idf, load_stop_words, load_user_dict
 
 BUILD = 4                     # bump when the layout or the rules change (a new cache file)
 STOP_WORDS_FILE = "cppjieba_stop_words.utf8"   # in neardup/data: cppjieba's stop words (yanyiwu's keywords)
@@ -147,8 +148,6 @@ def _key(files: tuple) -> str:
 
 
 def _file_shas(user_dict, idf, stop_words) -> tuple:
-    from .dictionaries import file_keys  # noqa: PLC0415
-
     keys = file_keys(idf, user_dict, stop_words)
     return tuple(keys.get(f"{name}_sha256") for name in ("user_dict", "idf", "stop_words"))
 
@@ -157,8 +156,6 @@ def user_words(units: list[tuple[str, float]], total: float, user_dict) -> list[
     """(word, weight) of each line of a user dictionary, as cppjieba's ``DictTrie`` weighs it:
     ``word freq tag`` → log(freq / Σ freq), ``word`` or ``word tag`` → the median weight of the
     main dictionary's ``units`` (the compiled tables and the Python port both take it from here)."""
-    from .dictionaries import load_user_dict  # noqa: PLC0415
-
     median = sorted(math.log(freq / total) for _, freq in units)[len(units) // 2]
     return [(word, math.log(int(second) / total) if third is not None else median)
             for word, second, third in load_user_dict(user_dict).entries]
@@ -215,7 +212,6 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
     from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
     from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
 
-    from .dictionaries import load_idf, load_stop_words  # noqa: PLC0415
 
     dict_path, idf_path, *_, stop_path = _sources()
     units, total = read_dictionary(dict_path)

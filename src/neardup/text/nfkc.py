@@ -6,6 +6,8 @@ import unicodedata
 
 import numpy as np
 
+from .._arrays import utf8_buffer
+
 
 def nfkc(text: str) -> str:
     """``unicodedata.normalize("NFKC", text)``, applied only to the lines that need it."""
@@ -62,8 +64,6 @@ def sign_nfkc_checked(kernel, buf: np.ndarray, offsets: np.ndarray, args: tuple,
     NFKC is not exact per character; those documents are normalised here (:func:`nfkc_docs`), signed
     again unchecked and put in place. The same values and sizes as normalising first
     (:func:`~neardup.kernels.normalize.nfkc_unsafe_batch`), without that pass over the text."""
-    from .._arrays import utf8_buffer  # noqa: PLC0415
-
     values, sizes = kernel(buf, offsets, *args, check, unsafe, leads)
     if check:
         redo = np.flatnonzero(sizes < 0)

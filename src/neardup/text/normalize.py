@@ -10,6 +10,7 @@ with invalid sequences replaced by U+FFFD. Both are counted in :attr:`Normalizer
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from collections.abc import Sequence
@@ -225,8 +226,6 @@ _FEW = 16                     # up to this many parts: joined in Python (6 µs f
 
 @lru_cache(maxsize=1)
 def _pandas_installed() -> bool:
-    import importlib.util  # noqa: PLC0415
-
     return importlib.util.find_spec("pandas") is not None
 
 

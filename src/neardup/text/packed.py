@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels.normalize import take_docs
+
 
 class PackedTexts(Sequence):
     """``n`` documents: document ``i`` is ``buf[offsets[i]:offsets[i + 1]]``, well-formed UTF-8 (the
@@ -52,8 +54,6 @@ class PackedTexts(Sequence):
 
     def take(self, docs) -> PackedTexts:
         """Documents ``docs`` (positions), in that order, as a new batch."""
-        from ..kernels.normalize import take_docs  # noqa: PLC0415
-
         docs = np.asarray(docs, dtype=np.int64)
         if docs.size and (docs.min() < 0 or docs.max() >= len(self)):
             raise IndexError("document index out of range")

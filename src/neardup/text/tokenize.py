@@ -22,7 +22,10 @@ from functools import lru_cache
 import numpy as np
 
 from .._arrays import utf8_buffer
+from ..kernels.segment import jieba_shingles_batch, rs_cut, rs_pieces_batch
 from ..kernels.shingle import solo_fraction_batch, word_scan
+from .dictionaries import load_user_dict, user_frequency
+from .jieba_dict import tables
 from .normalize import to_utf8
 from .unicode import char_map, class_table
 
@@ -78,7 +81,6 @@ def segmenter(user_dict=None):
     the word whole). Cached per file content."""
     if user_dict is None:
         return _jieba()
-    from .dictionaries import load_user_dict, user_frequency  # noqa: PLC0415
 
     ud = load_user_dict(user_dict)
     seg = _segmenters.get(ud.sha256)
@@ -97,8 +99,6 @@ def jieba_cut(text: str, user_dict=None) -> list[str]:
     cut (:func:`jieba_pieces`, tested piece for piece against rjieba), with ``user_dict`` from rjieba."""
     if user_dict is not None:
         return segmenter(user_dict).cut(text, True)
-    from ..kernels.segment import rs_cut  # noqa: PLC0415
-    from .jieba_dict import tables  # noqa: PLC0415
 
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int32)
     ends = rs_cut(cp, *tables().rs_args()).tolist()
@@ -109,8 +109,6 @@ def jieba_pieces(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> tupl
     """``"\\x1f".join(rjieba.cut(text, True))`` of documents ``docs`` of a UTF-8 batch, packed (bytes,
     offsets), by the compiled segmenter over jieba's dictionary (:func:`neardup.kernels.segment.rs_cut`:
     rjieba's pieces at about twice its speed, and no Python string per piece)."""
-    from ..kernels.segment import rs_pieces_batch  # noqa: PLC0415
-    from .jieba_dict import tables  # noqa: PLC0415
 
     return rs_pieces_batch(buf, offsets, docs, *tables().rs_args())
 
@@ -120,8 +118,6 @@ def jieba_shingles(buf: np.ndarray, offsets: np.ndarray, docs: np.ndarray, maps:
     """Shingle hashes (and offsets per document) of the ``jieba`` tokenizer over documents ``docs``
     of a UTF-8 batch, the per-character map ``maps`` (:func:`~neardup.text.unicode.char_map`) applied
     first: :func:`neardup.kernels.segment.jieba_shingles_batch`."""
-    from ..kernels.segment import jieba_shingles_batch  # noqa: PLC0415
-    from .jieba_dict import tables  # noqa: PLC0415
 
     return jieba_shingles_batch(buf, offsets, docs, *tables().rs_args(), *maps, table, n, seed)
 

@@ -24,12 +24,17 @@ import numpy as np
 from ..._arrays import sorted_unique
 from ..._version import __version__
 from ...config import _DOCUMENTS, DEFAULTS, DedupConfig, check_banded
-from ...dedup.find import HOW, TooManyPairsError, join_pairs
-from ...dedup.records import pairs_schema
-from ...errors import ConfigError
+from ...dedup.find import HOW, TooManyPairsError, find_run, join_pairs
+from ...dedup.progress import shows_progress
+from ...dedup.records import pairs_schema, parquet_id_text
+from ...dedup.report import write_report
+from ...dedup.tables import Corpus
+from ...errors import ConfigError, OutputError
 from ...io.formats import check_fields_apply
 from ...io.outdir import StagedOutput, is_write_error
 from ...io.sources import expand_inputs, spool
+from .run import _iter_texts, _read
+from .warmup import warm_up
 
 #: Parameters of ``neardup dedup`` that the join does not use: which row is kept, how clusters are
 #: cut, and what dedup writes besides the pairs.
@@ -43,8 +48,6 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     """The similarity join of ``inputs`` into ``outdir`` (pairs.parquet, report.json); returns the
     report. Checks as ``run_dedup``: parameters, inputs, then the output folder, before any row is
     read. ``max_pairs``: refuse (before writing) a join with more pairs (None: no limit)."""
-    from ...errors import OutputError  # noqa: PLC0415
-
     raw = config or DedupConfig()
     unset = {name: DedupConfig.__dataclass_fields__[name].default for name in NOT_USED}
     set_ = [name for name in NOT_USED                  # (what the user set: the resolved config fills defaults)
@@ -78,13 +81,6 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
 
 
 def _run(specs, cfg: DedupConfig, work: str, out: str, command: str, t_start: float, max_pairs) -> dict:
-    from ...dedup.find import find_run  # noqa: PLC0415
-    from ...dedup.progress import shows_progress  # noqa: PLC0415
-    from ...dedup.report import write_report  # noqa: PLC0415
-    from ...dedup.tables import Corpus  # noqa: PLC0415
-    from .run import _iter_texts, _read  # noqa: PLC0415
-    from .warmup import warm_up  # noqa: PLC0415
-
     compiled = warm_up(cfg, announce=shows_progress(cfg))
     t_start += compiled or 0.0
     timings = {} if compiled is None else {"compile": compiled}
@@ -140,7 +136,6 @@ def write_join(path: str, corpus, a, b, sim, how) -> None:
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
 
-    from ...dedup.records import parquet_id_text  # noqa: PLC0415
 
     schema = pairs_schema(same_cluster=False)
     ids = [parquet_id_text(v) for v in corpus.ids]

@@ -27,6 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...config import DedupConfig, check_banded
+from ...dedup import resume
 from ...dedup.find import DuplicateResult, find_run
 from ...dedup.incremental import check_index_path, opened_index
 from ...dedup.progress import shows_progress
@@ -43,21 +44,24 @@ from ...dedup.report import (
     similarity_counts,
     write_report,
 )
-from ...dedup.spans import SPAN_METHODS, edited
+from ...dedup.spans import SPAN_METHODS, SpanStage, edited, run_spans, stage_config
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, InputChangedError, InputFormatError, OutputError
 from ...explain import compact_explanation
+from ...io.compression import open_read
 from ...io.formats import (
     check_fields_apply,
     check_stamp,
     line_text,
     parse_jsonl_line,
     raw_lines,
+    read_block,
     read_rows,
     row_place,
 )
 from ...io.outdir import STDOUT, StagedOutput, is_write_error
 from ...io.sources import expand_inputs, spool
+from ...kernels.jsonl import line_spans
 from .workers import read_and_sign, read_sets
 
 
@@ -151,8 +155,6 @@ def _texts_in_blocks(spec, cfg, places: list, wanted: dict):
     """:func:`_iter_texts` of a JSON lines file that pass 1 cut into blocks (``places``: first line,
     byte offset, length, lines): only the blocks holding wanted lines are read, and only those lines
     parsed — a report's dozen samples at 10 M documents no longer read the file from its start."""
-    from ...io.formats import read_block  # noqa: PLC0415
-    from ...kernels.jsonl import line_spans  # noqa: PLC0415
 
     lines = np.array(sorted(wanted), dtype=np.int64) + 1          # 1-based line numbers
     firsts = np.array([p[0] for p in places], dtype=np.int64)
@@ -195,7 +197,6 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
     if cfg.index is not None:
         check_index_path(cfg.index, outdir, specs)
-    from ...dedup import resume  # noqa: PLC0415
 
     resume.check_resumable(cfg, specs, outdir)
     if outdir == STDOUT:
@@ -228,8 +229,6 @@ def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, comman
 
 
 def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout) -> dict:
-    from ...io.compression import open_read  # noqa: PLC0415
-
     csvs = [s for s in specs if s.fmt == "csv"]
     other = [s for s in specs if s.fmt not in ("jsonl", "lines", "csv")]
     if other or (csvs and len(specs) > 1):
@@ -266,8 +265,6 @@ def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | N
                     work: str | None = None):
     """Pass 1 — or, with ``--resume`` and a checkpoint of this very run, its results read back
     (:mod:`neardup.dedup.resume`); a run with ``--resume`` checkpoints what it computed."""
-    from ...dedup import resume  # noqa: PLC0415
-
     if checkpoint is not None:
         found = resume.load(checkpoint, cfg, specs)
         if found is not None:
@@ -292,8 +289,6 @@ def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | N
 
 def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None,
          compiled: float | None = None, checkpoint: str | None = None, work: str | None = None) -> dict:
-    from ...dedup.spans import SpanStage, run_spans, stage_config  # noqa: PLC0415
-
     timings = {} if compiled is None else {"compile": compiled}   # apart from the run's own "total"
     corpus = Corpus()
     t0 = time.perf_counter()

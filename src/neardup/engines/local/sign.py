@@ -22,24 +22,24 @@ import tempfile
 import numpy as np
 
 from ...config import DedupConfig
+from ...dedup.progress import shows_progress
+from ...dedup.tables import Corpus
 from ...errors import ConfigError, OutputError
+from ...io.formats import check_fields_apply
 from ...io.sources import expand_inputs, spool
 from ..sign_output import FORMATS, check_sign_outputs, ids_path, replacing, write_npy, write_parquet  # noqa: F401
+from .run import _spec_of_row
+from .warmup import warm_up
+from .workers import read_and_sign
 
 
 def sign_corpus(inputs: list[str], cfg: DedupConfig):
     """Read and sign ``inputs`` on all cores (``cfg.workers``): returns (values, empty, ids, rows,
     skipped, specs); ``ids`` are the documents' ids (``file:line`` without ``cfg.id_field``),
     ``skipped`` the (row, file, line, reason) of rows left out (``cfg.on_error="skip"``)."""
-    from ...dedup.progress import shows_progress  # noqa: PLC0415
-    from ...dedup.tables import Corpus  # noqa: PLC0415
-    from .run import _spec_of_row  # noqa: PLC0415
-    from .warmup import warm_up  # noqa: PLC0415
-    from .workers import read_and_sign  # noqa: PLC0415
 
     cfg = cfg.resolved()
     specs = expand_inputs(list(inputs), cfg.input_format)
-    from ...io.formats import check_fields_apply  # noqa: PLC0415
 
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
     warm_up(cfg, announce=shows_progress(cfg))

@@ -21,10 +21,22 @@ import tempfile
 import time
 from dataclasses import replace
 
+import numba
+import numpy as np
+
 from ..._cache import KERNELS
 from ..._version import __version__
+from ...clusters import cluster
 from ...config import DedupConfig
+from ...dedup.signing import minhasher
 from ...errors import stop_cause
+from ...features.units import utf8
+from ...index.disk import open_index
+from ...index.suffix import IN_MEMORY_FACTOR, join, repeated_in_buffer, repeated_in_parts
+from ...io.formats import InputSpec, parse_jsonl_block
+from ...kernels.jaccard import pair_stats, pair_stats_parallel
+from .run import run_dedup
+from .workers import wanted_lines
 
 _WARMING = False
 _LONG = ("Permission is hereby granted free of charge to any person obtaining a copy of this software and "
@@ -42,8 +54,6 @@ DOCS = ["The quick brown fox jumps over the lazy dog near the river bank today.\
 
 
 def stamp_path(cfg: DedupConfig) -> str:
-    import numba  # noqa: PLC0415
-
     base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(KERNELS, "__pycache__")
     what = cfg.method + (f"+{cfg.spans}" if cfg.spans else "")
     key = f"{__version__}-numba{numba.__version__}-{platform.machine()}-{what}"
@@ -55,8 +65,6 @@ def _warm_index(small: DedupConfig, tmp: str, run_dedup) -> None:
     service's first requests then start at full speed — the segment probe alone is 4 s to compile):
     the documents are indexed by one run and probed by a second, which finds them all, then checked
     and added as the service does (the log's probe, then a segment's)."""
-    from ...index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
-
     src = os.path.join(tmp, "warm-ids.jsonl")
     with open(src, "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(DOCS))
@@ -64,7 +72,7 @@ def _warm_index(small: DedupConfig, tmp: str, run_dedup) -> None:
     ix = replace(small, index=path, id_field="id")
     run_dedup([src], os.path.join(tmp, "out-index-1"), ix)
     run_dedup([src], os.path.join(tmp, "out-index-2"), ix)
-    with (SimHashDiskIndex if small.method == "simhash" else DiskIndex).open(path) as idx:
+    with open_index(path) as idx:          # (its kind: the run's — MinHash, SimHash or verified SimHash)
         for flush in (False, True):
             idx.check_and_add([f"w{flush}{i}" for i in range(len(DOCS))], DOCS)
             idx.query_batch(DOCS)
@@ -80,12 +88,6 @@ def _warm_band(src: str, small: DedupConfig) -> None:
     back in; missed, these compiled inside a first real run: 6.0 s against 2.1 on the benchmark corpus), its
     sets as the workers leave them (a read-only map of the spill file), and the pair kernel on all
     threads."""
-    import numpy as np  # noqa: PLC0415
-
-    from ...dedup.signing import minhasher  # noqa: PLC0415
-    from ...io.formats import InputSpec, parse_jsonl_block  # noqa: PLC0415
-    from ...kernels.jaccard import pair_stats, pair_stats_parallel  # noqa: PLC0415
-    from .workers import wanted_lines  # noqa: PLC0415
 
     with open(src, "rb") as fh:
         sub, first = wanted_lines(fh.read(), 1, np.array([2, 4], dtype=np.int64))   # line 4: CJK and ㎏
@@ -104,8 +106,6 @@ def _warm_linkage(src: str, tmp: str, small: DedupConfig, run_dedup) -> None:
     """Bounded linkage on all threads (``kernels.clusters.bounded_components_parts``), which a run
     takes from :data:`~neardup.clusters.cluster.PARALLEL_LINKAGE_EDGES` verified pairs on: the same
     small run again with that limit at one pair, so that it compiles for the run's own types."""
-    from ...clusters import cluster  # noqa: PLC0415
-
     limit = cluster.PARALLEL_LINKAGE_EDGES
     cluster.PARALLEL_LINKAGE_EDGES = 1
     try:
@@ -118,8 +118,6 @@ def _warm_stretches() -> None:
     """What ``--method substrings`` compiles above 16 MB of text, which the small run above does not
     reach: the cross-check of stretches sorted apart (two, as on a large corpus), documents equal to
     earlier ones, and text larger than its memory budget, sorted a stretch at a time."""
-    from ...features.units import utf8  # noqa: PLC0415
-    from ...index.suffix import IN_MEMORY_FACTOR, join, repeated_in_buffer, repeated_in_parts  # noqa: PLC0415
 
     parts = [utf8(t) for t in DOCS]
     text, starts = join(parts)
@@ -138,7 +136,6 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
     path = stamp_path(cfg)
     if os.path.exists(path) and not force:
         return None
-    from .run import run_dedup  # noqa: PLC0415
 
     if announce:
         print(f"neardup: first --method {cfg.method} run here: compiling its kernels once (cached for later runs)…",

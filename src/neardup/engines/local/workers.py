@@ -27,15 +27,18 @@ from itertools import repeat
 from multiprocessing import get_context
 from typing import NamedTuple
 
+import numba
 import numpy as np
+from numba.np.ufunc import parallel
 
 from ..._arrays import concatenate_freeing, keep_freed_memory
 from ..._procs import kill_with_parent, signals_held
 from ...config import DedupConfig
 from ...dedup.progress import progress
-from ...dedup.signing import Both, make_signer
+from ...dedup.signing import Both, make_signer, minhasher
 from ...dedup.spans import SPAN_METHODS, TextSpool, edited
 from ...dedup.tables import Corpus, Signed
+from ...dedup.verify import append_sets
 from ...errors import ConfigError, InputFormatError, WorkerError
 from ...features.shingles import Features
 from ...io.formats import (
@@ -212,8 +215,6 @@ def _sets_job(job):
     """The distinct shingle sets of some lines of a block of a JSON lines file, shingled as when
     they were signed: (documents, their sets' hashes concatenated, set sizes); with a file to append
     them to (the job's last item), where they start in it instead of the hashes."""
-    from ...dedup.signing import minhasher  # noqa: PLC0415
-    from ...dedup.verify import append_sets  # noqa: PLC0415
 
     spec, first, place, (lines, docs_of), sink = job
     block = read_block(spec, *place)
@@ -645,8 +646,6 @@ def _worker_context():
     about a second)."""
     if not sys.platform.startswith("linux"):
         return get_context()
-    import numba  # noqa: PLC0415
-    from numba.np.ufunc import parallel  # noqa: PLC0415
 
     started = getattr(parallel, "_is_initialized", True)
     if not (started and numba.threading_layer() == "omp"):

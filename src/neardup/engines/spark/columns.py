@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ...config import DedupConfig
 from ...dedup.records import id_json
+from ...features.shingles import Features
 
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
            "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary")
@@ -100,8 +101,6 @@ def _ragged_array(hashes: np.ndarray, sizes: np.ndarray, valid: np.ndarray):
 def _ragged_features(arr):
     """A binary column of sorted distinct uint64 shingle hashes (:func:`_ragged_array`) as
     :class:`~neardup.features.shingles.Features` (null rows are empty sets)."""
-    from ...features.shingles import Features  # noqa: PLC0415
-
     arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
     n = len(arr)
     if n == 0:

@@ -20,17 +20,31 @@ from pyspark.sql import functions as F
 from ..._arrays import sorted_unique
 from ...clusters.cluster import LINKAGE_SAMPLE
 from ...config import DedupConfig, simhash_verified
-from ...dedup.candidates import MAX_BUCKET
-from ...dedup.verify import CANDIDATE, ESTIMATE, EXACT, IDENTICAL, clustering_rule, verification_config
+from ...dedup.candidates import MAX_BUCKET, containment_candidate_pairs, containment_lsh
+from ...dedup.finish import finish, linkage_oracle, pair_similarity
+from ...dedup.verify import (
+    CANDIDATE,
+    ESTIMATE,
+    EXACT,
+    IDENTICAL,
+    borderline_mask,
+    clustering_rule,
+    exact_similarity,
+    minhash_similarity,
+    verification_config,
+)
 from ...errors import ConfigError
+from ...features.shingles import Features
+from ...index.simhash_index import plan_tables
+from ...kernels.lsh import band_keys, bucket_pairs
+from ...sketches.minhash import _DTYPES, jaccard_rows
+from ...sketches.simhash import hamming_array
 from .columns import _binary_rows, _cfg_json, _column, _ragged_features
 from .session import _check_supported, _checkpoint, _driver_memory, _phase, _shuffle_partitions, _task_threads
 
 
 def _band_batches(batches, b, r, dtype):
     """mapInArrow: (row, sig) → (band, key, row), b records per row (local ``band_keys``)."""
-    from ...kernels.lsh import band_keys  # noqa: PLC0415
-
     for batch in batches:
         rows = _column(batch, "row").to_numpy(zero_copy_only=False)
         n = rows.shape[0]
@@ -49,8 +63,6 @@ def _bucket_batches(batches, max_bucket):
     every bucket is whole here: the partition sorted by (band, key) in NumPy, then each band's runs of
     equal keys turned into pairs by the local kernel (:func:`neardup.kernels.lsh.bucket_pairs`: all
     pairs of a bucket of at most ``max_bucket`` rows, else a star from its smallest row)."""
-    from ...kernels.lsh import bucket_pairs  # noqa: PLC0415
-
     parts = [(_column(b, "band").to_numpy(zero_copy_only=False), _column(b, "key").to_numpy(zero_copy_only=False),
               _column(b, "row").to_numpy(zero_copy_only=False)) for b in batches]
     if not parts:
@@ -87,10 +99,6 @@ def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=Fal
 
 def _similarity_batch(batch, scheme, dtype, metric, method="minhash", exact=False, border=None):
     """One batch of :func:`_pair_similarity` (None when it holds no pair)."""
-    from ...dedup.verify import borderline_mask, exact_similarity, minhash_similarity  # noqa: PLC0415
-    from ...features.shingles import Features  # noqa: PLC0415
-    from ...sketches.minhash import jaccard_rows  # noqa: PLC0415
-    from ...sketches.simhash import hamming_array  # noqa: PLC0415
 
     mask = None
     lo = _column(batch, "lo").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -150,8 +158,6 @@ def _how(code: int):
 
 
 def _sig_dtype(cfg: DedupConfig):
-    from ...sketches.minhash import _DTYPES  # noqa: PLC0415
-
     return _DTYPES[cfg.scheme] if cfg.method == "minhash" else np.uint64
 
 
@@ -341,8 +347,6 @@ def _finish_component(table, cfg_json):
     """The finish step (:func:`neardup.dedup.finish.finish`, the local engine's) on the rows and
     verified pairs of one or more whole connected components (relabelled 0..m−1 in row order, which
     the local kernels see the same way) → (row, rep, sim, dec)."""
-    from ...dedup.finish import finish, linkage_oracle, pair_similarity  # noqa: PLC0415
-    from ...sketches.minhash import _DTYPES  # noqa: PLC0415
 
     _task_threads()
     cfg = json.loads(cfg_json)
@@ -433,8 +437,6 @@ def _containment_cands(spark, rows: DataFrame, cfg: DedupConfig):
     report's LSH parameters. The signatures and sizes go to the driver (n × k × 8 bytes, e.g. 1 GB for
     a million documents at k = 128) and the compiled probe runs there: the per-ratio banding has no
     shuffle formulation that stays near a band join's size (a pair's bands depend on both sizes)."""
-    from ...dedup.candidates import containment_candidate_pairs, containment_lsh  # noqa: PLC0415
-
     t = rows.select("row", "sig", "size").orderBy("row").toArrow()
     row = t.column("row").to_numpy().astype(np.int64)
     values = _binary_rows(t.column("sig").combine_chunks(), _sig_dtype(cfg)) if row.shape[0] else \
@@ -601,8 +603,6 @@ def _simhash_edges(spark, live: DataFrame, same: DataFrame, cfg: DedupConfig, ti
     permuted tables (the local planner's masks: two fingerprints within k bits agree on every bit of
     at least one table's mask) give the candidates, kept when popcount(a ⊕ b) ≤ k — all pairs within
     k, exactly, as the local engine finds them."""
-    from ...index.simhash_index import plan_tables  # noqa: PLC0415
-
     t0 = time.perf_counter()
     dup = same.select("lo", "hi", F.lit(1.0).alias("sim"), _how(IDENTICAL)).persist(StorageLevel.MEMORY_AND_DISK)
     dup.count()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from dataclasses import dataclass
 from functools import partial
 
@@ -14,6 +15,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...config import DedupConfig
+from ...dedup.incremental import add_kept, check_ids, is_key, matched_rows, rerun_view, run_key
+from ...kernels.lsh import row_keys
 from .columns import _SIGNED, _binary_array, _binary_rows, _cfg_json, _column, _dump_id
 from .graph import _sig_dtype
 from .read import _Numbering, _row_place
@@ -52,8 +55,6 @@ def _index_matches(batches, path, cfg_json, hidden, token):
     """mapInArrow: (row, sig, empty) of new documents → (doc, id, sig) of the indexed documents that
     match any of them by the index's own probe (:func:`neardup.dedup.incremental.matched_rows`,
     what the local engine calls on all rows at once: a query's matches do not depend on the others)."""
-    from ...dedup.incremental import matched_rows  # noqa: PLC0415
-
     cfg = DedupConfig(**json.loads(cfg_json))
     idx = _index_reader(path, cfg.method, token)
     dtype = _sig_dtype(cfg)
@@ -77,8 +78,6 @@ def _index_matches(batches, path, cfg_json, hidden, token):
 def _bad_ids(batches):
     """mapInArrow: (row, id JSON) → the rows whose id cannot be an index key
     (:func:`neardup.dedup.incremental.is_key`)."""
-    from ...dedup.incremental import is_key  # noqa: PLC0415
-
     for batch in batches:
         ids = _column(batch, "id").to_pylist()
         bad = [k for k, i in enumerate(ids) if i is not None and not is_key(json.loads(i))]
@@ -90,8 +89,6 @@ def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConf
     run's record looked up, the new rows probed against the index on the executors (each opens the
     folder read-only), the matched documents gathered on the driver (at most one per new row: their
     signatures, not their texts) and numbered before every new row."""
-    from ...dedup.incremental import check_ids, rerun_view, run_key  # noqa: PLC0415
-    from ...kernels.lsh import row_keys  # noqa: PLC0415
 
     docs = signed.filter(F.col("err").isNull())
     bad = docs.select("row", "id").mapInArrow(_bad_ids, "row long, id string").orderBy("row").first()
@@ -104,7 +101,6 @@ def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConf
         documents = len(index)
     finally:
         index.store.hide(())
-    import uuid  # noqa: PLC0415
 
     fn = partial(_index_matches, path=os.path.abspath(cfg.index), cfg_json=_cfg_json(cfg), hidden=sorted(hidden),
                  token=uuid.uuid4().hex)
@@ -136,8 +132,6 @@ def _add_kept(signed: DataFrame, table: DataFrame, cfg: DedupConfig, index, key:
     """The kept new rows into the index as one segment with this run's record (the local
     :func:`neardup.dedup.incremental.add_kept`): their ids and signatures gathered on the driver
     in row order (k × 4 bytes each, no text)."""
-    from ...dedup.incremental import add_kept  # noqa: PLC0415
-
     kept = (table.filter(F.col("kept")).select("row").join(signed.select("row", "id", "sig", "empty"), "row")
             .orderBy("row").toArrow())
     values = _binary_rows(kept.column("sig").combine_chunks(), _sig_dtype(cfg))

@@ -21,8 +21,13 @@ from ...config import DedupConfig, simhash_verified
 from ...dedup.verify import verification_config
 from ...errors import InputFormatError
 from ...io.compression import split_suffix
-from ...io.formats import InputSpec, fmt_for_name, read_rows, row_place
+from ...io.formats import InputSpec, fmt_for_name, parse_jsonl_block, parse_jsonl_line, raw_lines, read_rows, row_place
+from ...io.formats import decode as _decode
+from ...io.formats.base import id_problem, keep_value, key_problem
+from ...io.formats.delimited import dialect, records
 from ...io.sources import expand_inputs
+from ...kernels.lsh import row_keys
+from ...sketches.minhash import empty_value
 from .columns import (
     _PARSED,
     _SIGNED,
@@ -43,8 +48,6 @@ _BOM = b"\xef\xbb\xbf"
 def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, key_field, keyed, bom=False):
     """Rows of one numbered batch → parallel lists (text, id_json, key value, key error, error, blank,
     replaced, fatal)."""
-    from ...io.formats import decode as _decode  # noqa: PLC0415
-    from ...io.formats import parse_jsonl_line  # noqa: PLC0415
 
     rows = _column(batch, "row").to_numpy(zero_copy_only=False)
     n = rows.shape[0]
@@ -75,7 +78,6 @@ def _parse_batch(batch, kind, spec, start, last_row_nl, text_field, id_field, ke
     tcol = _column(batch, "t").to_pylist()
     icol = _column(batch, "i").to_pylist() if id_field is not None else None
     kcol = _column(batch, "k").to_pylist() if keyed else None
-    from ...io.formats.base import id_problem, keep_value, key_problem  # noqa: PLC0415
 
     for j, t in enumerate(tcol):   # the local Parquet reader's rules, in its order
         where = f"{spec.label}: row {int(rows[j]) - start + 1}"
@@ -101,8 +103,6 @@ def _parse_block(batch, spec, start, text_field, id_field, bom):
     """A batch of JSON lines parsed whole, as the local engine parses a block
     (:func:`~neardup.io.formats.parse_jsonl_block`: one compiled pass over the lines joined), or
     None when a line needs the line parser (then :func:`_parse_batch` reads each line as before)."""
-    from ...io.formats import parse_jsonl_block  # noqa: PLC0415
-
     raws = _column(batch, "raw")
     if len(raws) == 0:
         return None
@@ -114,8 +114,6 @@ def _parse_block(batch, spec, start, text_field, id_field, bom):
 
 def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, id_field, key_field, keep, bom=False):
     """mapInArrow: numbered rows → signed rows (schema ``_SIGNED``)."""
-    from ...kernels.lsh import row_keys  # noqa: PLC0415
-    from ...sketches.minhash import empty_value  # noqa: PLC0415
 
     cfg = json.loads(cfg_json)
     sign = _signer(cfg_json)
@@ -226,8 +224,6 @@ def _py_read(batches, spec, text_field, id_field, key_field, keyed):
 def _py_payload(batches, spec):
     """mapInArrow on a one-row frame: (blk, mid, raw) of every row of one input, for writing the kept
     rows — CSV records re-formatted as the local writer does, raw lines, or file paths."""
-    from ...io.formats import raw_lines  # noqa: PLC0415
-    from ...io.formats.delimited import dialect, records  # noqa: PLC0415
 
     for _ in batches:
         pass

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ...config import DedupConfig
+from ...dedup.incremental import opened_index
 from ...dedup.records import json_default
 from ...dedup.report import (
     INDEXED_TEXT,
@@ -122,7 +123,6 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
                               "(it is copied there first)")
         with _session(spark, cfg, spark_conf) as session:
             return _run(session, specs, cfg, outdir, None, command, t_start)
-    from ...dedup.incremental import opened_index  # noqa: PLC0415
 
     with StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
         specs = spool(specs, stage.work)

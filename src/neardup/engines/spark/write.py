@@ -16,7 +16,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...config import DedupConfig
-from ...io.formats import InputSpec
+from ...dedup.finish import decision_name
+from ...dedup.records import document_line, parquet_batch, parquet_id_text, skipped_line
+from ...dedup.verify import HOW
+from ...io.compression import open_write
+from ...io.formats import InputSpec, format_of
+from ...io.formats.delimited import dialect
 from .columns import _arrow_text, _column, _lists
 from .graph import SparkClusters
 from .read import _BOM, _numbered, _Numbering, _scan
@@ -27,8 +32,6 @@ def _format_records(batches, fmt, indexed=False):
     """mapInArrow: the per-row table → ``clusters.jsonl`` lines (``fmt="jsonl"``) or clusters.parquet
     columns (with the ``indexed`` column when asked), by the one record definition
     (:mod:`neardup.dedup.records`)."""
-    from ...dedup.finish import decision_name  # noqa: PLC0415
-    from ...dedup.records import document_line, parquet_batch, skipped_line  # noqa: PLC0415
 
     for batch in batches:
         rows, ids, cids, sims, errs, empties, kepts, by_index, decs = _lists(
@@ -85,8 +88,6 @@ def _part_files(folder: str) -> list[str]:
 
 
 def _concat(folder: str, dest: str, compression: str | None, header: bytes = b"") -> None:
-    from ...io.compression import open_write  # noqa: PLC0415
-
     with open_write(dest, compression) as out:
         out.write(header)
         for p in _part_files(folder):
@@ -95,9 +96,6 @@ def _concat(folder: str, dest: str, compression: str | None, header: bytes = b""
 
 
 def _csv_header(spec: InputSpec) -> bytes | None:
-    from ...io.formats import format_of  # noqa: PLC0415
-    from ...io.formats.delimited import dialect  # noqa: PLC0415
-
     header = format_of(spec).header(spec)
     if header is None:
         return None
@@ -190,8 +188,6 @@ def _write_pairs(found: SparkClusters, ids: DataFrame, folder: str, dest: str | 
     writes it: a pair (a, b) has a before b in input order, an index's document (a negative row here)
     last as b with no row; sorted by (a, b), the index's documents in their order after every input row.
     ``ids``: (row, id JSON) of every document, the index's included."""
-    from ...dedup.verify import HOW  # noqa: PLC0415
-
     e = found.edges
     lo, hi = F.col("lo"), F.col("hi")
     pairs = e.select(F.when(lo < 0, hi).otherwise(lo).alias("a"), F.when(lo < 0, lo).otherwise(hi).alias("b"),
@@ -228,8 +224,6 @@ def _write_pairs(found: SparkClusters, ids: DataFrame, folder: str, dest: str | 
 
 def _id_texts(batches):
     """mapInArrow: (row, id JSON) → (row, id JSON, the id's text in clusters.parquet)."""
-    from ...dedup.records import parquet_id_text  # noqa: PLC0415
-
     for batch in batches:
         ids = _column(batch, "id").to_pylist()
         yield pa.RecordBatch.from_arrays([_column(batch, "row"), pa.array(ids, pa.string()),

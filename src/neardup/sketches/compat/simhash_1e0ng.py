@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from neardup.kernels.simhash import fold_one
+
 __all__ = ["simhash", "features", "feature_hashes", "has_content", "distance", "DEFAULT_PATTERN"]
 
 DEFAULT_PATTERN = r"[\w\u4e00-\u9fcc]+"
@@ -71,8 +73,6 @@ def _weighted(value) -> tuple[list[str], list[float]]:
 
 def simhash(value, f: int = 64) -> int:
     """``Simhash(value, f).value`` of 1e0ng/simhash (md5 features, weighted majority per bit)."""
-    from neardup.kernels.simhash import fold_one  # noqa: PLC0415
-
     if f % 8 or not 8 <= f <= 128:
         raise ValueError("f must be a multiple of 8 between 8 and 128 (md5 has 128 bits)")
     names, weights = _weighted(value)

@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from neardup.kernels.simhash import fold_one
+
 __all__ = ["compute", "num_differing_bits", "shingle", "unsigned_hash"]
 
 
 def compute(hashes: Iterable[int]) -> int:
     """Majority vote per bit over unsigned 64-bit ``hashes`` (``simhash.compute``)."""
-    from neardup.kernels.simhash import fold_one  # noqa: PLC0415
-
     values = [int(h) for h in hashes]
     for h in values:
         if not 0 <= h <= 0xFFFFFFFFFFFFFFFF:

@@ -33,6 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
+from neardup.kernels.jenkins import jenkins64_batch, jenkins64_bytes
+from neardup.kernels.segment import yanyiwu_batch, yanyiwu_batch_serial
+from neardup.kernels.simhash import fold_one
+from neardup.text.dictionaries import load_idf, load_stop_words
+from neardup.text.jieba_dict import _file_shas, read_dictionary, read_idf, read_stop_words, tables, user_words
+
 from ..._arrays import utf8_buffer
 from ...text.jieba_dict import STOP_WORDS_FILE, cut_compiled_batch
 from ...text.jieba_dict import utf8_batch as _utf8_batch
@@ -76,8 +82,6 @@ class _Resources:
         from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
         from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
 
-        from neardup.text.dictionaries import load_idf, load_stop_words  # noqa: PLC0415
-        from neardup.text.jieba_dict import read_dictionary, read_idf, read_stop_words, user_words  # noqa: PLC0415
 
         root = os.path.dirname(jieba.__file__)
         # --- MPSegment dictionary: weight = log(freq / Σ freq); prefixes map to None (trie nodes)
@@ -117,8 +121,6 @@ class _Resources:
 
 
 def _resources(user_dict=None, idf=None, stop_words=None) -> _Resources:
-    from neardup.text.jieba_dict import _file_shas  # noqa: PLC0415
-
     key = _file_shas(user_dict, idf, stop_words)
     r = _res.get(key)
     if r is None:
@@ -295,8 +297,6 @@ def keyword_hashes(text: str | bytes, top_n: int) -> list[tuple[int, float]]:
 
 
 def _hash_keywords(kws: list[tuple[str, float]]) -> tuple[np.ndarray, np.ndarray]:
-    from neardup.kernels.jenkins import jenkins64_batch  # noqa: PLC0415
-
     blobs = [w.encode("utf-8") for w, _ in kws]
     offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(b) for b in blobs]) if blobs else []
@@ -310,8 +310,6 @@ def simhash_reference(text: str | bytes, top_n: int, **files) -> int:
     """yanyiwu/simhash ``Simhasher::make(text, topN, uint64&)`` by this module's Python port (the
     reference of the compiled :func:`simhash_batch`); ``files``: ``user_dict``, ``idf``,
     ``stop_words`` paths, as for :func:`simhash_batch`."""
-    from neardup.kernels.simhash import fold_one  # noqa: PLC0415
-
     hashes, weights = _hash_keywords(extract_keywords(text, top_n, **files))
     return int(fold_one(hashes, weights, 0, hashes.shape[0]))
 
@@ -335,8 +333,6 @@ def simhash_batch(texts, top_n: int | None = None, *, user_dict=None, idf=None, 
 def simhash_batch_sizes(texts, top_n: int | None = None, *, user_dict=None, idf=None,
                         stop_words=None) -> tuple[np.ndarray, np.ndarray]:
     """(fingerprints, distinct keywords of each text); a text without keywords has fingerprint 0."""
-    from neardup.kernels.segment import yanyiwu_batch, yanyiwu_batch_serial  # noqa: PLC0415
-    from neardup.text.jieba_dict import tables  # noqa: PLC0415
 
     t = tables(user_dict, idf, stop_words)
     buf, offsets, _ = _utf8_batch(texts)
@@ -366,6 +362,4 @@ def is_equal(a: int, b: int, n: int = 3) -> bool:
 
 def jenkins64(data: bytes, seed: int = 0) -> int:
     """The 64-bit Jenkins (lookup3 ``hashlittle2``) hash yanyiwu/simhash gives keywords."""
-    from neardup.kernels.jenkins import jenkins64_bytes  # noqa: PLC0415
-
     return jenkins64_bytes(bytes(data), seed)
