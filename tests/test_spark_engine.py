@@ -133,15 +133,20 @@ def _both(spark, inputs, tmp_path, **kw):
     return _same_outputs(tmp_path / "local", tmp_path / "spark"), report
 
 
-@pytest.mark.parametrize("keep,linkage,drift", [("first", "bounded", None), ("longest", "components", None),
-                                                ("first", "components", 0.05)])
-def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift):
-    """SimHash on Spark: the permuted-table pairs within k bits, the identical fingerprints and the
-    local clustering give the local engine's outputs byte for byte (drift rounded to whole bits)."""
+@pytest.mark.parametrize("keep,linkage,drift,bits", [("first", "bounded", None, 3), ("longest", "components", None, 3),
+                                                     ("first", "components", 0.05, 3), ("first", "bounded", None, None),
+                                                     ("longest", "components", 0.1, None)])
+def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift, bits):
+    """SimHash on Spark: the classic rule (``bits``: the permuted-table pairs within k bits, the identical
+    fingerprints, drift rounded to whole bits) or the verified one (candidates within k_c checked on their
+    re-read texts) and the local clustering give the local engine's outputs byte for byte."""
     rep, _ = _both(spark, [planted], tmp_path, method="simhash", keep=keep, linkage=linkage, max_drift=drift,
-                   on_error="skip", pairs=True)
+                   on_error="skip", pairs=True, bits=bits)
     c = rep["counts"]
-    assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
+    if bits is not None:          # every candidate within k bits is a pair
+        assert c["removed"] > 50 and c["verified_pairs"] >= c["candidate_pairs"] > 0
+    else:                         # candidates checked: some refused
+        assert c["removed"] > 50 and c["candidate_pairs"] >= c["verified_pairs"] > 0
 
 
 @pytest.mark.parametrize("metric,linkage,scheme", [("jaccard", "bounded", "oph"), ("containment", "components", "oph"),
