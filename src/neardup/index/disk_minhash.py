@@ -13,6 +13,7 @@ from ..errors import InputFormatError
 from ..kernels.lsh import band_keys
 from ..similarity.estimates import containment_from_jaccard, minhash_similarity
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
+from .containment import GRID, MODES, _check_sizes, _layout_keys, _layouts, class_table, containment_candidates
 from .disk_base import (
     INDEX_FORMAT,
     AtLeast,
@@ -21,7 +22,7 @@ from .disk_base import (
     _jsonable,
     _unsigned_pipeline,
 )
-from .lsh import MAX_BUCKET, choose_params
+from .lsh import MAX_BUCKET, candidate_pairs, choose_params
 from .segments import SegmentStore
 from .store import (
     IndexStore,
@@ -117,8 +118,6 @@ class DiskIndex(BaseDiskIndex):
 
     def _batch_pairs(self, values, rows):
         """Candidate pairs among ``rows`` of a batch: the batch engine's banding (same b, r, star rule)."""
-        from .lsh import candidate_pairs  # noqa: PLC0415
-
         return candidate_pairs(np.ascontiguousarray(values), self.b, self.r, rows=rows)
 
     # a band shared with more than MAX_BUCKET indexed documents is checked against its oldest only:
@@ -224,8 +223,6 @@ class ContainmentDiskIndex(DiskIndex):
         """A new containment index at ``path`` (as :meth:`DiskIndex.create`); ``mode``/``recall``: how
         each size ratio is banded (``"recall"``: P(candidate | C = t) ≥ ``recall``; ``"ensemble"``:
         Zhu et al.'s criterion)."""
-        from .containment import GRID, MODES, _layouts  # noqa: PLC0415
-
         if not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
         if scheme == "bottomk":
@@ -275,8 +272,6 @@ class ContainmentDiskIndex(DiskIndex):
         return out, sizes == 0
 
     def _bands(self, values):
-        from .containment import _layout_keys  # noqa: PLC0415
-
         return _layout_keys(np.ascontiguousarray(values[:, :-1]), self.layouts, self.num_perm)
 
     def _scores(self, qvals, cvals, qi, ci, direction: str = "either"):
@@ -308,8 +303,6 @@ class ContainmentDiskIndex(DiskIndex):
 
     def _batch_pairs(self, values, rows):
         """Candidate pairs among ``rows`` of a batch: the batch engine's containment banding."""
-        from .containment import containment_candidates  # noqa: PLC0415
-
         sizes = values[:, -1].astype(np.int64)
         a, b = containment_candidates(np.ascontiguousarray(values[:, :-1]), sizes, self.threshold, mode=self.mode,
                                       recall=self.recall, grid=self.grid, rows=rows, sort=False)
@@ -318,8 +311,6 @@ class ContainmentDiskIndex(DiskIndex):
     def _matches(self, values: np.ndarray, empty: np.ndarray, accept, direction: str = "either"):
         """:meth:`DiskIndex._matches` for containment: each segment probed in the query's direction
         (``direction="in"``) or in both, candidates scored by the containment estimate."""
-        from .containment import class_table  # noqa: PLC0415
-
         if direction not in self.DIRECTIONS:
             raise ValueError(f"direction must be one of {self.DIRECTIONS}, got {direction!r}")
         rows = np.flatnonzero(~empty)
@@ -359,8 +350,6 @@ class ContainmentDiskIndex(DiskIndex):
     def add_signatures(self, keys: Sequence, values, sizes=None, replace: bool = False) -> None:
         """Add precomputed signatures (as :meth:`DiskIndex.add_signatures`) with their distinct-shingle
         counts ``sizes`` (0 exactly for an empty signature)."""
-        from .containment import _check_sizes  # noqa: PLC0415
-
         if sizes is None:
             raise TypeError("a containment index needs each signature's set size: add_signatures(keys, values, sizes)")
         sig = self._signature_values(values, self.num_perm)
@@ -380,8 +369,6 @@ class ContainmentDiskIndex(DiskIndex):
     def query_signatures(self, values, threshold: float | None = None, sizes=None,
                          direction: str = "either") -> list[list[tuple[object, float]]]:
         """:meth:`query_batch` for precomputed signatures with their set sizes."""
-        from .containment import _check_sizes  # noqa: PLC0415
-
         if sizes is None:
             raise TypeError("a containment index needs each query's set size: query_signatures(values, sizes=...)")
         t = self._threshold(threshold)

@@ -11,7 +11,9 @@ from .._checks import as_int
 from .._version import __version__
 from ..errors import InputFormatError
 from ..sketches.minhash import MinHasher
-from ..sketches.simhash import SimHasher, hamming_array
+from ..sketches.simhash import SimHasher, feature_signer, hamming_array
+from ..text.dictionaries import file_keys
+from ..text.normalize import Normalizer
 from .disk_base import (
     INDEX_FORMAT,
     AtLeast,
@@ -21,6 +23,7 @@ from .disk_base import (
     _jsonable,
     _unsigned_pipeline,
 )
+from .simhash_index import all_pairs, plan_tables
 from .store import IndexStore
 
 
@@ -29,8 +32,6 @@ def _block_masks(k: int, expected_n: int | None) -> tuple[list[int], str]:
     online workload; otherwise k + 1 contiguous blocks, one table per block (pigeonhole: k
     differing bits leave at least one block equal) — the fewest band rows per document."""
     if expected_n is not None:
-        from .simhash_index import plan_tables  # noqa: PLC0415
-
         plan = plan_tables(64, k, int(expected_n), workload="online")
         return [int(m) for m in plan.key_masks], plan.describe()
     q, rem = divmod(64, k + 1)
@@ -83,14 +84,10 @@ class SimHashDiskIndex(BaseDiskIndex):
 
     def _hasher_config(self):
         if self.compat:
-            from ..text.dictionaries import file_keys  # noqa: PLC0415
-
             return {"compat": self.compat, "top_n": self.config_top_n, **file_keys(**self._files)}
         return _jsonable(self.hasher.config())
 
     def _setup(self, config: dict) -> None:
-        from ..sketches.simhash import feature_signer  # noqa: PLC0415
-
         self.compat = config.get("compat")
         self.config_top_n = config["top_n"]
         self._files = {"idf": config.get("idf"), "user_dict": config.get("user_dict"),
@@ -142,8 +139,6 @@ class SimHashDiskIndex(BaseDiskIndex):
 
     def _batch_pairs(self, values, rows):
         """Every pair of ``rows`` within the distance (exact: permuted tables)."""
-        from .simhash_index import all_pairs  # noqa: PLC0415
-
         i, j, _ = all_pairs(np.ascontiguousarray(values[rows, 0], dtype=np.uint64), k=self.max_distance)
         a, b = rows[np.asarray(i, dtype=np.int64)], rows[np.asarray(j, dtype=np.int64)]
         return np.minimum(a, b), np.maximum(a, b)
@@ -193,8 +188,6 @@ SKETCH_SLOTS = 32
 def sketcher(slots: int = SKETCH_SLOTS, convert: str | None = None) -> MinHasher:
     """The MinHasher of verified SimHash's stored sketches: ``slots`` one-permutation slots of the word
     5-gram shingles (the sets verification checks exactly when the texts are at hand)."""
-    from ..text.normalize import Normalizer  # noqa: PLC0415  (the normaliser's conversion tables: only with a sketch)
-
     return MinHasher(num_perm=slots, scheme=SKETCH["scheme"], seed=SKETCH["seed"], tokenizer=SKETCH["tokenizer"],
                      ngram=SKETCH["ngram"], normalizer=Normalizer(convert=convert))
 
@@ -314,8 +307,6 @@ class VerifiedSimHashDiskIndex(SimHashDiskIndex):
 
     def _batch_pairs(self, values, rows):
         """Every pair of ``rows`` within the candidate radius (exact: permuted tables)."""
-        from .simhash_index import all_pairs  # noqa: PLC0415  (as SimHashDiskIndex's)
-
         i, j, _ = all_pairs(np.ascontiguousarray(values[rows, 0], dtype=np.uint64), k=self.candidate_bits)
         a, b = rows[np.asarray(i, dtype=np.int64)], rows[np.asarray(j, dtype=np.int64)]
         return np.minimum(a, b), np.maximum(a, b)

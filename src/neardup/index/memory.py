@@ -19,6 +19,8 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
+from ..kernels.forest import build_keys, build_perms, forest_top_k
+from ..kernels.jaccard import top_k_jaccard
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHash, Signatures, empty_value, jaccard_rows
 from .lsh import choose_params
@@ -236,9 +238,6 @@ class MinHashLSH:
         the estimate's ±sqrt(J(1 − J)/num_perm) noise reorders documents of nearly equal J, which
         exact ranking does not. Fewer than ``k`` when fewer indexed sketches share even the first slot
         of a tree with it (they are then dissimilar: a slot agrees with probability J)."""
-        from ..kernels.forest import build_keys, build_perms, forest_top_k  # noqa: PLC0415
-        from ..kernels.jaccard import top_k_jaccard  # noqa: PLC0415
-
         if k < 1:
             raise ValueError(f"k must be ≥ 1; got {k}")
         q = self._values([sketch])[0]
@@ -273,7 +272,7 @@ class MinHashLSH:
         """Write the live sketches as a :class:`~neardup.index.disk.DiskIndex` folder (keys must be
         str, int or bytes). ``tokenizer``/``ngram`` record the text pipeline that queries by text
         will use; they do not change the stored sketches."""
-        from .disk import DiskIndex  # noqa: PLC0415
+        from .disk import DiskIndex  # noqa: PLC0415  (a cycle: disk → disk_minhash → containment → this module)
 
         rows = np.flatnonzero(self._live[:self._n])          # a key removed and inserted again: its new row
         live = [self._keys[r] for r in rows.tolist()]
@@ -284,7 +283,7 @@ class MinHashLSH:
     @classmethod
     def load(cls, path, trees: int = 8) -> MinHashLSH:
         """The sketches of a :class:`~neardup.index.disk.DiskIndex` folder, in memory."""
-        from .disk import DiskIndex  # noqa: PLC0415
+        from .disk import DiskIndex  # noqa: PLC0415  (a cycle: disk → disk_minhash → containment → this module)
 
         with DiskIndex.open(path, readonly=True) as idx:
             c = idx.config

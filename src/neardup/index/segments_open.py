@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import wal
-from .files import fsync_dir, load_array, remove_owned, write_atomic, write_new
+from .files import digest, fsync_dir, load_array, remove_owned, write_atomic, write_new
 from .segment import VERIFY_ON_OPEN, Segment, merge
 from .segments_manifest import (
     FORMAT,
@@ -194,8 +194,6 @@ class Opening:
         path = self.path / m["deleted"]
         arr = load_array(path, m.get("deleted_file"), (np.dtype(np.int64),), 1)
         if m.get("deleted_file") and self._verify_now():
-            from .files import digest  # noqa: PLC0415  (a sibling module; named here for clarity of the check)
-
             if digest(path) != list(m["deleted_file"]):
                 raise IndexCorruptError(f"{path}: its checksum is not the manifest's; run `neardup index verify`")
         arr = np.asarray(arr, dtype=np.int64)

@@ -6,17 +6,18 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+import numba
 import numpy as np
 
 from .._arrays import unique_pairs
+from ..kernels.containment import probe
+from ..kernels.index_probe import probe_segment, probe_segment_parallel
 from .segment import Segment, _pack_keys, encode_key, fold32
 
 PARALLEL_QUERIES = 2048         # query batches at least this large are probed on all cores
 
 
 def _threads() -> int:
-    import numba  # noqa: PLC0415  (numba's import is 0.3 s; only a large query batch needs its thread count)
-
     return max(1, int(numba.get_num_threads()))
 
 
@@ -132,8 +133,6 @@ class Reading:
         """(query row, document id, score) of every accepted match of the query rows ``rows`` of
         ``values`` (their band keys ``band_keys``), each segment probed by one compiled pass
         (:func:`~neardup.kernels.index_probe.probe_segment`; ``kind``/``limit`` as there)."""
-        from ..kernels.index_probe import probe_segment, probe_segment_parallel  # noqa: PLC0415
-
         rows = np.asarray(rows, dtype=np.int64)
         folded = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64).reshape(rows.shape[0], -1)))
         qs, ds, ss = [], [], []
@@ -178,8 +177,6 @@ class Reading:
         segment probed by :func:`neardup.kernels.containment.probe` with its (key, size)-sorted band
         columns; ``qkeys``: the queries' layout band keys (unfolded), ``tab``: the class table
         (m_lo, r per class, b per class) of ``layouts`` at ``num_perm`` slots; ``reverse`` as there."""
-        from ..kernels.containment import probe  # noqa: PLC0415
-
         if not self.sized:
             raise ValueError(f"{self.path}: not a containment index (its band columns are not sorted by size)")
         m_lo, tab_r, tab_b = tab

@@ -42,6 +42,7 @@ import operator
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import combinations
 from typing import NamedTuple
 
 import numpy as np
@@ -88,7 +89,6 @@ def _fields(key_bits: list[int]) -> tuple[tuple[int, int], ...]:
 
 
 def _combos(n: int, r: int):
-    from itertools import combinations  # noqa: PLC0415
     return combinations(range(n), r)
 
 

@@ -65,6 +65,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from .._version import __version__
 from ..errors import NeardupError
 from .limits import (
     BODY_TIMEOUT,
@@ -115,7 +116,7 @@ def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_ba
         yield
         await run_in_threadpool(svc.close)       # answer what is queued before the index is closed
 
-    app = FastAPI(lifespan=lifespan, title="neardup", version=_version(),
+    app = FastAPI(lifespan=lifespan, title="neardup", version=__version__,
                   description="Have I seen this document, or something nearly like it? "
                               f"A {svc.index.kind} index of near-duplicates.")
 
@@ -259,9 +260,3 @@ def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_ba
 
     app.state.service = svc
     return app
-
-
-def _version() -> str:
-    from .._version import __version__  # noqa: PLC0415
-
-    return __version__

@@ -23,7 +23,7 @@ def http_protocol(header_timeout: float = HEADER_TIMEOUT, body_timeout: float = 
     must be complete within ``body_timeout`` + :data:`UNREAD_GRACE` of the headers, else the
     connection is closed (the application answers 408 first to a body it reads). A client that
     goes away before its answer is complete is one log line. Pass it as ``uvicorn.Config(http=…)``."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415 (only serving needs uvicorn)
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415  (uvicorn: 30-55 ms, only serving needs it)
 
     class Protocol(HttpToolsProtocol):
         _timer = None
