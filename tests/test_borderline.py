@@ -14,8 +14,9 @@ import pytest
 
 from neardup import run_dedup
 from neardup.config import DedupConfig
-from neardup.dedup.verify import borderline_mask, borderline_z, containment_from_jaccard, decide_borderline
+from neardup.dedup.verify import borderline_mask, borderline_z, decide_borderline
 from neardup.features.shingles import Shingler
+from neardup.similarity.estimates import containment_from_jaccard
 from neardup.similarity.jaccard import exact_jaccard_pairs
 from neardup.sketches.minhash import MinHasher, jaccard_rows
 

@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from neardup import run_dedup
 from neardup.cli import main
 from neardup.config import DedupConfig
-from neardup.dedup.verify import minhash_similarity
 from neardup.errors import ConfigError
 from neardup.index.containment import (
     GRID,
@@ -27,6 +26,7 @@ from neardup.index.containment import (
 )
 from neardup.index.disk import ContainmentDiskIndex, DiskIndex, IndexConfigError, open_index
 from neardup.kernels.containment import probe
+from neardup.similarity.estimates import minhash_similarity
 from neardup.sketches.minhash import MinHasher, jaccard_rows
 
 VOCAB = [f"w{i:05d}" for i in range(20000)]

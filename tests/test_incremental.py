@@ -117,9 +117,10 @@ CRASH = textwrap.dedent("""
     def die():
         os.kill(os.getpid(), signal.SIGKILL)
 
-    if point == "query":
-        orig_m = inc.matched
-        inc.matched = lambda *a, **k: (orig_m(*a, **k), die())
+    if point == "query":                  # (the engine's own name for it: the run calls that one)
+        import neardup.engines.local.run as run_mod
+        orig_m = run_mod.matched
+        run_mod.matched = lambda *a, **k: (orig_m(*a, **k), die())
     elif point == "segment":              # the segment's files written, the manifest not yet
         orig_w = seg.write_new
         def w(path, data, *a):

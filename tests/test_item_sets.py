@@ -219,10 +219,10 @@ def test_a_tuple_of_two_arrays_is_two_sets_and_csr_is_explicit():
         sign_sets(csr=[np.array([1, 2])])
 
 
-def test_readme_similar_users_example(tmp_path, monkeypatch):
-    """The README's example, run as written on a ratings file with planted similar users: every
-    planted pair (true Jaccard ≥ 0.8) is found and no pair below 0.2 is reported."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_guide_similar_users_example(tmp_path, monkeypatch):
+    """The guide's example (docs/guide/python.md), run as written on a ratings file with planted similar
+    users: every planted pair (true Jaccard ≥ 0.8) is found and no pair below 0.2 is reported."""
+    text = (ROOT / "docs" / "guide" / "python.md").read_text(encoding="utf-8")
     code = re.search(r"<!-- example: similar-users -->\s*```python\n(.*?)```", text, re.S).group(1)
     rng = np.random.default_rng(5)
     users, items, sets = [], [], {}

@@ -453,8 +453,8 @@ def test_console_script_runs_spark_without_an_activated_venv(tmp_path):
     assert "Traceback" not in res.stderr and not (tmp_path / "o2" / "report.json").exists()
 
 
-@pytest.mark.parametrize("run", ["minhash", "exact", "minhash-parquet-records", "simhash", "simhash-bits-3",
-                                 "minhash-exact-verify"])
+@pytest.mark.parametrize("run", ["minhash", "minhash-containment", "minhash-exact-verify", "minhash-datasketch",
+                                 "minhash-parquet-records", "simhash", "simhash-bits-3", "sentences", "exact"])
 def test_golden_outputs_on_spark(spark, tmp_path, monkeypatch, run):
     """The golden digests of tests/test_golden.py, from the Spark engine."""
     from test_golden import GOLDEN, SPARK, _config, _digest, _write_inputs

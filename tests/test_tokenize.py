@@ -417,7 +417,8 @@ def test_signing_that_checks_nfkc_in_the_kernel_equals_checking_first():
     import unicodedata
 
     from neardup import MinHasher, SimHasher
-    from neardup.kernels.minhash import oph_word_batch, scheme_salt
+    from neardup._seeds import scheme_salt
+    from neardup.kernels.minhash import oph_word_batch
     from neardup.kernels.simhash import simhash_word_batch
     from neardup.text.normalize import encode_batch, kernel_char_map, nfkc_check_tables
     from neardup.text.packed import PackedTexts

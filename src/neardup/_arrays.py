@@ -1,6 +1,7 @@
 """Small array helpers shared across the package."""
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import sys
@@ -8,6 +9,7 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pyarrow as pa
 
 from ._procs import cpu_count
 
@@ -58,8 +60,6 @@ def utf8_buffer(data) -> np.ndarray:
 # a small run's wall time); these build the same arrays from buffers, which it does not.
 def arrow_numeric(values: np.ndarray):
     """A pyarrow array of a 1-d numeric NumPy array (no nulls), sharing its buffer when contiguous."""
-    import pyarrow as pa  # noqa: PLC0415
-
     values = np.ascontiguousarray(values)
     if values.ndim != 1 or values.dtype.kind not in "iuf":
         raise TypeError(f"arrow_numeric takes a 1-d numeric array, got {values.dtype} with {values.ndim} dims")
@@ -68,8 +68,6 @@ def arrow_numeric(values: np.ndarray):
 
 def arrow_bool(values: np.ndarray):
     """A pyarrow boolean array of a 1-d NumPy bool array (bits packed, least significant first)."""
-    import pyarrow as pa  # noqa: PLC0415
-
     values = np.asarray(values, dtype=bool).reshape(-1)
     bits = np.packbits(values, bitorder="little")
     return pa.Array.from_buffers(pa.bool_(), values.shape[0], [None, pa.py_buffer(bits)])
@@ -78,8 +76,6 @@ def arrow_bool(values: np.ndarray):
 def arrow_strings(texts: list):
     """A pyarrow string array of Python strings or bytes (no nulls; bytes are not checked for
     UTF-8), by Arrow's builder."""
-    import pyarrow as pa  # noqa: PLC0415
-
     b = pa.lib.StringBuilder()
     b.append_values(texts)
     return b.finish()
@@ -100,16 +96,12 @@ def int64_values(values, kinds: set | None = None) -> np.ndarray | None:
 def arrow_int64(values: np.ndarray):
     """An Arrow int64 array over a NumPy array's memory. Not ``pa.array``: that imports pandas on its
     first call when pandas is installed (0.2–0.5 s in each process that does)."""
-    import pyarrow as pa  # noqa: PLC0415
-
     values = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), values.shape[0], [None, pa.py_buffer(values)])
 
 
 def arrow_binaries(parts: list):
     """An Arrow ``large_binary`` array of ``bytes`` (no pandas, as :func:`arrow_int64`)."""
-    import pyarrow as pa  # noqa: PLC0415
-
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     return pa.Array.from_buffers(pa.large_binary(), len(parts),
@@ -164,8 +156,6 @@ def release_freed_memory() -> None:
         _trim = False
         if sys.platform.startswith("linux"):
             try:
-                import ctypes  # noqa: PLC0415
-
                 _trim = ctypes.CDLL("libc.so.6").malloc_trim
             except (OSError, AttributeError):
                 pass
@@ -185,8 +175,6 @@ def keep_freed_memory(largest: int = 64 << 20) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes  # noqa: PLC0415
-
         mallopt = ctypes.CDLL("libc.so.6").mallopt
     except (OSError, AttributeError):
         return
@@ -242,10 +230,10 @@ def prefer_small_pages() -> None:
         return
     os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"      # read by NumPy in the workers when they start
     try:
-        from numpy._core.multiarray import _set_madvise_hugepage  # noqa: PLC0415
+        from numpy._core.multiarray import _set_madvise_hugepage  # noqa: PLC0415  (NumPy 2's private name, probed)
     except ImportError:        # (NumPy 1: numpy.core)
         try:
-            from numpy.core.multiarray import _set_madvise_hugepage  # noqa: PLC0415
+            from numpy.core.multiarray import _set_madvise_hugepage  # noqa: PLC0415  (NumPy 1's)
         except ImportError:
             return
     _set_madvise_hugepage(False)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from numba.core import config
+
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
 
 
@@ -34,8 +36,6 @@ def use_writable_numba_cache() -> None:
         return
     os.environ["NUMBA_CACHE_DIR"] = path
     if "numba" in sys.modules:         # numba already imported (and its configuration read)
-        from numba.core import config  # noqa: PLC0415
-
         config.CACHE_DIR = path
 
 

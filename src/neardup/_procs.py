@@ -4,6 +4,7 @@ and the CPUs this process may use. Plain Python, no kernel import."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -39,6 +40,4 @@ def kill_with_parent() -> None:
     the caller checks its parent itself). The parent may have died already: check after this."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            import ctypes  # noqa: PLC0415
-
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # 1 = PR_SET_PDEATHSIG

@@ -24,10 +24,13 @@ import numpy as np
 
 from ._procs import cpu_count
 from .errors import ConfigError
+from .index.lsh import choose_params
 from .io.formats import FORMATS
-from .sketches.minhash import SCHEMES
+from .similarity.simhash import candidate_radius
+from .sketches.minhash import SCHEMES, MinHasher
 from .sketches.simhash import COMPATS, WEIGHTINGS
-from .text.normalize import CONVERSIONS
+from .text.dictionaries import file_keys
+from .text.normalize import CONVERSIONS, _converter
 from .text.tokenize import TOKENIZERS, keyword_features
 
 METHODS = ("minhash", "simhash", "sentences", "exact", "lines", "substrings")
@@ -381,7 +384,6 @@ class DedupConfig:
             raise BY_NAME["user_dict"].refuse(c.user_dict, "given only with --tokenizer jieba (auto shingles with "
                                                            "word tokens)")
         if c.method in ("simhash", "minhash"):     # the user's files, read now: a bad line stops the run here
-            from .text.dictionaries import file_keys  # noqa: PLC0415
 
             file_keys(c.idf, c.user_dict, c.stop_words)
             for name in ("idf", "user_dict", "stop_words"):   # absolute: an index or a Spark task reads them
@@ -389,7 +391,6 @@ class DedupConfig:
                 if value is not None and value != "jieba":
                     setattr(c, name, os.path.abspath(value))
         if c.method == "simhash" and c.bits is None and c.compat is None:    # verified SimHash (the default)
-            from .similarity.simhash import candidate_radius  # noqa: PLC0415  (its package loads the kernels)
 
             for name, value in SIMHASH_VERIFIED.items():
                 if getattr(c, name) is None:
@@ -412,8 +413,6 @@ class DedupConfig:
         if c.keep_field and c.keep != "key":
             raise BY_NAME["keep_field"].refuse(c.keep_field, "given only with --keep key")
         if c.method == "minhash":
-            from .index.lsh import choose_params  # noqa: PLC0415
-            from .sketches.minhash import MinHasher  # noqa: PLC0415
 
             MinHasher(num_perm=c.num_perm, scheme=c.scheme, seed=c.seed, tokenizer=c.tokenizer, ngram=c.ngram)
             choose_params(c.threshold, c.num_perm, c.lsh_mode, c.recall, c.bands, c.rows)
@@ -438,8 +437,6 @@ class DedupConfig:
         elif c.replace:
             raise BY_NAME["replace"].refuse(c.replace, "used with --index (it replaces indexed documents)")
         if c.convert is not None:
-            from .text.normalize import _converter  # noqa: PLC0415
-
             _converter(c.convert)          # OpenCC is there (not found first inside a worker)
         if c.workers == 0 or c.workers > cpu_count():
             c.workers = cpu_count()

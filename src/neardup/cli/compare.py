@@ -11,7 +11,9 @@ import click
 
 from ..config import NOT_BANDED, PARAMS, DedupConfig, click_options, inapplicable
 from ..errors import ConfigError, InputFormatError
-from ..explain import explain_minhash, explain_sentences, explain_simhash
+from ..explain import explain_minhash, explain_sentences, explain_simhash, render
+from ..explain.replay import SmallRun
+from ..explain.verdict import verdict
 from ..index.lsh import choose_params
 from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
 from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
@@ -143,9 +145,6 @@ def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **al
     sig_a, sig_b = sent.sign(ta), sent.sign(tb)
     run = v = None
     if cfg is not None:
-        from ..explain.replay import SmallRun  # noqa: PLC0415
-        from ..explain.verdict import verdict  # noqa: PLC0415
-
         try:
             run = SmallRun([ta, tb], cfg)
         except (ValueError, ImportError) as exc:
@@ -190,8 +189,6 @@ def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **al
             for s in out["examples"][key]:
                 click.echo(f"  · {s}")
     if explain:
-        from ..explain import render  # noqa: PLC0415
-
         click.echo("")
         click.echo(render(out["explain"], slots=slots))
 

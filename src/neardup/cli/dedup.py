@@ -58,7 +58,7 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
         raise click.UsageError(f"not used by --method {params['method']}: {'; '.join(wrong)}")
     if engine == "spark":
         try:
-            from ..engines.spark import run_spark_dedup  # noqa: PLC0415
+            from ..engines.spark import run_spark_dedup  # noqa: PLC0415  (the spark extra: --engine spark only)
         except ImportError as exc:
             raise click.UsageError(f"--engine spark: {exc}; install with: pip install 'neardup[spark]' "
                                    "'pandas>=2.2'") from None

@@ -11,6 +11,8 @@ import math
 
 import click
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import evaluate as ev
 from ..errors import InputFormatError
@@ -101,8 +103,6 @@ def _parquet(path: str) -> list[tuple[str, dict]] | None:
                 return None
     except OSError:
         return None                    # (the reader below names what is wrong)
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
 
     try:
         rows = pq.read_table(path).to_pylist()

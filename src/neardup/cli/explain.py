@@ -1,10 +1,13 @@
 """``neardup explain OUT ID_A ID_B``: why a finished run put two documents together (or not)."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 
 import click
+import numpy as np
+import pyarrow.parquet as pq
 
 from ..config import PARAMS, DedupConfig
 from ..dedup.verify import borderline_z
@@ -15,6 +18,7 @@ from ..index.lsh import LSHParams
 from ..io.formats import check_fields_apply, read_rows
 from ..io.sources import expand_inputs
 from . import main
+from .evaluate import _read
 
 
 def _fail(out: str, why: str):
@@ -44,12 +48,8 @@ def _records(out: str, rep: dict) -> list[dict]:
     if not os.path.exists(path):
         _fail(out, f"clusters.{fmt} is missing")
     if fmt != "parquet":                  # eval's reader: a bad line is named by file and line
-        from .evaluate import _read  # noqa: PLC0415
-
         return [rec for _, rec in _read(path)]
     try:
-        import pyarrow.parquet as pq  # noqa: PLC0415
-
         return pq.read_table(path).to_pylist()
     except (OSError, ValueError) as exc:
         _fail(out, f"clusters.{fmt} cannot be read ({exc})")
@@ -78,8 +78,6 @@ def _find(records: list[dict], wanted: str, out: str) -> dict:
 
 
 def _when(ns: int) -> str:
-    import datetime as dt  # noqa: PLC0415  (only for this message)
-
     return dt.datetime.fromtimestamp(ns / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
@@ -213,8 +211,6 @@ def _replay(out: str, rep: dict, records: list[dict], ra: dict, rb: dict):
         lsh = LSHParams(int(p["b"]), int(p["r"]), cfg.threshold, "recorded")
     kv = None
     if cfg.keep == "key":
-        import numpy as np  # noqa: PLC0415  (the keep key's array)
-
         kv = np.array([float(keys.get(r["row"]) or 0) for r in members])
     try:
         run = SmallRun([texts[r["row"]] for r in members], cfg, z=_z(rep), keys=kv, lsh=lsh)

@@ -6,6 +6,7 @@ import sys
 import time
 
 import click
+import numpy as np
 
 from ..config import DedupConfig, click_options
 from ..errors import ConfigError, OutputError
@@ -77,8 +78,6 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
     start = time.perf_counter()
     words, values, n = fit_idf_words(batched(texts(), batch_size), tokenizer, compat, user_dict, convert)
     if min_df > 1:
-        import numpy as np  # noqa: PLC0415
-
         df_min = np.log((1.0 + n) / (1.0 + min_df)) + 1.0     # idf falls as df grows: df ≥ min_df ⇔ idf ≤ this
         keep = values <= df_min + 1e-12
         words = [w for w, k in zip(words, keep) if k]

@@ -23,11 +23,14 @@ from pathlib import Path
 
 import click
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..config import DedupConfig, click_options
 from ..dedup.incremental import create_index, index_kind
 from ..errors import InputFormatError
 from ..index.disk import open_index
+from ..index.repair import repair_index, verify_index
 from ..index.store import DuplicateKeyError, InvalidKeyError, check_key, key_candidates
 from ..io.formats import check_fields_apply, read_rows
 from ..io.outfile import STDOUT, check_output_file, replacing
@@ -261,8 +264,6 @@ def export(path, output):
 def _export(idx, sink) -> int:
     """Write the index's live documents to ``sink`` (a path or a binary stream) as Parquet; returns
     how many. An empty index gives a table of no rows with the columns."""
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
 
     st = idx.store
     n = 0
@@ -308,11 +309,7 @@ def verify(path, repair_to, as_json):
     documents, every log record. Exit 0 when all of it verifies, 1 when something does not (the
     report says what, and how many documents it puts at risk). With --repair NEW, what verifies
     is copied into a new index at NEW and what could not be recovered is listed."""
-    from ..index.repair import repair_index, verify_index  # noqa: PLC0415  (only this command reads it)
-
     if repair_to is not None:
-        from pathlib import Path  # noqa: PLC0415
-
         p = Path(repair_to)
         if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):
             raise click.ClickException(f"{repair_to} already exists; --repair writes a new index")

@@ -10,6 +10,7 @@ import click
 
 from ..text.dictionaries import read_limited
 from . import main
+from .index import _open
 
 
 @main.command()
@@ -46,15 +47,14 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
     unless told; on any other address without --token-file it warns: anyone who reaches the port
     may write. A client that disconnects or times out is one line on stderr."""
     try:
-        import uvicorn  # noqa: PLC0415
+        import uvicorn  # noqa: PLC0415  (the serve extra)
 
-        from ..service import create_app, http_protocol  # noqa: PLC0415
+        from ..service import create_app, http_protocol  # noqa: PLC0415  (the serve extra: FastAPI)
 
         protocol = http_protocol(header_timeout, body_timeout)      # (imports uvicorn's httptools protocol)
     except ImportError as exc:
         raise click.ClickException(f"the service needs FastAPI and uvicorn ({exc.name} is missing): "
                                    "pip install 'neardup[serve]'") from None
-    from .index import _open  # noqa: PLC0415
 
     token = None
     if token_file:

@@ -100,15 +100,18 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
         if method == "minhash":
             hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
                                normalizer=Normalizer(convert=convert), user_dict=user_dict)
-            sign_batch = lambda texts: [row.tolist() for row in hasher.sign_batch(texts).values]  # noqa: E731
+            def sign_batch(texts):
+                return [row.tolist() for row in hasher.sign_batch(texts).values]
         elif method == "simhash":
             features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
                                       cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
-            sign_batch = lambda texts: [int(v) for v in features(texts)[0]]  # noqa: E731
+            def sign_batch(texts):
+                return [int(v) for v in features(texts)[0]]
         else:
             signer = SentenceSigner(n=sentences, convert=convert)
             key = "sentences"
-            sign_batch = lambda texts: [int(v) for v in signer.sign_batch(texts)]  # noqa: E731
+            def sign_batch(texts):
+                return [int(v) for v in signer.sign_batch(texts)]
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
     skipped: list = []

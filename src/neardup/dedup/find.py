@@ -17,14 +17,17 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from .._arrays import sorted_unique
 from ..clusters import Clusters, SimilarityOracle
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..config import DedupConfig, simhash_verified
 from ..features.shingles import Features
+from ..index.disk_simhash import SKETCH_SLOTS, sketch_jaccard, unpack_sketches
 from ..index.simhash_index import all_pairs
 from ..kernels.clusters import components, expand_groups, group_pair_count
+from ..similarity.estimates import containment_from_jaccard
 from ..sketches.minhash import Signatures, empty_value
 from .candidates import (
     MAX_BUCKET,
@@ -48,7 +51,6 @@ from .verify import (
     band_features,
     borderline_mask,
     borderline_z,
-    containment_from_jaccard,
     decide_borderline,
     exact_pairs_from_texts,
     exact_similarity,
@@ -301,8 +303,6 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
     rows (an index's documents) have no text: their pairs with a new row are decided by
     ``fixed_similarity(lo, hi)`` (the index's stored sketch: an estimate), and bounded linkage compares
     a fixed row by ``sketches`` (every row's, the (n, slots) sketch matrix)."""
-    from ..index.simhash_index import all_pairs  # noqa: PLC0415  (the tables module: SimHash runs only)
-
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     n = fps.shape[0]
     t0 = time.perf_counter()
@@ -364,8 +364,6 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
 def pairs_table(result: DuplicateResult, ids=None):
     """:meth:`DuplicateResult.pairs`: the verified pairs as a pyarrow Table, one row per pair with
     a < b, sorted by (a, b)."""
-    import pyarrow as pa  # noqa: PLC0415
-
     lo = np.asarray(result.pairs_lo, dtype=np.int64)
     hi = np.asarray(result.pairs_hi, dtype=np.int64)
     a, b = np.minimum(lo, hi), np.maximum(lo, hi)
@@ -486,10 +484,9 @@ def _find_all(values, empty, sizes, features, cfg: DedupConfig, lengths, keys, f
     if cfg.method == "simhash" and simhash_verified(cfg):
         fps, sketches = values, None
         if values.ndim == 2:           # --index: each row holds its sketch (the fixed rows' only evidence)
-            from ..index.disk_simhash import SKETCH_SLOTS, sketch_jaccard, unpack_sketches  # noqa: PLC0415
-
             fps = values[:, 0]
-            fixed_similarity = lambda a, b: sketch_jaccard(values, a, values, b, SKETCH_SLOTS)  # noqa: E731
+            def fixed_similarity(a, b):
+                return sketch_jaccard(values, a, values, b, SKETCH_SLOTS)
             sketches = unpack_sketches(values, SKETCH_SLOTS)
         return find_simhash_verified(fps, sets_of, cfg.threshold, cfg.candidate_bits, valid=~empty, keep=cfg.keep,
                                      lengths=lengths, keys=keys, linkage=cfg.linkage, max_drift=cfg.max_drift,

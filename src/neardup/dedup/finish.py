@@ -23,7 +23,10 @@ import numpy as np
 from ..clusters import Clusters, SimilarityOracle, build_clusters
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..clusters.containment import CONTAINED, containment_clusters
-from .verify import HOW, exact_similarity, known_similarity, minhash_similarity
+from ..similarity.estimates import minhash_similarity
+from ..sketches.minhash import empty_value, jaccard_rows
+from ..sketches.simhash import hamming_array
+from .verify import HOW, exact_similarity, known_similarity
 
 #: how a removed row was decided: the pair decisions (:data:`~neardup.dedup.verify.HOW`), and the
 #: directed containment rule
@@ -52,15 +55,12 @@ def pair_similarity(method: str, metric: str, scheme: str | None, values, sizes=
     estimate (containment: the larger containment derived from it and the set sizes); with
     ``exact``, the exact value on the shingle sets (``features``); equal signatures: 1."""
     if method == "simhash":
-        from ..sketches.simhash import hamming_array  # noqa: PLC0415  (the SimHash module: SimHash runs only)
-
         fps = np.asarray(values).reshape(values.shape[0], -1)[:, 0]
         return lambda a, b: 1.0 - hamming_array(fps[a], fps[b]) / 64.0
     if method != "minhash":
         return lambda a, b: np.ones(np.asarray(a).shape[0])
     if exact:
         return lambda a, b: exact_similarity(features, a, b, metric)
-    from ..sketches.minhash import jaccard_rows  # noqa: PLC0415  (keeps this module free of the kernels' import)
 
     def similarity(a, b):
         j = jaccard_rows(values, a, b, scheme)
@@ -79,7 +79,6 @@ def linkage_oracle(method: str, metric: str, scheme: str | None, values, feature
     if exact:
         u = features.unique()
         return SimilarityOracle.exact(u.hashes, u.offsets)
-    from ..sketches.minhash import empty_value  # noqa: PLC0415  (as above)
 
     return SimilarityOracle.minhash(values, empty_value(scheme))
 

@@ -43,6 +43,7 @@ from ..index.disk import (
     VerifiedSimHashDiskIndex,
     stored_kind,
 )
+from ..index.lsh import choose_params
 from ..index.segments import remove_empty_index
 from ..index.store import DuplicateKeyError
 from ..io.outdir import STDOUT, _is_within
@@ -77,8 +78,6 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
                                            mode="ensemble" if cfg.lsh_mode == "datasketch" else "recall",
                                            recall=cfg.recall, user_dict=cfg.user_dict, exist_ok=exist_ok)
     if cfg.method == "minhash":
-        from ..index.lsh import choose_params  # noqa: PLC0415
-
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         return DiskIndex.create(path, threshold=cfg.threshold, num_perm=cfg.num_perm, scheme=cfg.scheme,
                                 seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram, b=lsh.b, r=lsh.r,

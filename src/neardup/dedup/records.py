@@ -26,12 +26,15 @@ import os
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .._arrays import arrow_binaries, arrow_int64, int64_values
 from ..config import DedupConfig
 from ..errors import InputFormatError
 from ..io.formats import output_name, write_edited, write_kept
-from ..io.ids import id_json, json_default, parquet_id_text  # noqa: F401  (their home is io.ids)
+from ..io.ids import id_json, parquet_id_text
+from .finish import ROW_CONTAINED, ROW_HOW
 from .progress import progress
 from .tables import Corpus
 
@@ -72,8 +75,6 @@ def skipped_line(row: int, reason: str) -> str:
 def parquet_schema(indexed: bool = False):
     """The columns of clusters.parquet; with ``indexed`` (runs with ``--index``) a last boolean column
     ``indexed``: the row's cluster is a document of the index."""
-    import pyarrow as pa  # noqa: PLC0415
-
     cols = [("id", pa.string()), ("cluster", pa.string()), ("kept", pa.bool_()),
             ("similarity", pa.float64()), ("status", pa.string()), ("row", pa.int64()),
             ("reason", pa.string()), ("empty", pa.bool_()), ("decided", pa.string()), ("contained_in", pa.string())]
@@ -84,8 +85,6 @@ def parquet_batch(rows, ids, clusters, kept, similarity, reasons, empty, decided
     """One Arrow record batch of clusters.parquet. Per row: ``ids``/``clusters`` are id values (None
     for a skipped row), ``reasons`` the skip reason or None, ``decided`` the decision word (None for
     a kept or skipped row); the rest as in the JSON record."""
-    import pyarrow as pa  # noqa: PLC0415
-
     skip = [r is not None for r in reasons]
     cols = [
         [None if s else parquet_id_text(v) for v, s in zip(ids, skip)],
@@ -115,8 +114,6 @@ def pairs_schema(same_cluster: bool = True):
     :data:`neardup.dedup.verify.HOW`) and ``same_cluster`` (False where bounded linkage kept the two
     apart; not in a join's, ``neardup pairs``). Rows of identical signatures appear as links from the
     first such row to each other one (in a join: as every pair among them)."""
-    import pyarrow as pa  # noqa: PLC0415
-
     return pa.schema([("id_a", pa.string()), ("id_b", pa.string()), ("row_a", pa.int64()), ("row_b", pa.int64()),
                       ("similarity", pa.float64()), ("decided", pa.dictionary(pa.int8(), pa.string()))]
                      + ([("same_cluster", pa.bool_())] if same_cluster else []))
@@ -235,8 +232,6 @@ def clusters_jsonl_lines(corpus: Corpus, clusters, empty, extra_ids=()):
 
 def decision_words(clusters) -> list:
     """Per row its decision word (None for a kept row; ``estimate`` when the clusters record none)."""
-    from .finish import ROW_HOW  # noqa: PLC0415  (finish imports the clustering code; records need only the words)
-
     n = clusters.cluster.shape[0]
     decided = getattr(clusters, "decided", None)
     if decided is None:
@@ -253,8 +248,6 @@ _ROWS_AT_ONCE = 1 << 16      # rows per Arrow call: its memory, reused from chun
 def _id_texts(ids) -> object:
     """Every id as its JSON text (:func:`id_json`), UTF-8 with a lone surrogate as its escape, in an
     Arrow binary array; integer ids are formatted by Arrow (the same digits as ``str``)."""
-    import pyarrow as pa  # noqa: PLC0415
-
     v = int64_values(ids)
     if v is not None:
         return arrow_int64(v).cast(pa.large_string()).cast(pa.large_binary())
@@ -268,8 +261,7 @@ def write_clusters_jsonl(fh, corpus: Corpus, clusters, empty, extra_ids=()) -> N
     its pieces in one call — instead of a Python f-string per row (1 M rows: 1.3 → 0.4 s). Arrow
     arrays are made from buffers (:func:`~neardup._arrays.arrow_int64`), never by ``pa.array``
     or ``pa.scalar``, which import pandas."""
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.compute as pc  # noqa: PLC0415
+    import pyarrow.compute as pc  # noqa: PLC0415  (pyarrow.compute: 41 ms of start-up, measured)
 
     doc_of_row, skipped = row_documents(corpus)
     n = len(corpus.ids)
@@ -283,7 +275,6 @@ def write_clusters_jsonl(fh, corpus: Corpus, clusters, empty, extra_ids=()) -> N
     empty = np.asarray(empty, dtype=bool)
     decided = getattr(clusters, "decided", None)
     codes = np.where(rep == np.arange(rep.shape[0]), 255, 1 if decided is None else np.asarray(decided, dtype=np.int64))
-    from .finish import ROW_CONTAINED, ROW_HOW  # noqa: PLC0415  (as in decision_words)
 
     tails = arrow_binaries([f', "decided": "{w}"'.encode() if i != ROW_CONTAINED else b', "decided": "contained", '
                             b'"contained_in": ' for i, w in enumerate(ROW_HOW)] + [b""])
@@ -331,7 +322,6 @@ def write_clusters(path: str, cfg: DedupConfig, corpus: Corpus, clusters, empty,
         with open(path, "wb", buffering=1 << 20) as fh:
             write_clusters_jsonl(fh, corpus, clusters, empty, extra_ids)
         return
-    import pyarrow.parquet as pq  # noqa: PLC0415
 
     doc_of_row, skipped = row_documents(corpus)
     ids, rep, sim = list(corpus.ids) + list(extra_ids), clusters.cluster, clusters.similarity
@@ -357,8 +347,6 @@ def write_clusters(path: str, cfg: DedupConfig, corpus: Corpus, clusters, empty,
 def write_pairs(path: str, corpus: Corpus, result: DuplicateResult, extra_ids=()) -> int:
     """pairs.parquet (:func:`pairs_schema`): every verified pair of ``result``; documents from
     ``n`` on are the index's (``extra_ids``). Returns the number of pairs."""
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
 
     table = result.pairs()
     n = len(corpus.ids)

@@ -15,7 +15,10 @@ from .._version import __version__
 from ..config import DedupConfig
 from ..index.lsh import s_curve
 from ..index.simhash_index import plan_tables
-from .records import json_default
+from ..io.ids import json_default
+from ..report import write_html
+from ..similarity.simhash import COSINE_AT_T, curve, within
+from .finish import ROW_HOW
 
 if TYPE_CHECKING:
     pass
@@ -103,8 +106,6 @@ def verified_simhash_report(k_c: int, threshold: float, recall: float, counts: l
     (its histogram: the distances of the accepted pairs), the rule that decided them, and the S-curve
     of the radius over feature cosine (:mod:`neardup.similarity.simhash`), with the recall it gives at
     the cosine near-duplicates reach at the threshold."""
-    from ..similarity.simhash import COSINE_AT_T, curve, within  # noqa: PLC0415  (its package loads the kernels)
-
     out = simhash_report(k_c, counts, fingerprints)
     out["histogram_of"] = "the Hamming distances of the accepted pairs (each checked exactly)"
     out["verified"] = {"candidate_bits": int(k_c), "threshold": float(threshold),
@@ -210,8 +211,6 @@ def decisions_report(counts: dict, containment: bool, overridden: int = 0, conta
     :data:`~neardup.dedup.finish.ROW_HOW` order); for containment also how many times a container was
     kept against the keep policy's choice, and the containers that hold the most removed documents
     (``containers``: (id, count), most first, ties by row; the first :data:`CONTAINERS_LISTED`)."""
-    from .finish import ROW_HOW  # noqa: PLC0415  (the words only; finish imports the clustering code)
-
     out = {"removed_by": {w: int(counts.get(w, 0)) for w in ROW_HOW}}
     if containment:
         out["containment"] = {"removed_as_contained": int(counts.get("contained", 0)),
@@ -228,10 +227,6 @@ def write_report(report: dict, folder: str, html: bool) -> None:
         json.dump(report, fh, indent=2, ensure_ascii=False, default=json_default)
         fh.write("\n")
     if html:
-        try:
-            from ..report import write_html  # noqa: PLC0415
-        except ImportError:
-            return
         write_html(report, os.path.join(folder, "report.html"))
 
 

@@ -15,11 +15,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ..config import DedupConfig, simhash_verified
+from ..index.disk_simhash import SKETCH_SLOTS, pack_sketches, sketcher
 from ..sketches.minhash import MinHasher
 from ..sketches.sentences import SentenceSigner, exact_hash
 from ..sketches.simhash import feature_signer
 from ..text.normalize import Normalizer
-from .spans import SPAN_METHODS
+from .spans import SPAN_METHODS, stage_config
+from .spans import make_signer as span_signer
 
 
 class Both(NamedTuple):
@@ -38,13 +40,8 @@ def minhasher(cfg: DedupConfig):
 
 def make_signer(cfg: DedupConfig):
     if cfg.method in SPAN_METHODS:
-        from .spans import make_signer as span_signer  # noqa: PLC0415
-
         return span_signer(cfg)
     if cfg.spans is not None:    # --spans after: one read gives both the signatures and the units
-        from .spans import make_signer as span_signer  # noqa: PLC0415
-        from .spans import stage_config  # noqa: PLC0415
-
         doc_sign, span_sign = make_signer(replace(cfg, spans=None)), span_signer(stage_config(cfg))
         return lambda texts: Both(doc_sign(texts), span_sign(texts)[0])
     if cfg.method == "minhash":
@@ -74,8 +71,6 @@ def make_signer(cfg: DedupConfig):
                                   cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
         sketches = None
         if simhash_verified(cfg) and cfg.index is not None:   # the sketches a verified index stores with each
-            from ..index.disk_simhash import SKETCH_SLOTS, pack_sketches, sketcher  # noqa: PLC0415  (--index only)
-
             sketches = sketcher(SKETCH_SLOTS, cfg.convert)
 
         def sign(texts):

@@ -35,7 +35,8 @@ from ..errors import InputChangedError
 from ..features.units import UnitHasher, Units, pack_raw, repeated_units, utf8
 from ..index.suffix import repeated_in_documents
 from ..io.formats import check_stamp
-from .records import id_json, row_documents, skipped_line, write_rows
+from ..io.ids import id_json
+from .records import row_documents, skipped_line, write_rows
 from .report import SKIPPED_LISTED, RunSummary, build_report, similarity_edges, write_report
 
 SPAN_METHODS = ("lines", "substrings")

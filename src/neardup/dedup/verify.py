@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
@@ -28,7 +29,6 @@ from ..config import DedupConfig, cpu_count
 from ..features.shingles import Features
 from ..kernels.jaccard import pair_order, pair_order_blocks
 from ..kernels.lsh import merge_unique
-from ..similarity.estimates import containment_from_jaccard, minhash_similarity  # noqa: F401  (re-exported)
 from ..similarity.jaccard import jaccard_of, max_containment_of, range_stats
 from ..sketches.minhash import jaccard_rows
 
@@ -238,7 +238,7 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
     (:class:`BandSets`), so that the band's sets — 9 GB at 10 M documents — are pages the system can
     drop, not memory of the run. The function returned keeps in ``documents`` how many documents its
     last call re-read."""
-    from .signing import minhasher  # noqa: PLC0415
+    from .signing import minhasher  # noqa: PLC0415  (signing imports verify: a circle)
 
     shingler = minhasher(cfg).shingler
 
@@ -291,8 +291,6 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
 def verification_config(cfg: DedupConfig) -> DedupConfig:
     """What verified SimHash checks its candidates on: the Jaccard of word 5-gram shingles (MinHash's
     default sets), of the text as the run normalised it (``--convert``)."""
-    from dataclasses import replace  # noqa: PLC0415  (only verified SimHash needs it)
-
     return replace(cfg, method="minhash", tokenizer="word", ngram=5, user_dict=None, num_perm=128, scheme="oph",
                    metric="jaccard")
 
@@ -440,7 +438,6 @@ class SetsFile:
             if view.nbytes < 64 << 20:
                 _pread_all(fd, view, start * 8)
                 return
-            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
             with ThreadPoolExecutor(2) as pool:
                 done = [pool.submit(_pread_all, fd, view[:half], start * 8),

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from .._arrays import arrow_bool, arrow_numeric, arrow_strings
 from ..io.ids import id_json, parquet_id_text
 from ..io.outfile import check_output_file, replacing
-from ..text.dictionaries import word_files
+from ..text.dictionaries import file_keys, word_files
 
 FORMATS = ("jsonl", "parquet", "npy")
 
@@ -42,11 +45,6 @@ def _column_name(cfg) -> str:
 
 
 def write_parquet(path_or_file, cfg, values, empty, ids, rows) -> None:
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    from .._arrays import arrow_bool, arrow_numeric, arrow_strings  # noqa: PLC0415  (no pandas import)
-
     name = _column_name(cfg)
     if values.ndim == 2 and cfg.method == "minhash":
         k = values.shape[1]
@@ -67,8 +65,6 @@ def _sig_params(cfg) -> dict:
         return {"num_perm": cfg.num_perm, "scheme": cfg.scheme, "seed": cfg.seed, "tokenizer": cfg.tokenizer,
                 "ngram": cfg.ngram, "convert": cfg.convert}
     if cfg.method == "simhash":
-        from ..text.dictionaries import file_keys  # noqa: PLC0415
-
         return {"tokenizer": cfg.tokenizer, "ngram": cfg.ngram, "weighting": cfg.weighting, "idf": cfg.idf,
                 "user_dict": cfg.user_dict, "stop_words": cfg.stop_words, "top_n": cfg.top_n, "compat": cfg.compat,
                 "convert": cfg.convert, **file_keys(cfg.idf, cfg.user_dict, cfg.stop_words)}

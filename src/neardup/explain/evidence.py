@@ -30,12 +30,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._seeds import scheme_salt
 from ..dedup.report import INDEXED_TEXT
 from ..features.shingles import Shingler
 from ..kernels import minhash as K
 from ..kernels.hashing import fmix64
+from ..similarity.estimates import containment_from_jaccard
+from ..sketches.compat import simhash_1e0ng, yanyiwu
 from ..sketches.minhash import MinHasher, empty_value
-from ..sketches.sentences import SentenceSigner
+from ..sketches.sentences import SentenceSigner, exact_hash
 from ..sketches.simhash import feature_signer, native_hasher
 from ..text.normalize import Normalizer, _converter
 
@@ -76,7 +79,7 @@ def _slot_values(hashes: np.ndarray, scheme: str, k: int, seed: int) -> tuple[np
             best[better] = val[better]
             win[better] = arg[better] + lo
         return win, best, src
-    salt = K.scheme_salt(seed)
+    salt = scheme_salt(seed)
     h = fmix64(hashes ^ salt)
     bins = ((h >> np.uint64(32)) * np.uint64(k)) >> np.uint64(32)
     vals = h & K.U32_MAX
@@ -134,7 +137,7 @@ def explain_minhash(a: str, b: str, hasher: MinHasher | None = None, bands: tupl
                  "jaccard": len(in_a & in_b) / len(in_a | in_b) if in_a | in_b else 0.0}
     if scheme == "bottomk":
         union = np.unique(np.concatenate([ha, hb]))
-        salt = K.scheme_salt(seed)
+        salt = scheme_salt(seed)
         vals = fmix64(union ^ salt)
         order = np.argsort(vals, kind="stable")[:k]
         slots = []
@@ -179,9 +182,7 @@ def explain_minhash(a: str, b: str, hasher: MinHasher | None = None, bands: tupl
 
 def _containment(out: dict) -> None:
     """Both directions, exact on the shingle sets and estimated from the slot estimate and the set
-    sizes (:func:`~neardup.dedup.verify.containment_from_jaccard`, as a run estimates them)."""
-    from ..dedup.verify import containment_from_jaccard  # noqa: PLC0415  (the run's formula; verify loads late)
-
+    sizes (:func:`~neardup.similarity.estimates.containment_from_jaccard`, as a run estimates them)."""
     na, nb, shared = out["shingles"]["a"], out["shingles"]["b"], out["shingles"]["shared"]
     est = out["estimate"]
     out["containment"] = {
@@ -260,15 +261,11 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
     if compat is not None and convert:
         text = _converter(convert).convert(text)
     if compat == "yanyiwu":
-        from ..sketches.compat import yanyiwu  # noqa: PLC0415
-
         n = top_n if top_n is not None else yanyiwu.top_n_for_length(len(text.encode("utf-8", "surrogatepass")))
         kws = yanyiwu.extract_keywords(text, n, user_dict, idf, stop_words)
         hashes, weights = yanyiwu._hash_keywords(kws)
         return [w for w, _ in kws], hashes, weights
     if compat == "1e0ng":
-        from ..sketches.compat import simhash_1e0ng  # noqa: PLC0415
-
         names, weights = simhash_1e0ng._weighted(text)
         return names, simhash_1e0ng.feature_hashes(names), np.asarray(weights, dtype=np.float64)
 
@@ -299,8 +296,6 @@ def explain_pair(a: str, b: str, params: dict, show: int = 10) -> dict:
     if method == "sentences":
         return explain_sentences(a, b, params.get("sentences") or 3, params.get("convert"))
     if method == "exact":
-        from ..sketches.sentences import exact_hash  # noqa: PLC0415
-
         norm = Normalizer(convert=params.get("convert"))
         return {"method": "exact", "match": exact_hash(a, norm) == exact_hash(b, norm)}
 

@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..clusters.cluster import LINKAGE_SAMPLE, merge_order
-from ..config import DedupConfig
+from ..clusters.cluster import LINKAGE_SAMPLE, keep_score, merge_order
+from ..clusters.containment import directions
+from ..config import DedupConfig, simhash_verified
+from ..dedup import find
+from ..dedup.candidates import _containment_mode, containment_candidate_pairs
+from ..dedup.find import find_equal_duplicates
 from ..dedup.finish import KEPT_ROW, decision_name, finish, linkage_oracle, pair_similarity
 from ..dedup.signing import make_signer, minhasher
 from ..dedup.verify import (
@@ -37,10 +41,12 @@ from ..dedup.verify import (
     borderline_z,
     clustering_rule,
     exact_similarity,
-    minhash_similarity,
     simhash_drift_bits,
+    verification_config,
 )
+from ..index.containment import containment_params
 from ..index.lsh import candidate_pairs, choose_params, identical_rows
+from ..similarity.estimates import containment_from_jaccard, minhash_similarity
 from ..sketches.minhash import jaccard_rows
 
 
@@ -113,8 +119,6 @@ class SmallRun:
 
     # -- the run --------------------------------------------------------------------------------------
     def _minhash(self) -> None:
-        from ..dedup.candidates import containment_candidate_pairs  # noqa: PLC0415  (the run's stages)
-
         c, n, t = self.cfg, self.n, self.threshold
         got = make_signer(c)(self.texts) if n else (np.zeros((0, c.num_perm), np.uint32), np.zeros(0, bool),
                                                     np.zeros(0, np.int64))
@@ -164,8 +168,6 @@ class SmallRun:
     def _simhash(self) -> None:
         """Classic SimHash (pairs within ``bits`` accepted unchecked) or verified SimHash (pairs within
         ``candidate_bits`` decided by the exact Jaccard of word 5-gram shingles ≥ t): the run's finders."""
-        from ..config import simhash_verified  # noqa: PLC0415  (SimHash runs only)
-        from ..dedup import find  # noqa: PLC0415  (the run's finders)
 
         c = self.cfg
         values, empty, _ = make_signer(c)(self.texts)
@@ -175,8 +177,6 @@ class SmallRun:
                   "linkage": c.linkage}
         self.verified_simhash = simhash_verified(c)
         if self.verified_simhash:
-            from ..dedup.verify import verification_config  # noqa: PLC0415  (verified SimHash's sets)
-
             self.features = minhasher(verification_config(c)).shingler.features(self.texts)
             res = find.find_simhash_verified(self.values, lambda rows: self.features, c.threshold, c.candidate_bits,
                                              max_drift=c.max_drift, **common)
@@ -191,8 +191,6 @@ class SmallRun:
         self.oracle = True if c.linkage == "bounded" else None
 
     def _equal(self) -> None:
-        from ..dedup.find import find_equal_duplicates  # noqa: PLC0415  (the run's finder)
-
         c = self.cfg
         values, empty, _ = make_signer(c)(self.texts)
         self.values, self.empty = np.asarray(values, dtype=np.uint64), np.asarray(empty, dtype=bool)
@@ -250,8 +248,6 @@ class SmallRun:
             self.cfg.method == "minhash" and self.cfg.metric == "containment")
 
     def _mutual(self, lo, hi, sim) -> np.ndarray:
-        from ..clusters.containment import directions  # noqa: PLC0415  (containment runs only)
-
         if not lo.shape[0]:
             return np.zeros(0, dtype=bool)
         _, _, back = directions(lo, hi, sim, self.sizes)
@@ -299,8 +295,6 @@ class SmallRun:
         return f
 
     def _minhash_pair(self, f: PairFacts) -> None:
-        from ..sketches.minhash import jaccard_rows  # noqa: PLC0415  (the kernels load with the run)
-
         c, a, b = self.cfg, f.a, f.b
         f.sizes = (int(self.sizes[a]), int(self.sizes[b]))
         f.estimate = float(jaccard_rows(self.values, [a], [b], c.scheme)[0])
@@ -332,9 +326,6 @@ class SmallRun:
             return None
         nb, r = self.lsh.b, self.lsh.r
         if self.per_ratio:
-            from ..dedup.candidates import _containment_mode  # noqa: PLC0415  (containment runs only)
-            from ..index.containment import containment_params  # noqa: PLC0415
-
             small, large = sorted((int(self.sizes[a]), int(self.sizes[b])))
             nb, r = containment_params(self.threshold, self.cfg.num_perm, small, large,
                                        mode=_containment_mode(self.cfg.lsh_mode), recall=self.cfg.recall)
@@ -410,8 +401,6 @@ class SmallRun:
 
     def group_kept(self, x: int) -> int:
         """The document the keep policy picks in ``x``'s group before the drift split (ties: the first)."""
-        from ..clusters.cluster import keep_score  # noqa: PLC0415  (the policy's score)
-
         members = np.flatnonzero(self.groups == self.groups[x])
         score = keep_score(self.cfg.keep, self.n, self.lengths, self.keys)[members]
         return int(members[np.flatnonzero(score == score.max())[0]])
@@ -428,7 +417,6 @@ class SmallRun:
         za, zb = self.sizes[small], self.sizes[large]
         if f.how == "exact":
             return (float(f.value * min(za, zb) / za) if za else 0.0), "exact"
-        from ..dedup.verify import containment_from_jaccard  # noqa: PLC0415  (as above)
 
         return float(containment_from_jaccard(f.estimate, za, zb)), "estimate"
 

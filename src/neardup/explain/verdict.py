@@ -27,8 +27,10 @@ a document of an index), the details that need the replay (chains, refusals) are
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from ..index.lsh import s_curve
 from .replay import PairFacts, SmallRun
 
 __all__ = ["Side", "num", "sides_of", "verdict"]
@@ -60,8 +62,6 @@ def num(x: float, near: float | None = None) -> str:
 
 def _up(x: float) -> str:
     """``x`` rounded up to 3 digits (a bound that must be reached)."""
-    import math  # noqa: PLC0415  (this one rounding)
-
     return num(math.ceil(round(x * 1000, 9)) / 1000)
 
 
@@ -235,7 +235,6 @@ class _Say:
                    "never compared)"
         if f.method != "minhash" or f.bands is None:
             return f"not candidates: {self.phrase()}{self.change_apart()}"
-        from ..index.lsh import s_curve  # noqa: PLC0415  (the S-curve only)
 
         nb, r, colliding = f.bands
         p = float(s_curve(f.exact_jaccard, nb, r))

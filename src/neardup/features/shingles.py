@@ -22,6 +22,7 @@ from ..kernels.shingle import (
     solo_fraction_batch,
     token_shingles_batch,
 )
+from ..text.dictionaries import load_user_dict
 from ..text.normalize import Normalizer, encode_batch, kernel_char_map
 from ..text.tokenize import AUTO_CJK_FRACTION, check_tokenizer, jieba_cut, jieba_shingles, tokenize
 from ..text.unicode import char_map, class_table
@@ -180,7 +181,6 @@ class Shingler:
             if self.tokenizer not in ("jieba", "auto"):
                 raise ValueError(f"a user dictionary is for the jieba tokenizer: use tokenizer='jieba' or 'auto' "
                                  f"with user_dict, not {self.tokenizer!r}")
-            from ..text.dictionaries import load_user_dict  # noqa: PLC0415
 
             self.user_dict = os.fspath(user_dict)
             self._user_dict_sha = load_user_dict(self.user_dict).sha256

@@ -18,10 +18,12 @@ from numba import njit
 
 from .._arrays import utf8_buffer
 from ..kernels.shingle import token_shingles_batch
+from ..kernels.simhash import key_slots
 from ..text.dictionaries import MAX_IDF
-from ..text.normalize import Normalizer, _converter
-from ..text.tokenize import tokenize
-from ..text.unicode import char_map
+from ..text.jieba_dict import cut_compiled_batch
+from ..text.normalize import Normalizer, _converter, _pack
+from ..text.tokenize import jieba_pieces, tokenize
+from ..text.unicode import char_map, class_table
 from .shingles import Features
 
 
@@ -57,8 +59,6 @@ class IdfTable:
         (:func:`neardup.kernels.simhash.weighted_fold_batch`), made on first use."""
         s = self.__dict__.get("_slots")
         if s is None or s[0] is not self.keys:          # (built again if the keys were replaced)
-            from ..kernels.simhash import key_slots  # noqa: PLC0415
-
             s = self.__dict__["_slots"] = (self.keys, *key_slots(self.keys))
         return s[1:]
 
@@ -149,8 +149,6 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
     df: Counter = Counter()
     n = 0
     if compat == "yanyiwu":
-        from ..text.jieba_dict import cut_compiled_batch  # noqa: PLC0415  (jieba's tables: yanyiwu's IDF only)
-
         conv = _converter(convert).convert if convert else None
         for batch in batches:
             # a lone surrogate becomes '?' here: it could not be written to the table
@@ -162,9 +160,6 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
     elif tokenizer == "jieba" and user_dict is None:
         # the compiled cut over each batch; a document's distinct pieces as one bytes.split + set, and
         # only the corpus's distinct pieces decoded and checked for a word character
-        from ..text.normalize import _pack  # noqa: PLC0415
-        from ..text.tokenize import jieba_pieces  # noqa: PLC0415
-        from ..text.unicode import class_table  # noqa: PLC0415
 
         norm = Normalizer(convert=convert)
         raw: Counter = Counter()

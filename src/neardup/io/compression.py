@@ -1,7 +1,6 @@
 """Compressed streams (gzip, zstd, bz2) read to their verified end.
 
 A truncated or corrupt stream is an error of the *file*, never a short read or a bad row:
-
 * gzip — every member's CRC-32 and length trailer is checked by :mod:`gzip`; a stream cut
   anywhere before the last trailer raises ``EOFError`` there;
 * bz2 and zstd — decoded here one stream (frame) at a time with a decompression object whose
@@ -25,8 +24,11 @@ import bz2
 import gzip
 import io
 import queue
+import sys
 import threading
 import zlib
+
+import zstandard
 
 from ..errors import InputFormatError
 
@@ -217,8 +219,6 @@ class _Unclosed(io.RawIOBase):
 def open_source(path: str):
     """The raw bytes of a path; ``-`` is standard input (left open when the reader is closed)."""
     if path == "-":
-        import sys  # noqa: PLC0415
-
         return _Unclosed(sys.stdin.buffer)
     return open(path, "rb", buffering=0)
 
@@ -260,8 +260,6 @@ def open_read(path: str, codec: str | None, label: str | None = None, sniffed: b
             elif codec == "bz2":
                 inner = _StreamReader(src, bz2.BZ2Decompressor)
             else:
-                import zstandard  # noqa: PLC0415
-
                 inner = _StreamReader(src, zstandard.ZstdDecompressor().decompressobj)
     except BaseException:
         raw.close()
@@ -280,7 +278,6 @@ def open_write(path: str, codec: str | None):
             return _Closing(gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0), fh)
         if codec == "bz2":
             return _Closing(bz2.BZ2File(fh, mode="wb"), fh)
-        import zstandard  # noqa: PLC0415
 
         return zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=True)
     except BaseException:

@@ -247,7 +247,7 @@ class StagedOutput:
 
     def _lock(self) -> None:
         try:
-            import fcntl  # noqa: PLC0415
+            import fcntl  # noqa: PLC0415  (POSIX only)
         except ImportError:  # not POSIX: no lock, and stale folders are left alone
             return
         try:

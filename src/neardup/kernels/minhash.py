@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._seeds import scheme_salt  # noqa: F401  (the salt, defined in plain Python; callers take it from here)
 from .hashing import fmix64, splitmix64_array
 from .shingle import doc_word_shingles, scan_scratch
 from .swar import AHEAD, prefetch_row

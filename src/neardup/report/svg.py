@@ -79,12 +79,14 @@ def bar_chart(chart_id: str, bars: list[tuple[str, float]], *, log_y: bool, x_ti
     vmax = max((v for _, v in bars), default=1) or 1
     if log_y:
         lo, hi = math.log10(0.5), math.log10(vmax) * 1.08 + 0.1
-        to_y = lambda v: y0 - (math.log10(max(v, 0.5)) - lo) / (hi - lo) * (y0 - y1)  # noqa: E731
+        def to_y(v):
+            return y0 - (math.log10(max(v, 0.5)) - lo) / (hi - lo) * (y0 - y1)
         ticks = [10 ** k for k in range(0, int(hi) + 1)]
     else:
         ticks = nice_ticks(0, vmax * 1.08)
         top = max(ticks[-1], vmax * 1.08)
-        to_y = lambda v: y0 - v / top * (y0 - y1)  # noqa: E731
+        def to_y(v):
+            return y0 - v / top * (y0 - y1)
     _y_axis(parts, ticks, to_y, fmt_count, y_title + (" (log scale)" if log_y else ""))
     n = max(len(bars), 1)
     slot = (x1 - x0) / n
@@ -113,11 +115,13 @@ def histogram(chart_id: str, edges: list[float], counts: list[float], *, marker:
     x0, x1, y0, y1 = M_LEFT, W - M_RIGHT, H - M_BOTTOM, M_TOP
     lo, hi = edges[0], edges[-1]
     span = (hi - lo) or 1.0
-    to_x = lambda v: x0 + (v - lo) / span * (x1 - x0)  # noqa: E731
+    def to_x(v):
+        return x0 + (v - lo) / span * (x1 - x0)
     vmax = max(counts, default=1) or 1
     ticks = nice_ticks(0, vmax * 1.1)
     top = max(ticks[-1], vmax * 1.1)
-    to_y = lambda v: y0 - v / top * (y0 - y1)  # noqa: E731
+    def to_y(v):
+        return y0 - v / top * (y0 - y1)
     _y_axis(parts, ticks, to_y, fmt_count, y_title)
     for i, (a, b, c) in enumerate(zip(edges, edges[1:], counts)):
         if c > 0:
@@ -146,8 +150,10 @@ def s_curve(chart_id: str, points: list[tuple[float, float]], *, threshold: floa
     """LSH candidate probability against Jaccard similarity, threshold and P(threshold) marked."""
     parts = _open(chart_id, label)
     x0, x1, y0, y1 = M_LEFT, W - M_RIGHT, H - M_BOTTOM, M_TOP
-    to_x = lambda v: x0 + v * (x1 - x0)  # noqa: E731
-    to_y = lambda v: y0 - v * (y0 - y1)  # noqa: E731
+    def to_x(v):
+        return x0 + v * (x1 - x0)
+    def to_y(v):
+        return y0 - v * (y0 - y1)
     _y_axis(parts, [0, 0.25, 0.5, 0.75, 1.0], to_y, lambda t: f"{t:g}", "P(candidate pair)")
     for t in (0, 0.2, 0.4, 0.6, 0.8, 1.0):
         parts.append(_text(to_x(t), y0 + 15, f"{t:g}", size=10, fill=MUTED))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+import numba
 import numpy as np
 
 from ..features.shingles import Features, Shingler
@@ -34,8 +35,6 @@ def range_stats(h: np.ndarray, first: np.ndarray, stop: np.ndarray, ii, jj):
     if ii.size and (ii.min() < 0 or jj.min() < 0 or ii.max() >= n or jj.max() >= n):
         raise IndexError(f"row index out of range for {n} documents")
     if ii.shape[0] >= PARALLEL_PAIRS and threading.current_thread() is threading.main_thread():
-        import numba  # noqa: PLC0415
-
         if numba.get_num_threads() > 1:
             return pair_stats_parallel(h, first, stop, ii, jj, 4 * numba.get_num_threads())
     return pair_stats(h, first, stop, ii, jj)

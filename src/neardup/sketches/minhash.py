@@ -21,12 +21,16 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from .._arrays import in_threads
+from .._seeds import scheme_salt
 from .._version import __version__
-from ..features.shingles import Features, Shingler
+from ..features.shingles import Features, Shingler, sorted_distinct
 from ..kernels import minhash as K
+from ..kernels.sha1 import datasketch_shingle_hashes
 from ..text.normalize import encode_batch, kernel_char_map, run_nfkc_checked
 from ..text.tokenize import signing_tokenizer
 from ..text.unicode import char_map, class_table
+from .compat import datasketch as ds
+from .compat.datasketch import hashvalues_from_hash32
 from .items import hash_items, item_bytes
 
 SCHEMES = ("oph", "permutation", "bottomk", "datasketch-legacy", "datasketch-affine32")
@@ -54,18 +58,16 @@ def sign_features(features: Features, num_perm: int, scheme: str, seed: int) -> 
     """Signature matrix (n_docs × num_perm) of CSR shingle hashes for the native schemes."""
     h, off = features.hashes, features.offsets
     if scheme == "oph":
-        return K.oph_batch(h, off, num_perm, K.scheme_salt(seed))
+        return K.oph_batch(h, off, num_perm, scheme_salt(seed))
     if scheme == "permutation":
         a, b = K.permutation_params(seed, num_perm)
         return K.permutation_batch(h, off, a, b)
     if scheme == "bottomk":
-        return K.bottomk_batch(h, off, num_perm, K.scheme_salt(seed))
+        return K.bottomk_batch(h, off, num_perm, scheme_salt(seed))
     raise ValueError(f"scheme {scheme!r} hashes token bytes, not 64-bit features")
 
 
 def _datasketch_values(token_lists: Sequence[Sequence[bytes]], num_perm: int, scheme: str, seed: int) -> np.ndarray:
-    from .compat import datasketch as ds  # noqa: PLC0415
-
     vals = ds.hashvalues_batch(token_lists, num_perm=num_perm, seed=seed, scheme=scheme.split("-", 1)[1])
     return vals.astype(np.uint32)
 
@@ -130,10 +132,10 @@ class MinHash:
         off = np.array([0, hashes.shape[0]], dtype=np.int64)
         if self.scheme == "oph":
             bins = np.empty(self.num_perm, dtype=np.uint64)
-            K.oph_bins(hashes, 0, hashes.shape[0], self.num_perm, K.scheme_salt(self.seed), bins)
+            K.oph_bins(hashes, 0, hashes.shape[0], self.num_perm, scheme_salt(self.seed), bins)
             np.minimum(self._state, bins, out=self._state)
         elif self.scheme == "bottomk":
-            part = K.bottomk_batch(hashes, off, self.num_perm, K.scheme_salt(self.seed))[0]
+            part = K.bottomk_batch(hashes, off, self.num_perm, scheme_salt(self.seed))[0]
             self._state = K.bottomk_merge(self._state, part, self.num_perm)
         elif self.scheme == "permutation":
             a, b = K.permutation_params(self.seed, self.num_perm)
@@ -148,7 +150,7 @@ class MinHash:
         """The signature (for ``oph``: densified)."""
         if self.scheme == "oph":
             out = np.empty(self.num_perm, dtype=np.uint32)
-            K.oph_densify(self._state, K.scheme_salt(self.seed), out)
+            K.oph_densify(self._state, scheme_salt(self.seed), out)
             return out
         return self._state.copy()
 
@@ -310,13 +312,10 @@ class MinHasher:
             buf, offsets = encode_batch(texts, norm, whitespace=False, kernel_maps=True, nfkc_checked=True)
             values, sizes = run_nfkc_checked(K.oph_word_batch, buf, offsets, norm, class_table(),
                                              *kernel_char_map(norm), self.shingler.ngram,
-                                             np.uint64(self.shingler.seed), self.num_perm, K.scheme_salt(self.seed))
+                                             np.uint64(self.shingler.seed), self.num_perm, scheme_salt(self.seed))
             return Signatures(values, self.scheme, self.seed, self.config()), sizes
         if self.scheme.startswith("datasketch") and self.shingler.tokenizer == "word":
             # the shingle strings are built and SHA-1-hashed in a kernel, over the normalised text
-            from ..features.shingles import sorted_distinct  # noqa: PLC0415
-            from ..kernels.sha1 import datasketch_shingle_hashes  # noqa: PLC0415
-            from .compat.datasketch import hashvalues_from_hash32  # noqa: PLC0415
 
             buf, offsets = encode_batch(texts, self.shingler.normalizer, whitespace=False)
             h, off = datasketch_shingle_hashes(buf, offsets, class_table(), *char_map(False, False),

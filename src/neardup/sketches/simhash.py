@@ -30,9 +30,12 @@ from ..kernels.simhash import (
     simhash_word_batch,
     weighted_fold_batch,
 )
+from ..text.dictionaries import load_idf, load_stop_words
+from ..text.jieba_dict import tables
 from ..text.normalize import Normalizer, _converter, encode_batch, kernel_char_map, run_nfkc_checked
 from ..text.tokenize import keyword_features, signing_tokenizer
 from ..text.unicode import class_table
+from .compat import simhash_1e0ng, yanyiwu
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
 _NO_IDF = IdfTable(np.zeros(0, np.uint64), np.zeros(0, np.float64), 0.0)    # (weightings without IDF)
@@ -88,8 +91,6 @@ class SimHasher:
             if idf == "jieba":
                 idf = IdfTable.jieba(seed)
             else:
-                from ..text.dictionaries import load_idf  # noqa: PLC0415
-
                 f = load_idf(idf)
                 idf = IdfTable.from_words(dict(zip(self._normalized(f.words), f.values.tolist())),
                                           float(f.median), seed)
@@ -99,7 +100,6 @@ class SimHasher:
         if stop_words is not None:
             if ngram != 1:
                 raise ValueError("stop words are single words: use ngram=1 with stop_words")
-            from ..text.dictionaries import load_stop_words  # noqa: PLC0415
 
             f = load_stop_words(stop_words)
             self._stop = np.unique(hash_words(self._normalized(sorted(f.words)), seed))
@@ -213,12 +213,9 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
             return [conv(t) for t in texts] if conv else list(texts)
 
         if compat == "yanyiwu":
-            from .compat import yanyiwu  # noqa: PLC0415
-
             if top_n is not None:
                 top_n = as_int(top_n, "top_n", 1)
             files = {"user_dict": user_dict, "idf": idf, "stop_words": stop_words}
-            from ..text.jieba_dict import tables  # noqa: PLC0415
 
             tables(**files)                        # bad files fail here, before any text is read
             return lambda texts: yanyiwu.simhash_batch_sizes(prepared(texts), top_n, **files)
@@ -226,7 +223,6 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
             raise ValueError("compat='1e0ng' has its own features: user_dict, stop_words and idf do not apply")
         if top_n is not None:
             raise ValueError("top_n does not apply to compat='1e0ng' (the library weighs every window)")
-        from .compat import simhash_1e0ng  # noqa: PLC0415
 
         def sign_1e0ng(texts):
             texts = prepared(texts)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -221,8 +222,6 @@ def write_idf(path, words, values) -> None:
                           "leave out rare words with --min-df")
     path = os.fspath(path)
     if path == "-":
-        import sys  # noqa: PLC0415
-
         sys.stdout.buffer.write(body)
         sys.stdout.flush()
         return

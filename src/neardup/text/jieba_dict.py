@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .._arrays import utf8_buffer
+from ..kernels.segment import ascii_pairs, cut_batch, edge_table
 from .dictionaries import file_keys, load_idf, load_stop_words, load_user_dict
 
 BUILD = 4                     # bump when the layout or the rules change (a new cache file)
@@ -82,8 +83,6 @@ class JiebaTables:
         17 MB, built on first use."""
         e = self.__dict__.get("_edges")
         if e is None:
-            from ..kernels.segment import edge_table  # noqa: PLC0415
-
             e = edge_table(self.child_start, self.child_cp, self.child_node)
             object.__setattr__(self, "_edges", e)
         return e
@@ -99,8 +98,6 @@ class JiebaTables:
         """:func:`neardup.kernels.segment.ascii_pairs` (16 KB), made on first use."""
         p = self.__dict__.get("_pairs")
         if p is None:
-            from ..kernels.segment import ascii_pairs  # noqa: PLC0415
-
             p = ascii_pairs(self.child_start, self.child_cp, self.child_node, self.log_freq)
             object.__setattr__(self, "_pairs", p)
         return p
@@ -208,11 +205,9 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
       (of unknown characters) stays the main dictionary's;
     * IDF: every line of the file; unknown words get its mean (Σ idf / lines read);
     * stop words: the file's lines in place of cppjieba's list."""
-    from jieba.finalseg.prob_emit import P as emit  # noqa: PLC0415
-    from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
-    from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
+    from jieba.finalseg import prob_emit, prob_start, prob_trans  # noqa: PLC0415  (jieba's HMM tables only; importing jieba costs 130 ms, measured, and Chinese runs alone need them)
 
-
+    emit, start, trans = prob_emit.P, prob_start.P, prob_trans.P
     dict_path, idf_path, *_, stop_path = _sources()
     units, total = read_dictionary(dict_path)
     if idf is None:
@@ -344,8 +339,6 @@ def utf8_batch(texts, errors: str = "surrogatepass") -> tuple[np.ndarray, np.nda
 
 def cut_compiled_batch(texts, user_dict=None, errors: str = "surrogatepass") -> list[list[str]]:
     """:func:`cut` of each text by the compiled segmenter (``errors``: for a lone surrogate)."""
-    from ..kernels.segment import cut_batch  # noqa: PLC0415  (the segmenter's kernels: jieba runs only)
-
     t = tables(user_dict)
     buf, offsets, data = utf8_batch(texts, errors)
     ends, woff = cut_batch(buf, offsets, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,

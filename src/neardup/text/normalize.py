@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+import pyarrow as pa
 
 from .._arrays import arrow_strings, utf8_buffer
 from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch, non_ascii_docs, splice_docs
@@ -34,7 +35,7 @@ CONVERSIONS = ("t2s", "tw2s", "tw2sp", "hk2s")
 @lru_cache(maxsize=8)
 def _converter(name: str):
     try:
-        import opencc  # noqa: PLC0415
+        import opencc  # noqa: PLC0415  (the zh extra: --convert only)
     except ImportError:
         raise ImportError("Chinese script conversion needs OpenCC: pip install 'neardup[zh]'") from None
     return opencc.OpenCC(f"{name}.json")
@@ -243,7 +244,6 @@ def _pack(parts: list) -> tuple[np.ndarray, np.ndarray]:
         offsets = np.zeros(len(enc) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in enc], out=offsets[1:])
         return utf8_buffer(enc), offsets
-    import pyarrow as pa  # noqa: PLC0415  (on first use: keeps `import neardup` light)
 
     if _built < _BUILDER_BYTES and "pandas" not in sys.modules and _pandas_installed():
         try:

@@ -20,17 +20,20 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..._arrays import sorted_unique
 from ..._version import __version__
 from ...config import _DOCUMENTS, DEFAULTS, DedupConfig, check_banded
 from ...dedup.find import HOW, TooManyPairsError, find_run, join_pairs
 from ...dedup.progress import shows_progress
-from ...dedup.records import pairs_schema, parquet_id_text
+from ...dedup.records import pairs_schema
 from ...dedup.report import write_report
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, OutputError
 from ...io.formats import check_fields_apply
+from ...io.ids import parquet_id_text
 from ...io.outdir import StagedOutput, is_write_error
 from ...io.sources import expand_inputs, spool
 from .run import _iter_texts, _read
@@ -133,8 +136,6 @@ def _lsh(result) -> dict:
 
 def write_join(path: str, corpus, a, b, sim, how) -> None:
     """pairs.parquet of a join: ids as text, input rows, similarity, decision; written in slices."""
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
 
 
     schema = pairs_schema(same_cluster=False)

@@ -29,7 +29,8 @@ import numpy as np
 from ...config import DedupConfig, check_banded
 from ...dedup import resume
 from ...dedup.find import DuplicateResult, find_run
-from ...dedup.incremental import check_index_path, opened_index
+from ...dedup.finish import ROW_CONTAINED, ROW_HOW
+from ...dedup.incremental import add_kept, check_ids, check_index_path, matched, opened_index, run_key
 from ...dedup.progress import shows_progress
 from ...dedup.records import check_parquet_ids, duplicate_ids, write_clusters, write_pairs, write_rows
 from ...dedup.report import (
@@ -214,7 +215,7 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
 
 def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float,
                 index=None, checkpoint: str | None = None):
-    from .warmup import warm_up  # noqa: PLC0415
+    from .warmup import warm_up  # noqa: PLC0415  (warmup runs a dedup: a circle by design)
 
     # a first run compiles the kernels now (parameters, inputs and OUTDIR already checked), timed apart
     compiled = warm_up(cfg, announce=shows_progress(cfg))
@@ -317,8 +318,6 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
 
     part = None
     if index is not None:   # the indexed documents the new rows match join the clustering, first
-        from ...dedup.incremental import check_ids, matched, run_key  # noqa: PLC0415
-
         t0 = time.perf_counter()
         check_ids(corpus.ids, lambda d: _where(specs, corpus, d))
         key = run_key(specs, cfg)
@@ -386,8 +385,6 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         report["pairs"] = {"output": "pairs.parquet", "pairs": n_pairs}
     write_report(report, out, cfg.html)
     if part is not None and not part.rerun:   # outputs staged in full: the index changes, then they go in place
-        from ...dedup.incremental import add_kept  # noqa: PLC0415
-
         kept = np.flatnonzero(kept_doc)
         add_kept(index, [corpus.ids[d] for d in kept.tolist()], values[kept], empty[kept], key, cfg,
                  None if sizes is None else sizes[kept])
@@ -432,7 +429,6 @@ def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timi
 def _decisions(cfg, result: DuplicateResult, ids) -> dict:
     """The report's ``decisions`` (:func:`~neardup.dedup.report.decisions_report`) of the run's rows."""
     clusters = result.clusters
-    from ...dedup.finish import ROW_CONTAINED, ROW_HOW  # noqa: PLC0415  (a sibling of find, loaded with it)
 
     n = clusters.cluster.shape[0]
     codes = np.asarray(clusters.decided if clusters.decided is not None else np.ones(n), dtype=np.int64)

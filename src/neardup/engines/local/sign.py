@@ -27,7 +27,7 @@ from ...dedup.tables import Corpus
 from ...errors import ConfigError, OutputError
 from ...io.formats import check_fields_apply
 from ...io.sources import expand_inputs, spool
-from ..sign_output import FORMATS, check_sign_outputs, ids_path, replacing, write_npy, write_parquet  # noqa: F401
+from ..sign_output import check_sign_outputs, replacing, write_npy, write_parquet
 from .run import _spec_of_row
 from .warmup import warm_up
 from .workers import read_and_sign

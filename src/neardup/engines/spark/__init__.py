@@ -75,8 +75,8 @@ Modules: :mod:`.read` (1–2), :mod:`.graph` (3–7), :mod:`.write` (8), :mod:`.
 :mod:`.session`. Every rule they apply is a function of :mod:`neardup.dedup`.
 """
 try:
-    import pyarrow  # noqa: F401
-    import pyspark.sql  # noqa: F401
+    import pyarrow  # noqa: F401  (probes: is the spark extra installed)
+    import pyspark.sql  # noqa: F401  (as above)
 except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"the Spark engine needs PySpark >= 4.0 ({_exc})") from _exc
 try:

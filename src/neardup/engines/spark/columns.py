@@ -12,9 +12,11 @@ from dataclasses import asdict
 import numpy as np
 import pyarrow as pa
 
+from ..._arrays import keep_freed_memory
 from ...config import DedupConfig
-from ...dedup.records import id_json
+from ...dedup.signing import make_signer
 from ...features.shingles import Features
+from ...io.ids import id_json
 
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
            "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary")
@@ -30,9 +32,6 @@ _SIGNERS: dict = {}
 def _signer(cfg_json: str):
     s = _SIGNERS.get(cfg_json)
     if s is None:
-        from ..._arrays import keep_freed_memory  # noqa: PLC0415
-        from ...dedup.signing import make_signer  # noqa: PLC0415
-
         keep_freed_memory()        # this Python worker signs batch after batch, as the local workers do
 
         s = _SIGNERS[cfg_json] = make_signer(DedupConfig(**json.loads(cfg_json)))

@@ -20,23 +20,26 @@ from pyspark.sql import functions as F
 from ..._arrays import sorted_unique
 from ...clusters.cluster import LINKAGE_SAMPLE
 from ...config import DedupConfig, simhash_verified
-from ...dedup.candidates import MAX_BUCKET, containment_candidate_pairs, containment_lsh
+from ...dedup.candidates import MAX_BUCKET, choose_params, containment_candidate_pairs, containment_lsh
 from ...dedup.finish import finish, linkage_oracle, pair_similarity
 from ...dedup.verify import (
     CANDIDATE,
     ESTIMATE,
     EXACT,
     IDENTICAL,
+    borderline_band,
     borderline_mask,
+    borderline_z,
     clustering_rule,
     exact_similarity,
-    minhash_similarity,
     verification_config,
 )
 from ...errors import ConfigError
 from ...features.shingles import Features
 from ...index.simhash_index import plan_tables
+from ...kernels.clusters import components
 from ...kernels.lsh import band_keys, bucket_pairs
+from ...similarity.estimates import minhash_similarity
 from ...sketches.minhash import _DTYPES, jaccard_rows
 from ...sketches.simhash import hamming_array
 from .columns import _binary_rows, _cfg_json, _column, _ragged_features
@@ -305,8 +308,6 @@ def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int
     then each star is one component and its centre its smallest node."""
     spark = edges.sparkSession
     if edges.limit(DRIVER_EDGES + 1).count() <= DRIVER_EDGES:
-        from ...kernels.clusters import components  # noqa: PLC0415
-
         t = edges.select("lo", "hi").toArrow()
         lo = t.column("lo").to_numpy().astype(np.int64)
         hi = t.column("hi").to_numpy().astype(np.int64)
@@ -474,8 +475,6 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     same = first.filter(F.col("row") != F.col("first")).select(F.col("first").alias("lo"), F.col("row").alias("hi"))
     params: dict = {}
     if cfg.method == "minhash":
-        from ...dedup.candidates import choose_params  # noqa: PLC0415
-
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         params = {"b": lsh.b, "r": lsh.r, "lsh_mode": lsh.mode}
         # identical rows: equal 64-bit key, confirmed byte for byte against the group's first row
@@ -505,7 +504,6 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
                 raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was "
                                   "given none (exact_rows): pass exact_rows, or decide by the estimates with "
                                   "verify='minhash'")
-            from ...dedup.verify import borderline_band, borderline_z  # noqa: PLC0415
 
             z = borderline_z(n_cand)
             t = float(cfg.threshold)

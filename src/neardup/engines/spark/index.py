@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ...config import DedupConfig
 from ...dedup.incremental import add_kept, check_ids, is_key, matched_rows, rerun_view, run_key
+from ...index.disk import DiskIndex, SimHashDiskIndex
 from ...kernels.lsh import row_keys
 from .columns import _SIGNED, _binary_array, _binary_rows, _cfg_json, _column, _dump_id
 from .graph import _sig_dtype
@@ -42,8 +43,6 @@ def _index_reader(path: str, method: str, token: str):
     manifest's newest generation at every probe, while the driver holds the writer's lock."""
     idx = _READERS.get((path, token))
     if idx is None:
-        from ...index.disk import DiskIndex, SimHashDiskIndex  # noqa: PLC0415
-
         for old in list(_READERS):
             _READERS.pop(old).close()
         cls = DiskIndex if method == "minhash" else SimHashDiskIndex

