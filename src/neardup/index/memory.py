@@ -19,7 +19,6 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ..kernels.forest import build_keys, build_perms, forest_top_k
 from ..kernels.jaccard import top_k_jaccard
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHash, Signatures, empty_value, jaccard_rows
@@ -238,6 +237,8 @@ class MinHashLSH:
         the estimate's ±sqrt(J(1 − J)/num_perm) noise reorders documents of nearly equal J, which
         exact ranking does not. Fewer than ``k`` when fewer indexed sketches share even the first slot
         of a tree with it (they are then dissimilar: a slot agrees with probability J)."""
+        from ..kernels.forest import build_keys, build_perms, forest_top_k  # noqa: PLC0415  (numba kernels, 2-5 ms of import for every command: only top_k runs them)
+
         if k < 1:
             raise ValueError(f"k must be ≥ 1; got {k}")
         q = self._values([sketch])[0]

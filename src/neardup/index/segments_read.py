@@ -11,7 +11,6 @@ import numpy as np
 
 from .._arrays import unique_pairs
 from ..kernels.containment import probe
-from ..kernels.index_probe import probe_segment, probe_segment_parallel
 from .segment import Segment, _pack_keys, encode_key, fold32
 
 PARALLEL_QUERIES = 2048         # query batches at least this large are probed on all cores
@@ -133,6 +132,8 @@ class Reading:
         """(query row, document id, score) of every accepted match of the query rows ``rows`` of
         ``values`` (their band keys ``band_keys``), each segment probed by one compiled pass
         (:func:`~neardup.kernels.index_probe.probe_segment`; ``kind``/``limit`` as there)."""
+        from ..kernels.index_probe import probe_segment, probe_segment_parallel  # noqa: PLC0415  (numba kernels, 3 ms of import for every command: only a query runs them)
+
         rows = np.asarray(rows, dtype=np.int64)
         folded = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64).reshape(rows.shape[0], -1)))
         qs, ds, ss = [], [], []
