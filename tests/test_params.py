@@ -98,6 +98,53 @@ def test_the_cli_options_come_from_the_table():
             assert list(opt.type.choices) == [str(c) for c in param.choices], param.name
 
 
+def test_every_command_takes_shared_options_from_the_table():
+    """An option that names a parameter of the table (--text-field, --on-error, --tokenizer, --method …)
+    is the table's in every command: its flag, its type's bounds, and a choice list that is the table's
+    or a subset of it; only the default or help may differ where the command says so."""
+    import click
+
+    from neardup.cli import main
+    from neardup.config import BY_NAME
+
+    def commands(group, prefix=()):
+        for name, cmd in group.commands.items():
+            if isinstance(cmd, click.Group):
+                yield from commands(cmd, (*prefix, name))
+            else:
+                yield " ".join((*prefix, name)), cmd
+
+    wider = {("compare", "num_perm")}    # compare's own, documented there: k = 1 shows one slot (no verdict)
+    seen = 0
+    for name, cmd in commands(main):
+        for opt in cmd.params:
+            p = BY_NAME.get(opt.name)
+            if not isinstance(opt, click.Option) or p is None or not p.option:
+                continue
+            seen += 1
+            assert opt.opts[-1] == p.option.split(" ")[-1].split("/")[0], (name, opt.name)
+            if p.choices is not None and isinstance(opt.type, click.Choice):
+                assert set(opt.type.choices) <= {str(c) for c in p.choices}, (name, opt.name)
+            if isinstance(opt.type, click.types._NumberRangeBase) and (name, opt.name) not in wider:
+                assert (opt.type.min, opt.type.max) == (p.lo, p.hi), (name, opt.name)
+    assert seen > 60
+
+
+def test_click_options_refuses_overrides_outside_the_table():
+    from neardup.config import click_options
+
+    with pytest.raises(KeyError, match="not a parameter"):
+        click_options(("text_field",), defaults={"no_such_option": 1})
+    with pytest.raises(ValueError, match="offers"):
+        click_options(("tokenizer",), choices={"tokenizer": ("word", "nonsense")})
+
+
+def test_idf_batch_size_above_its_bound_is_one_line(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", docs(3))
+    code, _, err = cli("idf", "fit", str(src), "-o", str(tmp_path / "idf.txt"), "--batch-size", "100000")
+    assert code == 2 and "batch_size (--batch-size) must be at most 65536" in err and "Traceback" not in err
+
+
 def test_api_refuses_what_the_cli_refuses():
     with pytest.raises(ConfigError, match="threshold"):
         DedupConfig(method="simhash", bits=3, threshold=0.9).resolved()

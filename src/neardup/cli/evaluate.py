@@ -15,12 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import evaluate as ev
+from ..config import click_options
 from ..errors import InputFormatError
 from ..features.shingles import Shingler
 from ..io.compression import open_read, split_suffix
 from ..io.formats.base import id_problem
 from ..io.readers import iter_documents
-from ..text.tokenize import TOKENIZERS, signing_tokenizer
+from ..text.tokenize import signing_tokenizer
 
 FORMATS = ("auto", "pairs", "clusters")
 # the documented labels only: a word such as "yes" or a grade such as "2" is refused, not guessed
@@ -242,12 +243,9 @@ def _fmt(x) -> str:
               metavar="THRESH", help="Ground truth = every corpus pair with exact Jaccard >= THRESH.")
 @click.option("--corpus", default=None,
               help="Corpus for --exact-jaccard (any input dedup reads: JSONL, CSV, Parquet, text lines, a folder).")
-@click.option("--text-field", default="text", show_default=True)
-@click.option("--id-field", default="id", show_default=True)
-@click.option("--tokenizer", type=click.Choice(TOKENIZERS), default="word", show_default=True,
-              help="Shingles for --exact-jaccard.")
-@click.option("--ngram", type=click.IntRange(1, 64), default=5, show_default=True,
-              help="Shingle size for --exact-jaccard.")
+@click_options(("tokenizer", "ngram", "text_field", "id_field"), defaults={"ngram": 5, "id_field": "id"},
+               helps={"tokenizer": "Shingles for --exact-jaccard.", "ngram": "Shingle size for --exact-jaccard.",
+                      "id_field": "Field holding each document's id in --corpus."})
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def eval_cmd(predicted, labels, fmt, labels_format, scope, exact, corpus, text_field, id_field, tokenizer, ngram,
              as_json):

@@ -31,16 +31,14 @@ def idf():
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, metavar="FILE",
               help="The table to write ('-': standard output); replaced only when the command succeeds.")
-@click.option("--tokenizer", type=click.Choice(["word", "jieba", "auto"]), default="jieba", show_default=True,
-              help="The tokens counted: use the tokenizer you will sign with.")
-@click_options(("convert", "user_dict", "compat"))
+@click_options(("tokenizer", "convert", "user_dict", "compat"), defaults={"tokenizer": "jieba"},
+               choices={"tokenizer": ("word", "jieba", "auto")},
+               helps={"tokenizer": "The tokens counted: use the tokenizer you will sign with."})
 @click.option("--min-df", type=click.IntRange(1), default=1, show_default=True,
               help="Leave out words found in fewer documents (they get the table's default).")
-@click.option("--input-format", default=None, help="Force the input format (as for dedup).")
-@click.option("--text-field", default="text", show_default=True)
-@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
-@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH), default=4096, show_default=True,
-              help="Documents held and counted at once (the corpus is streamed: memory is one batch and the counts).")
+@click_options(("input_format", "text_field", "on_error", "batch_size"), defaults={"batch_size": 4096},
+               helps={"batch_size": f"Documents held and counted at once, at most {MAX_BATCH} (the corpus is "
+                                    "streamed: memory is one batch and the counts)."})
 def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_format, text_field, on_error, batch_size):
     """Count in how many documents of INPUTS each word occurs and write idf = ln((1 + N) / (1 + df)) + 1
     per word, one 'word idf' line each, sorted (the same corpus always gives the same file).
@@ -52,6 +50,9 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
       neardup idf fit news/ --compat yanyiwu -o idf.utf8     # for --compat yanyiwu --idf idf.utf8
     """
 
+    if batch_size > MAX_BATCH:
+        raise ParameterError(f"batch_size (--batch-size) must be at most {MAX_BATCH} here (a batch is held in memory "
+                             f"whole); got {batch_size}")
     if compat is not None and compat != "yanyiwu":
         raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu weighs words by IDF)")
     if user_dict is not None:

@@ -103,7 +103,8 @@ def index():
 
 @index.command()
 @click.argument("path", type=click.Path())
-@click.option("--method", type=click.Choice(["minhash", "simhash"]), default="minhash", show_default=True)
+@click_options(("method",), choices={"method": ("minhash", "simhash")},
+               helps={"method": "The index's method: minhash or simhash."})
 @click_options(_ALGO)
 def create(path, method, **algo):
     """Create an empty index at PATH (a folder) with these parameters."""
@@ -119,10 +120,9 @@ def create(path, method, **algo):
 @index.command()
 @click.argument("path", type=click.Path(exists=True))
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--id-field", required=True, help="Field holding each document's id (its key in the index).")
-@click.option("--text-field", default="text", show_default=True)
-@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
-@click.option("--replace", is_flag=True, help="A document whose id is indexed replaces it (default: refused).")
+@click_options(("text_field", "id_field", "on_error", "replace"), required=("id_field",),
+               helps={"id_field": "Field holding each document's id (its key in the index).",
+                      "replace": "A document whose id is indexed replaces it (default: refused)."})
 def add(path, inputs, id_field, text_field, on_error, replace):
     """Add every row of INPUTS to the index (each batch of 20,000 rows at once, all or nothing). An id
     must be a string or an integer in the signed 64-bit range (a bad one is named by FILE:LINE)."""
@@ -146,8 +146,7 @@ def add(path, inputs, id_field, text_field, on_error, replace):
 @click.argument("path", type=click.Path(exists=True))
 @click.argument("inputs", nargs=-1)
 @click.option("--text", "texts", multiple=True, help="A text to look up (repeatable), besides INPUTS.")
-@click.option("--id-field", default=None, help="Field holding each row's id (default: FILE:LINE).")
-@click.option("--text-field", default="text", show_default=True)
+@click_options(("text_field", "id_field"), helps={"id_field": "Field holding each row's id (default: FILE:LINE)."})
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=None,
               help="MinHash: lowest estimated Jaccard (containment, for a containment index) to report "
                    "(default: the index's; below it, only "
@@ -157,7 +156,7 @@ def add(path, inputs, id_field, text_field, on_error, replace):
                    "--max-distance is its older name).")
 @click.option("--top", type=click.IntRange(1), default=None, help="At most this many matches per document.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
-@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True)
+@click_options(("on_error",))
 def query(path, inputs, texts, id_field, text_field, threshold, max_distance, top, fmt, on_error):
     """Print the indexed documents near each row of INPUTS (and each --text): best first. Nothing is
     added. JSONL: one {"id", "matches": [{"id", "similarity" | "distance"}]} per row, in order."""
