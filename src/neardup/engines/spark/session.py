@@ -115,8 +115,10 @@ def _session(spark, cfg: DedupConfig, conf: dict | None = None):
     """The session to run on: the one given, the active one, or a new one stopped at the end. A new
     one takes the ``conf`` settings (``--spark-conf``); where the user set nothing: in local mode its
     driver gets :func:`local_driver_memory` (Spark's 1 GiB default fails at a million documents) and 4
-    shuffle partitions per CPU (at least 8), on a cluster 2 per core of its default parallelism (at
-    least 8: Spark's default of 200 runs each of the ~95 stages as 200 tasks); its Python workers run
+    shuffle partitions per CPU (at least 8), on a cluster 2 per core of its default parallelism when the
+    session starts (at least 8: Spark's default of 200 runs each of the ~95 stages as 200 tasks), unless
+    the context already has ``spark.sql.shuffle.partitions`` (spark-submit's ``--conf``,
+    spark-defaults.conf); its Python workers run
     this very interpreter in local mode (``PYSPARK_PYTHON``), so ``.venv/bin/neardup dedup --engine
     spark`` works without activating the environment; it logs only fatal messages
     (``NEARDUP_SPARK_LOG_LEVEL`` to see more). A failure inside a Python worker reaches the caller as
@@ -138,13 +140,15 @@ def _session(spark, cfg: DedupConfig, conf: dict | None = None):
             os.environ["PYSPARK_PYTHON"] = sys.executable     # read by the SparkContext for its workers
         if local and not _given("spark.driver.memory", conf):
             builder = builder.config("spark.driver.memory", local_driver_memory())
-        if local and not _given("spark.sql.shuffle.partitions", conf):
-            # Spark's default of 200 shuffle partitions is for clusters: on one machine each is a task
-            # with a Python worker (a 40-document run: 113 s with 200, 49 s with 8)
-            builder = builder.config("spark.sql.shuffle.partitions", str(max(8, 4 * cpu_count())))
         spark = builder.getOrCreate()
-        if own and not local and not _given("spark.sql.shuffle.partitions", conf):
-            spark.conf.set("spark.sql.shuffle.partitions", str(max(8, 2 * spark.sparkContext.defaultParallelism)))
+        if own and not _given("spark.sql.shuffle.partitions", conf) and \
+                not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+            # Spark's default of 200 shuffle partitions makes each of ~95 stages 200 tasks, each with a
+            # Python worker on one machine (a 40-document run: 113 s with 200, 49 s with 8). A value the
+            # user gave (--spark-conf, spark-submit's --conf, spark-defaults.conf) is in the context's
+            # settings and kept: spark-submit's never reaches PYSPARK_SUBMIT_ARGS
+            per_core = 4 * cpu_count() if local else 2 * spark.sparkContext.defaultParallelism
+            spark.conf.set("spark.sql.shuffle.partitions", str(max(8, per_core)))
         if own:   # a failing task is neardup's one line, not pages of executor log (NEARDUP_SPARK_LOG_LEVEL)
             spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", "FATAL"))
     memory = conf.get("spark.driver.memory") or (local_driver_memory() if own and _local_master() else None)
