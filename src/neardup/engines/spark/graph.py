@@ -32,6 +32,7 @@ from ...dedup.verify import (
     borderline_z,
     clustering_rule,
     exact_similarity,
+    ranges_similarity,
     verification_config,
 )
 from ...errors import ConfigError
@@ -248,13 +249,14 @@ def _fits_driver(docs: DataFrame, col: str) -> bool:
 def _similarities_on_driver(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig, col: str, border=None,
                             exact: bool = False) -> DataFrame:
     """:func:`_similarities` computed on the driver: the documents' (row, ``col``, size) and the pairs
-    collected as Arrow, then :func:`_similarity_batch` — the executors' own code — over chunks of pairs,
-    the result handed back as a checkpointed DataFrame. A pair whose row is absent is dropped, as the
-    executors' join drops it."""
+    collected as Arrow, then :func:`_similarity_batch` — the executors' own code — over chunks of pairs
+    (exact similarities: every pair at once by its kernel, :func:`~neardup.dedup.verify.ranges_similarity`,
+    reading the sets in place), the result handed back as a checkpointed DataFrame. A pair whose row is
+    absent is dropped, as the executors' join drops it."""
     spark = pairs.sparkSession
     docs = sigs.select("row", col, "size").toArrow()
     rows = docs.column("row").to_numpy().astype(np.int64)
-    values, sizes = docs.column(col).combine_chunks(), docs.column("size").combine_chunks()
+    values, sizes = docs.column(col), docs.column("size").combine_chunks()
     del docs
     p = pairs.toArrow()
     lo = p.column("lo").to_numpy().astype(np.int64)
@@ -271,6 +273,16 @@ def _similarities_on_driver(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig,
     ia, ib = at(lo), at(hi)
     found = (ia >= 0) & (ib >= 0)
     lo, hi, ia, ib = lo[found], hi[found], ia[found], ib[found]
+    if exact and border is None:
+        # the documents' sorted distinct sets as one CSR, each pair's stats read in place by the local
+        # kernel (exact_similarity's own ranges_similarity, on all cores): no set is copied per pair
+        feats = _csr_sets(values)
+        del values
+        sim = ranges_similarity(feats.hashes, feats.offsets[:-1], feats.offsets[1:], ia, ib, cfg.metric)
+        table = pa.table({"lo": pa.array(lo, pa.int64()), "hi": pa.array(hi, pa.int64()),
+                          "sim": pa.array(np.asarray(sim, dtype=np.float64), pa.float64())})
+        return _checkpoint(spark.createDataFrame(table).repartition(_shuffle_partitions(spark), "lo"))
+    values = values.combine_chunks()
     names = ["lo", "hi", "sim"] + (["border"] if border is not None else [])
     types = [pa.int64(), pa.int64(), pa.float64()] + ([pa.bool_()] if border is not None else [])
     out = []
@@ -286,6 +298,21 @@ def _similarities_on_driver(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig,
     table = pa.Table.from_batches(out, pa.schema(list(zip(names, types))))
     # checkpointed: the table would otherwise sit in every later plan as a local relation
     return _checkpoint(spark.createDataFrame(table).repartition(_shuffle_partitions(spark), "lo"))
+
+
+def _csr_sets(values) -> Features:
+    """The sets of a binary column (each value sorted distinct uint64, :func:`_ragged_array`), chunk by
+    chunk (one Arrow binary array holds at most 2 GiB), as one :class:`Features`."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts = [_ragged_features(c) for c in chunks if len(c)]
+    if not parts:
+        return Features.distinct(np.zeros(0, np.uint64), np.zeros(1, np.int64))
+    if len(parts) == 1:
+        return parts[0]
+    sizes = np.concatenate([np.diff(f.offsets) for f in parts])
+    offsets = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return Features.distinct(np.concatenate([f.hashes for f in parts]), offsets)
 
 
 def _exact(cfg) -> bool:
