@@ -311,10 +311,10 @@ def test_utf8_bom_at_file_start(tmp_path):
 def test_progress_bars_on_stderr(tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
-    run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(workers=1, progress=True))
+    run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(workers=1, progress="bar"))
     err = capsys.readouterr().err
     assert "read+sign" in err and "write" in err
-    run_dedup([str(src)], str(tmp_path / "q"), DedupConfig(workers=1, progress=True, quiet=True))
+    run_dedup([str(src)], str(tmp_path / "q"), DedupConfig(workers=1, progress="bar", quiet=True))
     assert capsys.readouterr().err == ""
 
 

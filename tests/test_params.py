@@ -76,7 +76,7 @@ def test_one_message_shape_names_parameter_allowed_values_and_value():
             DedupConfig(**{name: value}).resolved()
         assert str(exc.value) == msg
     assert {p.group for p in PARAMS} == {"algorithm", "input", "output", "run"}
-    assert DedupConfig().group("run") == {"workers": 0, "batch_size": 2000, "max_memory": None, "quiet": False, "progress": None,
+    assert DedupConfig().group("run") == {"workers": 0, "batch_size": 2000, "max_memory": None, "quiet": False, "progress": "auto",
                                           "resume": False}
 
 

@@ -14,14 +14,14 @@ def test_first_run_compiles_apart_and_says_so(tmp_path, monkeypatch, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"text": t}) + "\n" for t in warmup.DOCS * 2), encoding="utf-8")
     t0 = time.perf_counter()
-    r1 = run_dedup([str(src)], str(tmp_path / "o1"), DedupConfig(progress=True, workers=1))
+    r1 = run_dedup([str(src)], str(tmp_path / "o1"), DedupConfig(progress="bar", workers=1))
     wall = time.perf_counter() - t0
     err = capsys.readouterr().err
     assert "compiling its kernels once" in err and "kernels compiled in" in err
     assert stamp.exists() and r1["timings"]["compile"] > 0
     # the run's own total leaves the compile out: both fit in the call's wall time side by side
     assert r1["timings"]["total"] <= wall - r1["timings"]["compile"] + 0.05
-    r2 = run_dedup([str(src)], str(tmp_path / "o2"), DedupConfig(progress=True, workers=1))
+    r2 = run_dedup([str(src)], str(tmp_path / "o2"), DedupConfig(progress="bar", workers=1))
     assert "compiling" not in capsys.readouterr().err and "compile" not in r2["timings"]
     assert (tmp_path / "o1" / "clusters.jsonl").read_bytes() == (tmp_path / "o2" / "clusters.jsonl").read_bytes()
 

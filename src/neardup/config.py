@@ -231,8 +231,10 @@ def _params() -> tuple[Param, ...]:
                    "above a tenth of it is sorted a stretch at a time, through files in the run's work folder; "
                    "the result is the same."),
         Param("quiet", R, bool, False, flag="-q --quiet", help="No progress bars or summary."),
-        Param("progress", R, bool, None, nullable=True, flag="",
-              help="Progress bars (None: when stderr is a terminal)."),
+        Param("progress", R, str, "auto", choices=("auto", "bar", "json", "none"),
+              help="Progress on stderr, stage by stage: auto (bars when stderr is a terminal), bar, json (one "
+                   "JSON object per line per event: stage start, advance, end, with counts and totals; -q "
+                   "leaves them on) or none."),
         Param("resume", R, bool, False, flag="--resume", methods=_DOCUMENTS,
               help="Keep the signatures of pass 1 beside OUTDIR (.OUTDIR.neardup-resume, removed on success); "
                    "rerun with --resume after an interruption to continue from them (the inputs and parameters "
@@ -320,7 +322,7 @@ class DedupConfig:
     index: str | None = None             # --index IDX: dedup against a persistent index and grow it
     replace: bool = False                # --index: a kept row with an indexed id replaces that document
     quiet: bool = False
-    progress: bool | None = None         # None: only when stderr is a terminal
+    progress: str = "auto"               # auto (bars on a terminal) | bar | json | none
     resume: bool = False                 # keep pass 1 beside OUTDIR; continue from it after an interruption
 
     def group(self, name: str) -> dict:

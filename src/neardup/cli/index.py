@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from ..config import DedupConfig, click_options
 from ..dedup.incremental import create_index, index_kind
+from ..dedup.progress import begin, plain_size, reporting
 from ..errors import InputFormatError
 from ..index.disk import open_index
 from ..index.repair import repair_index, verify_index
@@ -120,16 +121,18 @@ def create(path, method, **algo):
 @index.command()
 @click.argument("path", type=click.Path(exists=True))
 @click.argument("inputs", nargs=-1, required=True)
-@click_options(("text_field", "id_field", "on_error", "replace"), required=("id_field",),
+@click_options(("text_field", "id_field", "on_error", "replace", "progress"), required=("id_field",),
                helps={"id_field": "Field holding each document's id (its key in the index).",
                       "replace": "A document whose id is indexed replaces it (default: refused)."})
-def add(path, inputs, id_field, text_field, on_error, replace):
+def add(path, inputs, id_field, text_field, on_error, replace, progress):
     """Add every row of INPUTS to the index (each batch of 20,000 rows at once, all or nothing). An id
     must be a string or an integer in the signed 64-bit range (a bad one is named by FILE:LINE)."""
     added = 0
     skipped: list = []
-    with _open(path, readonly=False) as idx:
-        for batch in batched(_rows(inputs, text_field, id_field, on_error, check_ids=True), _BATCH):
+    specs = expand_inputs(list(inputs), None)
+    with reporting(progress), _open(path, readonly=False) as idx:
+        step = begin("read+sign+add", plain_size(specs), unit="B")
+        for batch in batched(_rows(inputs, text_field, id_field, on_error, specs=specs, check_ids=True), _BATCH):
             try:
                 idx.add_batch([k for k, _, _ in batch], [t for _, t, _ in batch], replace=replace, bulk=True)
             except DuplicateKeyError as exc:
@@ -138,6 +141,8 @@ def add(path, inputs, id_field, text_field, on_error, replace):
                                            + (f" (the {added} before it were)" if added else "")) from None
             added += len(batch)
             skipped = batch[-1][2]
+            step.update(sum(len(t) for _, t, _ in batch), rows=added + len(skipped) - (step.rows or 0))
+        step.end(step.total, rows=added + len(skipped), documents=added, skipped=len(skipped))
         total = len(idx)
     click.echo(f"added {added} documents ({len(skipped)} rows skipped); the index holds {total}")
 

@@ -10,6 +10,7 @@ import time
 import click
 
 from ..config import DedupConfig, click_options, inapplicable
+from ..dedup.progress import begin, plain_size, reporting
 from ..engines.local.sign import write_signatures
 from ..engines.sign_output import check_sign_outputs
 from ..errors import ConfigError
@@ -47,7 +48,7 @@ def _output_file(path: str):
 # every other option is the table's (neardup.config.PARAMS): dedup, the index and sign agree on each
 @click_options(("num_perm", "scheme", "seed", "tokenizer", "ngram", "convert", "weighting", "idf", "user_dict",
                 "stop_words", "top_n", "compat", "sentences", "input_format", "text_field", "id_field", "on_error",
-                "batch_size", "workers"), all_schemes=True)
+                "batch_size", "workers", "progress"), all_schemes=True)
 @click.option("--jsonl/--files", "jsonl", default=None,
               help="Shorthands for --input-format jsonl / --input-format file (a whole file is one document).")
 @click.option("-o", "--output", default="-", metavar="FILE",
@@ -58,7 +59,7 @@ def _output_file(path: str):
 @click.option("--summary", is_flag=True, help="Print counts, throughput and distinct signatures to stderr.")
 def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weighting, idf, user_dict, stop_words,
          top_n, compat, sentences,
-         input_format, jsonl, text_field, id_field, on_error, batch_size, output, fmt, workers, summary):
+         input_format, jsonl, text_field, id_field, on_error, batch_size, output, fmt, workers, summary, progress):
     """Print one JSON line per document with its signature.
 
     INPUTS are read as by dedup: JSONL, CSV, Parquet, text lines (one document per line), folders
@@ -93,7 +94,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             ngram=None if method == "sentences" else cfg.ngram if method == "simhash" else ngram,
             convert=convert, sentences=sentences,
             text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
-            workers=workers, batch_size=batch_size, **(simhash_opts if method == "simhash" else
+            workers=workers, batch_size=batch_size, progress=progress, **(simhash_opts if method == "simhash" else
                                                        {"user_dict": user_dict} if method == "minhash" else {})))
     key = method
     try:
@@ -119,10 +120,13 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
     n_bytes = 0
     distinct: set = set()
     start = time.perf_counter()
-    check_output_file(output, expand_inputs(list(inputs), input_format), files=word_files(idf, user_dict, stop_words))
+    specs = expand_inputs(list(inputs), input_format)
+    check_output_file(output, specs, files=word_files(idf, user_dict, stop_words))
+    blank: list = []
     docs = iter_documents(inputs, fmt=input_format, text_field=text_field, id_field=id_field, on_error=on_error,
-                          skipped=skipped)
-    with _output_file(output) as out:
+                          skipped=skipped, blank=blank)
+    with reporting(progress), _output_file(output) as out:
+        step = begin("read+sign", plain_size(specs), unit="B")
         for batch in batched(docs, batch_size):
             texts = [d.text for d in batch]
             sigs = sign_batch(texts)
@@ -132,8 +136,11 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
             if summary:
                 distinct.update(tuple(s) if isinstance(s, list) else s for s in sigs)
             count += len(batch)
+            step.update(sum(len(t) for t in texts), rows=len(batch))
             if summary:
                 n_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+        step.end(step.total, rows=count + len(skipped) + len(blank), documents=count, skipped=len(skipped),
+                 blank=len(blank))
     if summary:
         secs = time.perf_counter() - start
         click.echo(f"neardup sign --method {method}: {count} documents, {n_bytes / 1e6:.2f} MB in {secs:.2f} s "

@@ -39,6 +39,7 @@ from .candidates import (
     identical_rows,
 )
 from .finish import ROW_CONTAINED, finish, linkage_oracle, pair_similarity
+from .progress import begin
 from .tables import Corpus
 from .verify import (
     CANDIDATE,
@@ -145,6 +146,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     timings = {}
     t0 = time.perf_counter()
     n = len(sigs)
+    step = begin("identical", n, unit="doc")
     values = sigs.values
     params = lsh or choose_params(threshold, sigs.num_perm, lsh_mode, recall)
     empty = _empty_rows(sigs)
@@ -152,9 +154,11 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     same[empty] = np.flatnonzero(empty)
     dup = np.flatnonzero(same != np.arange(n))
     distinct = np.flatnonzero((same == np.arange(n)) & ~empty)
+    step.end(n, copies=int(dup.shape[0]), distinct=int(distinct.shape[0]))
     timings["identical"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    step = begin("candidates", int(distinct.shape[0]), unit="doc")
     if metric == "containment" and params.mode != "explicit":
         lo, hi = containment_candidate_pairs(values, sizes, threshold, params.mode, recall, distinct)
         params = containment_lsh(threshold, sigs.num_perm, params.mode, recall)
@@ -162,8 +166,10 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
         lo, hi = candidate_pairs(values, params.b, params.r, max_bucket=max_bucket, rows=distinct)
     timings["candidates"] = time.perf_counter() - t0
     n_candidates = int(lo.shape[0])
+    step.end(int(distinct.shape[0]), pairs=n_candidates)
 
     t0 = time.perf_counter()
+    step = begin("verify", n_candidates, unit="pair")
     exact = verify == "exact" and features is not None
     similarity = pair_similarity("minhash", metric, sigs.scheme, values, sizes, features, exact)
     border = {}
@@ -179,6 +185,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
             how[checked] = EXACT
         ok = sim >= threshold
     lo, hi, sim, how = lo[ok], hi[ok], sim[ok], how[ok]
+    step.end(n_candidates, accepted=int(lo.shape[0]), exact=int((how == EXACT).sum()))
     # identical signatures: linked to the first row with the same values
     lo = np.concatenate([same[dup], lo])
     hi = np.concatenate([dup, hi])
@@ -189,10 +196,12 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     timings["verify"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    step = begin("clusters", n, unit="doc")
     oracle = linkage_oracle("minhash", metric, sigs.scheme, values, features, exact) if linkage == "bounded" else None
     done = finish(n, lo, hi, sim, how, similarity, method="minhash", threshold=threshold, max_drift=max_drift,
                   linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle, metric=metric, sizes=sizes,
                   fixed=fixed, sample=sample)
+    step.end(n, pairs=int(lo.shape[0]))
     timings["clusters"] = time.perf_counter() - t0
     if border:
         timings["borderline"] = border.pop("seconds")
@@ -239,6 +248,7 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
     keys = np.asarray(keys, dtype=np.uint64)
     n = keys.shape[0]
     t0 = time.perf_counter()
+    step = begin("clusters", n, unit="doc")
     idx = np.arange(n) if valid is None else np.flatnonzero(valid)
     order = idx[np.lexsort((idx, keys[idx]))]
     k = keys[order]
@@ -250,6 +260,7 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
     how = np.full(lo.shape[0], IDENTICAL, dtype=np.uint8)
     done = finish(n, lo, hi, np.ones(lo.shape[0]), how, pair_similarity("equal", "jaccard", None, keys), method="equal",
                   threshold=1.0, keep=keep, lengths=lengths, keys=user_keys)
+    step.end(n, pairs=int(lo.shape[0]))
     return DuplicateResult(done.clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
                            {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0}, how)
 
@@ -263,6 +274,7 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     n = fps.shape[0]
     t0 = time.perf_counter()
+    step = begin("candidates", n, unit="doc")
     idx = np.arange(n) if valid is None else np.flatnonzero(valid)
     # identical fingerprints collapse to their first copy (linear in the copies, like MinHash rows)
     res = all_pairs(fps[idx], k=k, collapse_identical=True)
@@ -278,13 +290,16 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     lo, hi, dist, how = _unfix(lo, hi, dist, fixed, how)
     lengths, keys = _fixed_first(keep, fixed, n, lengths, keys)
     timings = {"candidates": time.perf_counter() - t0}
+    step.end(n, pairs=int(lo.shape[0]))
     t0 = time.perf_counter()
+    step = begin("clusters", n, unit="doc")
 
     drift = None if max_drift_bits is None else max_drift_bits / 64.0
     oracle = linkage_oracle("simhash", "jaccard", None, fps) if linkage == "bounded" else None
     done = finish(n, lo, hi, 1.0 - dist / 64.0, how, pair_similarity("simhash", "jaccard", None, fps),
                   method="simhash", threshold=1.0 - k / 64.0, max_drift=drift, linkage=linkage, keep=keep,
                   lengths=lengths, keys=keys, oracle=oracle, sample=sample)
+    step.end(n, pairs=int(lo.shape[0]))
     timings["clusters"] = time.perf_counter() - t0
     return DuplicateResult(done.clusters, lo, hi, 1.0 - dist / 64.0, int(res.i.shape[0]),
                            {"method": "simhash", "bits": k, "keep": keep, "linkage": linkage,
@@ -306,6 +321,7 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     n = fps.shape[0]
     t0 = time.perf_counter()
+    step = begin("candidates", n, unit="doc")
     idx = np.arange(n) if valid is None else np.flatnonzero(valid)
     res = all_pairs(fps[idx], k=k_c, collapse_identical=True)
     same = idx[np.asarray(res.rep, dtype=np.int64)]
@@ -316,7 +332,9 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
     lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
     lo, hi, dist = _unfix(lo, hi, dist, fixed)
     timings = {"candidates": time.perf_counter() - t0}
+    step.end(n, pairs=int(lo.shape[0]))
     t0 = time.perf_counter()
+    step = begin("verify", int(lo.shape[0]), unit="pair")
     ours = lo >= fixed
     feats = sets_of(sorted_unique(np.concatenate([lo[ours], hi])))
     sim = np.zeros(lo.shape[0], dtype=np.float64)
@@ -330,8 +348,10 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
     n_candidates = int(lo.shape[0])
     lo, hi, sim, how, dist = lo[ok], hi[ok], sim[ok], how[ok], dist[ok]
     lengths, keys = _fixed_first(keep, fixed, n, lengths, keys)
+    step.end(n_candidates, accepted=int(lo.shape[0]), exact=int((how == EXACT).sum()))
     timings["verify"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    step = begin("clusters", n, unit="doc")
     exact = pair_similarity("minhash", "jaccard", None, None, features=feats, exact=True)
     if fixed:           # a fixed row's similarity to anything: its sketch's estimate (no text)
         def similarity(a, b, _exact=exact):
@@ -351,6 +371,7 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
                   else linkage_oracle("minhash", "jaccard", None, None, feats, exact=True))
     done = finish(n, lo, hi, sim, how, similarity, method="minhash", threshold=threshold, max_drift=max_drift,
                   linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle, sample=sample)
+    step.end(n, pairs=int(lo.shape[0]))
     timings["clusters"] = time.perf_counter() - t0
     counts = np.bincount(dist, minlength=k_c + 1)[:k_c + 1]
     return DuplicateResult(done.clusters, lo, hi, sim, n_candidates,

@@ -35,7 +35,7 @@ from ..errors import InputFormatError
 from ..io.formats import output_name, write_edited, write_kept
 from ..io.ids import id_json, parquet_id_text
 from .finish import ROW_CONTAINED, ROW_HOW
-from .progress import progress
+from .progress import begin
 from .tables import Corpus
 
 if TYPE_CHECKING:
@@ -178,16 +178,19 @@ def check_parquet_ids(ids, place) -> None:
 
 
 def write_rows(specs, cfg: DedupConfig, corpus: Corpus, out: str, keep_row: np.ndarray, touched_row=None,
-               edit=None) -> list[dict]:
+               edit=None, step=None) -> list[dict]:
     """Pass 2: each input's kept rows (``keep_row``, per input row) into ``out/kept/`` in its own
     format; rows with ``touched_row`` get their text from ``edit(row, text)`` (None drops the row).
-    Returns the report's ``outputs``."""
+    ``step``: the progress stage its rows count in (else a ``write`` stage of its own). Returns the
+    report's ``outputs``."""
     kept_dir = os.path.join(out, "kept")
     os.makedirs(kept_dir)
     used: set = set()
     outputs = []
     g = 0
-    bar = progress(cfg, len(specs), "write", unit="file")
+    own = step is None
+    if own:
+        step = begin("write", corpus.n_rows)
     for spec, n_rows in zip(specs, corpus.row_source):
         name = output_name(spec, used)
         dest = os.path.join(kept_dir, name)
@@ -199,8 +202,9 @@ def write_rows(specs, cfg: DedupConfig, corpus: Corpus, out: str, keep_row: np.n
         outputs.append({"input": spec.label, "format": spec.fmt, "output": os.path.join("kept", name),
                         "rows": n_rows, "kept": written})
         g += n_rows
-        bar.update(1)
-    bar.close()
+        step.update(n_rows)
+    if own:
+        step.end(files=len(specs), kept=sum(o["kept"] for o in outputs))
     return outputs
 
 

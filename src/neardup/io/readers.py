@@ -26,12 +26,12 @@ class Document:
 
 def iter_documents(paths: Iterable[str], jsonl: bool | None = None, text_field: str = "text",
                    id_field: str | None = None, on_error: str = "raise", skipped: list | None = None,
-                   fmt: str | None = None) -> Iterator[Document]:
+                   fmt: str | None = None, blank: list | None = None) -> Iterator[Document]:
     """Documents of ``paths``; ``fmt`` forces a format (``jsonl=True``/``False`` are the older
     spellings of ``fmt="jsonl"``/``"file"``). With ``on_error="skip"`` bad records go to
     ``skipped`` as ``(file, line, reason)`` instead of raising :class:`InputError`; blank JSONL
-    lines are skipped. A document without an id field gets ``file:line`` (``file`` for a whole
-    file, its path for a file of a folder)."""
+    lines are skipped (listed in ``blank`` as ``(file, line)``, when given). A document without an
+    id field gets ``file:line`` (``file`` for a whole file, its path for a file of a folder)."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     if fmt is None and jsonl is not None:
@@ -44,6 +44,8 @@ def iter_documents(paths: Iterable[str], jsonl: bool | None = None, text_field: 
                 if row.blank or on_error == "skip":
                     if skipped is not None and not row.blank:
                         skipped.append((spec.label, row.line, row.error))
+                    elif blank is not None and row.blank:
+                        blank.append((spec.label, row.line))
                     continue
                 raise InputError(row.error)
             rid = row.id if row.id is not None else f"{spec.label}:{row.line}"

@@ -27,7 +27,7 @@ from ..._arrays import sorted_unique
 from ..._version import __version__
 from ...config import _DOCUMENTS, DEFAULTS, DedupConfig, check_banded
 from ...dedup.find import HOW, TooManyPairsError, find_run, join_pairs
-from ...dedup.progress import shows_progress
+from ...dedup.progress import reporting, shows_progress
 from ...dedup.records import pairs_schema
 from ...dedup.report import write_report
 from ...dedup.tables import Corpus
@@ -69,7 +69,7 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
-    with StagedOutput(outdir, specs) as stage:
+    with reporting(cfg), StagedOutput(outdir, specs) as stage:
         try:
             report = _run(specs, cfg, stage.work, stage.out, command, t_start, max_pairs)
         except TooManyPairsError as exc:

@@ -31,7 +31,7 @@ from ...dedup import resume
 from ...dedup.find import DuplicateResult, find_run
 from ...dedup.finish import ROW_CONTAINED, ROW_HOW
 from ...dedup.incremental import add_kept, check_ids, check_index_path, matched, opened_index, run_key
-from ...dedup.progress import shows_progress
+from ...dedup.progress import begin, reporting, shows_progress
 from ...dedup.records import check_parquet_ids, duplicate_ids, write_clusters, write_pairs, write_rows
 from ...dedup.report import (
     CONTAINERS_LISTED,
@@ -204,9 +204,10 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
         if cfg.pairs:
             raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept "
                               "rows; give an output folder")
-        return _run_to_stdout(specs, cfg, command, t_start, stdout)
+        with reporting(cfg):
+            return _run_to_stdout(specs, cfg, command, t_start, stdout)
     checkpoint = resume.checkpoint_dir(outdir) if cfg.resume else None
-    with StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
+    with reporting(cfg), StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
         report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index, checkpoint)
         stage.commit()
     resume.remove(resume.checkpoint_dir(outdir))     # done: a checkpoint of this OUTDIR (any run's) is stale
@@ -270,9 +271,11 @@ def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | N
         found = resume.load(checkpoint, cfg, specs)
         if found is not None:
             t0 = time.perf_counter()
+            step = begin("read+sign", unit="B")
             (values, empty, sizes, features), corpus = resume.restore(*found, Corpus)
             for spec in specs:
                 check_stamp(spec)
+            step.end(rows=corpus.n_rows, documents=len(corpus.doc_row), skipped=len(corpus.skipped), resumed=True)
             timings["resume_load"] = time.perf_counter() - t0     # (its presence: this run resumed)
             return values, empty, sizes, features, corpus
     parts = resume.Parts(checkpoint, cfg, specs) if checkpoint is not None else None
@@ -313,15 +316,20 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         values, empty, sizes, features, corpus = _read_or_resume(specs, cfg, corpus, checkpoint, timings, work)
     timings["read_sign"] = time.perf_counter() - t0
     if cfg.method in SPAN_METHODS:
-        return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
+        step = begin("spans+write", corpus.n_rows)
+        report = run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
+        step.end(corpus.n_rows)
+        return report
     n_docs = len(corpus.ids)
 
     part = None
     if index is not None:   # the indexed documents the new rows match join the clustering, first
         t0 = time.perf_counter()
+        step = begin("index", n_docs, unit="doc")
         check_ids(corpus.ids, lambda d: _where(specs, corpus, d))
         key = run_key(specs, cfg)
         part = matched(index, values, empty, cfg, key, sizes)
+        step.end(n_docs, matched=len(part.keys))
         timings["index_query"] = time.perf_counter() - t0
 
     def texts_of(docs):   # for exact checks: the texts as they were signed
@@ -342,6 +350,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
 
     # -- pass 2: kept rows in each input's format --------------------------------------------------
     t0 = time.perf_counter()
+    step = begin("write", corpus.n_rows)
     for spec in specs:
         check_stamp(spec)
     if cfg.clusters_format == "parquet":
@@ -361,12 +370,14 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         with ThreadPoolExecutor(1, thread_name_prefix="neardup-clusters") as pool:
             done = pool.submit(write_clusters, os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus,
                                clusters, empty, extra_ids)
-            outputs = write_rows(specs, cfg, corpus, out, keep_row)
+            outputs = write_rows(specs, cfg, corpus, out, keep_row, step=step)
             done.result()
     n_pairs = write_pairs(os.path.join(out, "pairs.parquet"), corpus, result, extra_ids) if cfg.pairs else None
+    step.end(corpus.n_rows, files=len(specs), kept=int(kept_doc.sum()))
     timings["write"] = time.perf_counter() - t0
 
     # -- report ---------------------------------------------------------------------------------------
+    step = begin("report", 2 if cfg.html else 1, unit="file")
     samples = sample_pairs(result, cfg.samples)
     texts = _fetch_texts(specs, cfg, corpus, {d for pair in samples for d in pair[:2] if d < n_docs})
     removed = int(n_docs - kept_doc.sum())
@@ -384,10 +395,13 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     if n_pairs is not None:
         report["pairs"] = {"output": "pairs.parquet", "pairs": n_pairs}
     write_report(report, out, cfg.html)
+    step.end(2 if cfg.html else 1)
     if part is not None and not part.rerun:   # outputs staged in full: the index changes, then they go in place
         kept = np.flatnonzero(kept_doc)
+        step = begin("index add", kept.shape[0], unit="doc")
         add_kept(index, [corpus.ids[d] for d in kept.tolist()], values[kept], empty[kept], key, cfg,
                  None if sizes is None else sizes[kept])
+        step.end(kept.shape[0])
     return report
 
 

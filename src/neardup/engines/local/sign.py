@@ -22,7 +22,7 @@ import tempfile
 import numpy as np
 
 from ...config import DedupConfig
-from ...dedup.progress import shows_progress
+from ...dedup.progress import begin, reporting, shows_progress
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, OutputError
 from ...io.formats import check_fields_apply
@@ -42,8 +42,8 @@ def sign_corpus(inputs: list[str], cfg: DedupConfig):
     specs = expand_inputs(list(inputs), cfg.input_format)
 
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
-    warm_up(cfg, announce=shows_progress(cfg))
-    with tempfile.TemporaryDirectory(prefix="neardup-sign-") as work:
+    with reporting(cfg), tempfile.TemporaryDirectory(prefix="neardup-sign-") as work:
+        warm_up(cfg, announce=shows_progress(cfg))
         specs = spool(specs, work)
         corpus = Corpus()
         values, empty, _, _ = read_and_sign(specs, cfg, corpus)
@@ -65,7 +65,15 @@ def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str)
     if fmt == "npy" and not output.endswith(".npy"):
         raise ConfigError(f"--format npy: -o must name a .npy file; got {output!r}")
     check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format), cfg)
-    values, empty, ids, rows, skipped, _ = sign_corpus(inputs, cfg)
+    with reporting(cfg):
+        values, empty, ids, rows, skipped, _ = sign_corpus(inputs, cfg)
+        step = begin("write", len(ids))
+        _write(output, fmt, cfg, values, empty, ids, rows)
+        step.end(len(ids))
+    return {"documents": len(ids), "skipped": skipped, "empty": int(empty.sum())}
+
+
+def _write(output: str, fmt: str, cfg: DedupConfig, values, empty, ids, rows) -> None:
     if values.ndim == 2 and cfg.method != "minhash":
         values = values[:, 0]
     if fmt == "parquet":
@@ -79,4 +87,3 @@ def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str)
                 write_parquet(tmp, cfg, values, empty, ids, rows)
     else:
         write_npy(output, values, ids, rows)
-    return {"documents": len(ids), "skipped": skipped, "empty": int(empty.sum())}

@@ -28,6 +28,7 @@ from ..._cache import KERNELS
 from ..._version import __version__
 from ...clusters import cluster
 from ...config import DedupConfig
+from ...dedup.progress import begin
 from ...dedup.signing import minhasher
 from ...errors import stop_cause
 from ...features.units import utf8
@@ -141,7 +142,8 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
         print(f"neardup: first --method {cfg.method} run here: compiling its kernels once (cached for later runs)…",
               file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    small = replace(cfg, workers=1, quiet=True, progress=False, index=None, id_field=None, text_field="text",
+    step = begin("compile", unit="run", bar=False)    # (a JSON event; a terminal has the message)
+    small = replace(cfg, workers=1, quiet=True, progress="none", index=None, id_field=None, text_field="text",
                     input_format="jsonl", on_error="raise", keep="longest" if cfg.keep == "key" else cfg.keep,
                     keep_field=None, batch_size=2)
     _WARMING = True
@@ -162,10 +164,12 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
     except Exception as exc:       # only a head start: the run reports its own errors
         if explicit or stop_cause(exc) is not None:     # (but a Ctrl-C inside a kernel's load stops)
             raise
+        step.end(0, failed=True)
         return None
     finally:
         _WARMING = False
     seconds = time.perf_counter() - t0
+    step.end(1)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as fh:

@@ -34,7 +34,7 @@ from numba.np.ufunc import parallel
 from ..._arrays import concatenate_freeing, keep_freed_memory
 from ..._procs import kill_with_parent, signals_held
 from ...config import DedupConfig
-from ...dedup.progress import progress
+from ...dedup.progress import begin, plain_size
 from ...dedup.signing import Both, make_signer, minhasher
 from ...dedup.spans import SPAN_METHODS, TextSpool, edited
 from ...dedup.tables import Corpus, Signed
@@ -387,16 +387,14 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
     edits, bases = (edits[0], [sum(edits[1][:k]) for k in range(len(specs))]) if edits else ({}, [0] * len(specs))
     # progress in characters against the file sizes: exact for plain UTF-8 ASCII text, close for
     # the rest; no total (no ETA) when an input is compressed or binary
-    plain = all(s.fmt in ("jsonl", "lines", "csv") and s.compression is None for s in specs)
-    total = sum(os.path.getsize(s.path) for s in specs) if plain else None
-    bar = progress(cfg, total, "read+sign", unit="char")
+    bar = begin("read+sign", plain_size(specs), unit="B")
     rows_of = [0] * len(specs)
     key_field = cfg.keep_field if cfg.keep == "key" else None
     start = (0, 0, -1)             # (input, its rows already taken, byte offset after them or −1)
     if parts is not None:
         for arrays, state in parts.load():
             start = _take_part(arrays, state, corpus, (sigs, empties, sizes, shingles), rows_of)
-            bar.update(state["bytes"])
+            bar.update(state["bytes"], rows=state["n_rows"])
         parts.taken_rows = corpus.n_rows
         if corpus.n_rows and not cfg.quiet:
             print(f"neardup: --resume: pass 1 goes on after row {corpus.n_rows:,} ({parts.count} checkpoint parts "
@@ -510,7 +508,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
             corpus.keys.extend(meta.keys)
         corpus.doc_row.frombytes(rows.tobytes())
         corpus.replaced += meta.replaced
-        bar.update(nbytes)
+        bar.update(nbytes, rows=n)
         if res is None:
             return
         if isinstance(res, Both):
@@ -567,7 +565,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
     if parts is not None:
         parts.close()
     corpus.row_source.extend(rows_of)
-    bar.close()
+    bar.end(rows=corpus.n_rows, documents=len(corpus.doc_row), skipped=len(corpus.skipped))
     if cfg.method in SPAN_METHODS:   # documents numbered here; what the workers found is in corpus.spans
         empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
         return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
