@@ -100,7 +100,7 @@ def test_headline_and_tables():
     head = section(page, "summary")
     assert ">990<" in head and ">700<" in head and ">290<" in head and "29.0%" in head and "2.0 s" in head
     params = section(page, "parameters")
-    assert "num_perm" in params and "recall≥0.99" in params
+    assert "--num-perm" in params and "recall≥0.99" in params
     sk = section(page, "skipped")
     assert sk.count("<tr>") == 51 and "Showing 50 of 60" in sk
 
@@ -284,7 +284,7 @@ def test_simhash_report_speaks_bits():
     assert "Permuted tables" in page and "C(4, 3) = 4 tables" in page
     assert "3 bits differ" in page and "1 bit differs" in page
     assert "S-curve" not in page and "1 − d/64" not in page and "similarity 0.953" not in page
-    assert "1 further than k" not in page and "are further than k from their representative" in page
+    assert "1 is further than k from its representative" in page and "1 are" not in page
     assert re.search(r"<title>3 bits: 4</title>", page)
 
 
@@ -360,3 +360,112 @@ def test_chinese_report_glyphs_are_drawn(tmp_path):
                         f'<cachedir>{tmp_path / "fc-cache"}</cachedir></fontconfig>', encoding="utf-8")
         bare = _glyphs(page, tmp_path, {"FONTCONFIG_FILE": str(conf)})
         assert not _drawn(bare["sans"]), bare
+
+
+# -- three corpus sizes in the browser: the charts' rendered facts at 2 documents, a few dozen, 10⁷ ----------
+FACTS = """<script>
+const texts = s => Array.from(s.querySelectorAll("text"), t => [t.getAttribute("text-anchor"),
+  +t.getAttribute("font-size"), t.textContent]);
+document.body.setAttribute("data-facts", JSON.stringify({
+  width: [document.documentElement.scrollWidth, window.innerWidth],
+  charts: Object.fromEntries(Array.from(document.querySelectorAll("svg.chart"), s => { const b = s.getBoundingClientRect();
+    return [s.id, {box: [Math.round(b.width), Math.round(b.height)], texts: texts(s),
+                   bars: s.querySelectorAll("rect.bar").length}]; })),
+  sections: Object.fromEntries(Array.from(document.querySelectorAll("section[id]"), s => [s.id, s.innerText])),
+  params: Array.from(document.querySelectorAll("#parameters td"), td => td.innerText)}));
+</script>"""
+
+
+def _corpus_report(tmp_path: Path, n: int) -> dict:
+    """A real run's report: ``n`` = 2 (SimHash, one pair, as a first run: 4.7 s of compiling before a
+    short run), a few dozen (MinHash); 10⁷: that run's report with the counts of ten million documents
+    (the numbers a 10 M run reports; running one here is out of reach)."""
+    from neardup import DedupConfig, run_dedup
+
+    base = " ".join(f"word{i}" for i in range(60))
+    if n == 2:
+        texts, cfg = [base, base.replace("word7", "other7")], DedupConfig(method="simhash", bits=8)
+    else:
+        texts = [f"{base} doc{d} " + " ".join(f"w{d}x{i}" for i in range(40)) for d in range(24)]
+        texts += [t.replace(" w", " v", 1 + k % 3) for k, t in enumerate(texts[:12])] + texts[:6]
+        cfg = DedupConfig()
+    src = tmp_path / f"in{n}.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    from dataclasses import replace
+    rep = run_dedup([str(src)], str(tmp_path / f"o{n}"), replace(cfg, quiet=True, workers=1, id_field="id"))
+    if n == 2:
+        rep["timings"]["compile"] = 4.7
+    if n == 10**7:
+        c = rep["counts"]
+        c.update(input_rows=n, documents=n, kept=7_654_321, removed=n - 7_654_321, clusters=1_234_567,
+                 duplicate_rate=(n - 7_654_321) / n, candidate_pairs=4_321_000, verified_pairs=3_210_000)
+        rep["cluster_sizes"] = {"2": 1_000_000, "3": 150_000, "4": 50_000, "5": 20_000, "8": 10_000,
+                                "40": 4_000, "1000": 560, "250000": 7}
+        hist = rep["similarity_histogram"]
+        hist["counts"] = [0] * 15 + [12_345, 98_765, 345_678, 654_321, 1_234_570]
+        rep["timings"] = {"read_sign": 610.0, "identical": 12.0, "candidates": 95.0, "verify": 240.0,
+                          "borderline": 180.0, "clusters": 70.0, "write": 120.0, "total": 1200.0}
+    return rep
+
+
+def _facts(page: Path, tmp_path: Path, size: int) -> dict:
+    png = tmp_path / f"shot{size}.png"
+    shot = chromium([f"--screenshot={png}", "--window-size=1280,2400", "--hide-scrollbars", page.as_uri()], tmp_path)
+    assert png.is_file(), shot.stderr.decode(errors="replace")[-2000:]
+    grey = decode_png(png.read_bytes())[..., :3].mean(axis=2)
+    assert grey.std() > 10 and 0.005 < (grey < 128).mean() < 0.5, "screenshot looks blank or wrong"
+    if os.environ.get("NEARDUP_KEEP_SCREENSHOT"):
+        Path(f"{os.environ['NEARDUP_KEEP_SCREENSHOT']}.{size}.png").write_bytes(png.read_bytes())
+    probed = tmp_path / f"facts{size}.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", FACTS + "</body>"), encoding="utf-8")
+    dom = chromium(["--dump-dom", "--window-size=1280,2400", probed.as_uri()], tmp_path)
+    m = re.search(r'data-facts="([^"]*)"', dom.stdout.decode("utf-8", errors="replace"))
+    assert m, dom.stderr.decode(errors="replace")[-2000:]
+    return json.loads(html.unescape(m.group(1)))
+
+
+def _number(label: str) -> float:
+    m = re.fullmatch(r"([\d,.]+)([kM]?)", label)
+    assert m, f"not a count: {label!r}"
+    return float(m.group(1).replace(",", "")) * {"": 1, "k": 1e3, "M": 1e6}[m.group(2)]
+
+
+@pytest.mark.skipif(os.environ.get("NEARDUP_SKIP_BROWSER") == "1", reason="NEARDUP_SKIP_BROWSER=1")
+@pytest.mark.parametrize("size", [2, 42, 10**7])
+def test_charts_rendered_at_three_corpus_sizes(tmp_path, size):
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure_chromium.sh (as root) first, "
+                    "or set NEARDUP_SKIP_BROWSER=1 to skip this test")
+    rep = _corpus_report(tmp_path, size)
+    page = tmp_path / f"report{size}.html"
+    write_html(rep, page)
+    facts = _facts(page, tmp_path, size)
+    assert facts["width"][0] <= facts["width"][1] == 1280, facts["width"]
+    charts, sections = facts["charts"], facts["sections"]
+    for chart_id, chart in charts.items():
+        assert chart["box"][0] >= 400 and chart["box"][1] >= 100, (chart_id, chart["box"])
+    # count axes: whole numbers, each label once, from 0 (log-scale axes: powers of ten)
+    for chart_id in ("chart-cluster-sizes", "chart-similarity"):
+        ys = [t for a, f, t in charts[chart_id]["texts"] if a == "end" and f == 10]
+        values = [_number(t) for t in ys]
+        assert len(ys) >= 2 and len(set(ys)) == len(ys) and all(v == int(v) for v in values), (chart_id, ys)
+        assert charts[chart_id]["bars"] >= 1
+    words = " ".join(sections.values())
+    assert not re.search(r"\b1 (clusters|documents|records|bits)\b", words) and "()" not in words
+    assert "None" not in facts["params"] and "True" not in facts["params"] and "False" not in facts["params"]
+    timing_labels = [t for a, f, t in charts["chart-timings"]["texts"] if a == "start"]
+    shares = [int(x) for t in timing_labels for x in re.findall(r"(\d+)%", t)]
+    assert shares and max(shares) <= 100, timing_labels
+    if size == 2:       # SimHash: the Hamming axis in whole bits, one cluster, the compile apart
+        xs = [t for a, f, t in charts["chart-similarity"]["texts"] if a == "middle" and f == 10]
+        assert xs and all(re.fullmatch(r"\d+", t) for t in xs), xs
+        assert "1 cluster holding 2 documents" in sections["cluster-sizes"]
+        assert "1 removed document;" in sections["similarity"]
+        assert any("not in the total" in t for t in timing_labels) and "compiled its kernels once" in sections["timings"]
+        assert "simhash" in facts["params"] and "8" in facts["params"]      # --bits 8
+    if size == 42:
+        assert rep["counts"]["clusters"] > 1 and f"{rep['counts']['clusters']} clusters" in sections["cluster-sizes"]
+    if size == 10**7:
+        ys = [t for a, f, t in charts["chart-similarity"]["texts"] if a == "end" and f == 10]
+        assert ys[-1].endswith("M") and "1,234,567" in sections["summary"] and "10,000,000" in sections["summary"]
+        assert "log scale" in sections["cluster-sizes"]

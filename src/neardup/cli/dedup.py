@@ -107,7 +107,8 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
         else:
             click.echo(f"neardup dedup --method {cfg.method}: {c['input_rows']} rows → {c['kept']} kept, "
                        f"{c['removed']} removed as duplicates ({100 * c['duplicate_rate']:.1f}%), "
-                       f"{c['skipped_records']} skipped, {c['clusters']} clusters, {c['empty_documents']} empty; "
+                       f"{c['skipped_records']} skipped, {c['clusters']} cluster{'' if c['clusters'] == 1 else 's'}, "
+                       f"{c['empty_documents']} empty; "
                        f"{t['total']:.2f} s", err=True)
         if outdir != "-":
             html = os.path.join(outdir, "report.html")

@@ -10,12 +10,18 @@ import difflib
 import re
 from html import escape
 
+from ..config import BY_NAME
 from . import svg
+from .svg import plural
 
 MAX_SKIPPED = 50
 MAX_SAMPLES = 25
 MAX_TEXT_CHARS = 2000
-_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+# CJK ideographs, kana and hangul one character a token (their words are not spaced: a \w+ run is a
+# whole clause, and one changed character would mark all of it); other words whole, punctuation alone
+_CJK = ("\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+        "\U00020000-\U0003134f")
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]", re.UNICODE)
 
 CSS = """
 *{box-sizing:border-box}
@@ -73,7 +79,12 @@ def _na(what: str = "Not available in this report.") -> str:
 
 
 def _num(x) -> str:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
+    """A value for a table cell: numbers grouped, booleans as yes/no, nothing as a dash."""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if x is None:
+        return "—"
+    if not isinstance(x, (int, float)):
         return _e(x)
     return f"{x:,}" if isinstance(x, int) else f"{x:,.6g}"
 
@@ -118,17 +129,50 @@ def _headline(r: dict) -> str:
         ("empty_documents", "empty documents"), ("invalid_utf8_replaced", "records with invalid UTF-8 replaced")))
 
 
+_DERIVED = {"b": "LSH bands b", "r": "rows per band r",     # report.json's parameters that are no flag
+            "clusters_format": "--format (clusters file)"}
+
+
+def _shown(value) -> str:
+    """A parameter's value as a user writes it on the command line: yes/no, 2000, 0.8."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def applied(params: dict) -> list[tuple[str, str]]:
+    """(label, display value) of the parameters that applied to a run: a value left unset (None) or
+    one of a parameter of other methods (or of --index, --spans) is left out; labels are the
+    command-line flags, values as a user writes them (yes/no, 0.8, not Python's True/None)."""
+    method, spans, index = params.get("method"), params.get("spans"), params.get("index")
+    out = []
+    for name, value in params.items():
+        p = BY_NAME.get(name)
+        if value is None:
+            continue
+        if p is not None and p.methods is not None and method not in p.methods and spans not in p.methods:
+            continue
+        if (name == "spans_order" and spans is None) or (name == "replace" and index is None):
+            continue
+        if name == "recall" and method == "simhash" and params.get("candidate_bits") is None:
+            continue                        # (SimHash's recall sets the verified rule's candidate radius)
+        label = _DERIVED.get(name) or (p.option.split(" ")[-1].split("/")[0] if p.option else name)
+        out.append((label, _shown(value)))
+    return out
+
+
 def _parameters(r: dict) -> str:
-    p = r.get("parameters") or {}
-    rows = "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in p.items())
+    rows = "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>"
+                   for k, v in applied(r.get("parameters") or {}))
     body = f"<table>{rows}</table>" if rows else _na()
-    return f'<section id="parameters"><h2>Parameters</h2>{body}</section>'
+    note = '<p class="note">The parameters that applied to this run.</p>' if rows else ""
+    return f'<section id="parameters"><h2>Parameters</h2>{body}{note}</section>'
 
 
 def _counts(r: dict) -> str:
     c = r.get("counts") or {}
     rows = "".join(f'<tr><th>{_e(k.replace("_", " "))}</th><td class="num">'
-                   f'{_pct(v) if k == "duplicate_rate" else _num(v)}</td></tr>' for k, v in c.items())
+                   f'{_pct(v) if k.endswith("_rate") else _num(v)}</td></tr>' for k, v in c.items())
     return f'<section id="counts"><h2>Counts</h2>{f"<table>{rows}</table>" if rows else _na()}</section>'
 
 
@@ -162,8 +206,9 @@ def _cluster_sizes(r: dict) -> str:
                           y_title="clusters", label="Cluster size distribution")
     n, big = sum(sizes.values()), max(sizes)
     docs = sum(s * k for s, k in sizes.items())
-    note = (f"{n:,} clusters holding {docs:,} documents; the largest has {big:,} documents"
-            f"{'; y axis in log scale' if log_y else ''}.")
+    note = (f"{plural(n, 'cluster')} holding {plural(docs, 'document')}"
+            + (f"; the largest has {plural(big, 'document')}" if n > 1 else "")
+            + f"{'; y axis in log scale' if log_y else ''}.")
     return f'{head}{chart}<p class="note">{_e(note)}</p></section>'
 
 
@@ -181,15 +226,15 @@ def _distances(r: dict) -> str:
                           marker_label=f"k = {k} bits" if isinstance(k, int) else "",
                           x_title="differing bits (of 64) to the kept representative of the cluster",
                           y_title="removed documents", label="Hamming distances of removed documents",
-                          bin_names=[f"{d} bit{'s' if d != 1 else ''}" for d in ds])
+                          bin_names=[plural(d, "bit") for d in ds], integer_x=True)
     total = sum(counts)
-    note = f"{total:,.0f} removed documents; 0 bits: the same fingerprint."
+    note = f"{plural(total, 'removed document')}; 0 bits: the same fingerprint."
     if isinstance(k, int):
         beyond = sum(c for d, c in zip(ds, counts) if d > k)
         note += f" Two documents are near duplicates when at most k = {k} of their 64 bits differ."
         if beyond:
-            note += (f" {beyond:,.0f} are further than k from their representative: they joined the cluster "
-                     "through a chain of near duplicates.")
+            note += (f" {beyond:,.0f} {'is' if beyond == 1 else 'are'} further than k from {_their(beyond)} "
+                     "representative: joined to the cluster through a chain of near duplicates.")
     return f'{head}{chart}<p class="note">{_e(note)}</p></section>'
 
 
@@ -233,15 +278,19 @@ def _similarity(r: dict) -> str:
                           y_title="removed documents",
                           label="Similarity histogram of removed documents")
     total = sum(counts)
-    note = f"{total:,.0f} removed documents."
+    note = f"{plural(total, 'removed document')}."
     if t is not None:
         below = sum(c for e, c in zip(edges[1:], counts) if e <= t + 1e-12)
         if below:
-            note += (f" {below:,.0f} are below the threshold to their representative: they joined the cluster "
-                     "through a chain of near duplicates.")
+            note += (f" {below:,.0f} {'is' if below == 1 else 'are'} below the threshold to {_their(below)} "
+                     "representative: joined to the cluster through a chain of near duplicates.")
     if first > 0:
         note += f" Empty bins below {edges[first]:g} are not drawn."
     return f'{head}{chart}<p class="note">{_e(note)}</p></section>'
+
+
+def _their(n: float) -> str:
+    return "its" if n == 1 else "their"
 
 
 def _span_headline(r: dict) -> str:
@@ -286,7 +335,7 @@ def _span_fraction(r: dict) -> str:
     chart = svg.histogram("chart-fraction", edges, counts, marker=None, marker_label="",
                           x_title="fraction of the document's bytes removed", y_title="edited documents",
                           label="Histogram of the fraction removed per edited document")
-    return f'{head}{chart}<p class="note">{_e(f"{sum(counts):,.0f} edited documents.")}</p></section>'
+    return f'{head}{chart}<p class="note">{_e(plural(sum(counts), "edited document"))}.</p></section>'
 
 
 def _sup(n: int) -> str:
@@ -339,24 +388,63 @@ def _lsh(r: dict) -> str:
     return f"{head}{chart}{note}</section>"
 
 
-def _timings(r: dict) -> str:
-    head = '<section id="timings"><h2>Where the time went</h2>'
-    tm = {k: v for k, v in (r.get("timings") or {}).items() if isinstance(v, (int, float))}
+_NOT_SECONDS = ("resume_rows",)      # report.json's timings that count rows, not seconds
+_DETAIL = ("borderline_sets", "borderline_pairs")    # parts of a part: report.json has them, the chart not
+_STAGE_NAMES = {"read_sign": "read + sign", "index_query": "index query", "resume_load": "resume"}
+
+
+def _parent(key: str, keys, params: dict) -> str | None:
+    """The stage a timing is part of (its time is inside that stage's), or None for a stage."""
+    if key.startswith("borderline") and "verify" in keys:
+        return "verify"
+    if key == "spans" and params.get("spans") is not None:     # --spans: inside the read or the write
+        parent = "read_sign" if params.get("spans_order") == "before" else "write"
+        return parent if parent in keys else None
+    return None
+
+
+def timing_rows(timings: dict, params: dict | None = None) -> tuple[list[tuple], float]:
+    """(rows for :func:`~neardup.report.svg.hbars`, the run's total): each stage with its parts (kind
+    ``part``) under it, the time no stage accounts for as "other", and the first run's compile
+    (``apart``) last: it came before the run and is not in its total."""
+    params = params or {}
+    tm = {k: float(v) for k, v in (timings or {}).items()
+          if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in _NOT_SECONDS + _DETAIL}
     total = tm.pop("total", None)
-    rows = [(k.replace("_", " "), float(v)) for k, v in tm.items()]
+    compiled = tm.pop("compile", None)
+    parent = {k: _parent(k, tm, params) for k in tm}
+    stages = [k for k in tm if parent[k] is None]
     if total is None:
-        total = sum(v for _, v in rows)
-    rest = total - sum(v for _, v in rows)
+        total = sum(tm[k] for k in stages)
+    rows: list[tuple] = []
+    for k in stages:
+        rows.append((_STAGE_NAMES.get(k, k.replace("_", " ")), tm[k]))
+        rows += [(p.replace("_", " "), tm[p], "part") for p in tm if parent[p] == k]
+    rest = total - sum(tm[k] for k in stages)
     if rows and rest > 0.01 * total:
         rows.append(("other", rest))
+    if compiled:
+        rows.append(("compile", compiled, "apart"))
+    return rows, total
+
+
+def _timings(r: dict) -> str:
+    head = '<section id="timings"><h2>Where the time went</h2>'
+    rows, total = timing_rows(r.get("timings") or {}, r.get("parameters") or {})
     if not rows:
         return head + _na() + "</section>"
     chart = svg.hbars("chart-timings", rows, total=total, label="Time per stage")
     c = r.get("counts") or {}
-    rate = ""
+    note = f"Total {svg.fmt_seconds(total)}"
     if isinstance(c.get("documents"), int) and total > 0:
-        rate = f" — {c['documents'] / total:,.0f} documents per second"
-    return f'{head}{chart}<p class="note">Total {_e(svg.fmt_seconds(total))}{_e(rate)}.</p></section>'
+        note += f" — {c['documents'] / total:,.0f} documents per second"
+    compiled = [row[1] for row in rows if len(row) > 2 and row[2] == "apart"]
+    if compiled:
+        note += (f". Before it, this machine's first run of the method compiled its kernels once "
+                 f"({svg.fmt_seconds(compiled[0])}, cached for later runs; not in the total)")
+    if any(len(row) > 2 and row[2] == "part" for row in rows):
+        note += ". ↳ a part of the stage above it"
+    return f'{head}{chart}<p class="note">{_e(note)}.</p></section>'
 
 
 def _skipped(r: dict) -> str:
@@ -373,7 +461,8 @@ def _skipped(r: dict) -> str:
     rows = "".join(f'<tr><td class="mono">{_e(s.get("file", ""))}</td><td class="num">{_e(s.get("line", ""))}'
                    f'</td><td>{_e(s.get("reason", ""))}</td></tr>' for s in sk[:MAX_SKIPPED] if isinstance(s, dict))
     shown = min(len(sk), MAX_SKIPPED)
-    note = f"Showing {shown:,} of {total:,} skipped records." if total > shown else f"{total:,} skipped records."
+    note = (f"Showing {shown:,} of {plural(total, 'skipped record')}." if total > shown
+            else f"{plural(total, 'skipped record')}.")
     return (f'{head}<div class="scroll"><table><tr><th>file</th><th>line</th><th>reason</th></tr>{rows}'
             '</table></div>'
             f'<p class="note">{_e(note)}</p></section>')
@@ -429,7 +518,11 @@ def _why(s: dict) -> str:
         if e.get("deciding_shingles"):
             text += "; shingles deciding most slots: " + " · ".join(f"“{x}”" for x in e["deciding_shingles"])
     elif "distance" in e:
-        text = (f"SimHash: {e.get('distance')} bits differ ({', '.join(map(str, e.get('differing_bits') or []))})")
+        d, bits = e.get("distance"), e.get("differing_bits") or []
+        text = "SimHash: " + (plural(d, "bit") + (" differs" if d == 1 else " differ") if isinstance(d, int)
+                              else f"{d} bits differ")
+        if bits:
+            text += f" ({', '.join(map(str, bits))})"
     else:
         text = "signatures match" if e.get("match") else "signatures differ"
     cmd = f"neardup explain OUT {s.get('kept_id')!s} {s.get('removed_id')!s}"
@@ -443,6 +536,10 @@ def _samples(r: dict) -> str:
     samples = [s for s in (r.get("samples") or []) if isinstance(s, dict)]
     if not samples:
         return head + _na("No sample pairs in this report.") + "</section>"
+    convert = (r.get("parameters") or {}).get("convert")
+    if isinstance(convert, str):
+        head += (f'<p class="note">The texts as they were compared: after --convert {_e(convert)} (the kept '
+                 "rows in OUTDIR/kept/ are the inputs' own).</p>")
     out = [head]
     for s in samples[:MAX_SAMPLES]:
         (ka, na), (kb, nb) = _truncate(str(s.get("kept_text", ""))), _truncate(str(s.get("removed_text", "")))

@@ -26,23 +26,35 @@ def _text(x, y, s, anchor="middle", size=11, fill=INK, extra="") -> str:
             f'fill="{fill}"{extra}>{escape(str(s))}</text>')
 
 
-def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (about n of them)."""
+def nice_ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[float]:
+    """Round tick values covering [lo, hi] (about n of them); ``integer``: whole numbers only, a step
+    of at least 1 (counts, bits), so a chart of 1 or 2 items reads 0, 1, 2 and never 0, 0.5, 1."""
     if hi <= lo:
-        return [lo]
+        return [math.ceil(lo) if integer else lo]
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    steps = [m * mag for m in (1, 2, 2.5, 5, 10)]
+    if integer:
+        steps = [max(1, round(st)) for st in steps if st >= 1 and float(st).is_integer()] or [1]
+    step = next((st for st in steps if st >= raw), steps[-1])
     first = math.ceil(lo / step - 1e-9) * step
-    return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
+    ticks = [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
+    return [int(t) for t in ticks] if integer else ticks
 
 
 def fmt_count(v: float) -> str:
+    """A count for an axis: 7, 1,500, 25k, 2.5M, 10M."""
     if v >= 1e6:
         return f"{v / 1e6:.3g}M"
     if v >= 1e4:
         return f"{v / 1e3:.3g}k"
     return f"{v:,.0f}"
+
+
+def plural(n: float, one: str, many: str | None = None) -> str:
+    """``n`` and its noun: "1 cluster", "2 clusters", "1,500 documents" (``many``: an irregular plural)."""
+    word = one if n == 1 else (many or one + "s")
+    return f"{n:,.0f} {word}"
 
 
 # Font stacks: Latin faces first, then the CJK faces that macOS, Windows and Linux ship or package
@@ -83,7 +95,7 @@ def bar_chart(chart_id: str, bars: list[tuple[str, float]], *, log_y: bool, x_ti
             return y0 - (math.log10(max(v, 0.5)) - lo) / (hi - lo) * (y0 - y1)
         ticks = [10 ** k for k in range(0, int(hi) + 1)]
     else:
-        ticks = nice_ticks(0, vmax * 1.08)
+        ticks = nice_ticks(0, vmax * 1.08, integer=True)
         top = max(ticks[-1], vmax * 1.08)
         def to_y(v):
             return y0 - v / top * (y0 - y1)
@@ -95,7 +107,7 @@ def bar_chart(chart_id: str, bars: list[tuple[str, float]], *, log_y: bool, x_ti
         x, y = x0 + i * slot + slot * 0.12, to_y(v)
         parts.append(f'<rect class="bar" x="{_f(x)}" y="{_f(y)}" width="{_f(slot * 0.76)}" '
                      f'height="{_f(y0 - y)}" fill="{BAR}"><title>size {escape(name)}: '
-                     f'{v:,.0f} clusters</title></rect>')
+                     f'{escape(plural(v, "cluster"))}</title></rect>')
         cx = x0 + (i + 0.5) * slot
         if n <= 24:
             parts.append(_text(cx, y - 4, fmt_count(v), size=10, fill=INK))
@@ -108,9 +120,10 @@ def bar_chart(chart_id: str, bars: list[tuple[str, float]], *, log_y: bool, x_ti
 
 
 def histogram(chart_id: str, edges: list[float], counts: list[float], *, marker: float | None,
-              marker_label: str, x_title: str, y_title: str, label: str, bin_names: list[str] | None = None) -> str:
+              marker_label: str, x_title: str, y_title: str, label: str, bin_names: list[str] | None = None,
+              integer_x: bool = False) -> str:
     """Bins on a numeric x axis with an optional vertical marker (the threshold); ``bin_names``: each
-    bar's name in its tooltip (default: its range)."""
+    bar's name in its tooltip (default: its range); ``integer_x``: x ticks at whole numbers only (bits)."""
     parts = _open(chart_id, label)
     x0, x1, y0, y1 = M_LEFT, W - M_RIGHT, H - M_BOTTOM, M_TOP
     lo, hi = edges[0], edges[-1]
@@ -118,7 +131,7 @@ def histogram(chart_id: str, edges: list[float], counts: list[float], *, marker:
     def to_x(v):
         return x0 + (v - lo) / span * (x1 - x0)
     vmax = max(counts, default=1) or 1
-    ticks = nice_ticks(0, vmax * 1.1)
+    ticks = nice_ticks(0, vmax * 1.1, integer=True)
     top = max(ticks[-1], vmax * 1.1)
     def to_y(v):
         return y0 - v / top * (y0 - y1)
@@ -130,7 +143,7 @@ def histogram(chart_id: str, edges: list[float], counts: list[float], *, marker:
             parts.append(f'<rect class="bar" x="{_f(to_x(a) + 0.5)}" y="{_f(y)}" '
                          f'width="{_f(max(to_x(b) - to_x(a) - 1, 0.5))}" height="{_f(y0 - y)}" fill="{BAR}">'
                          f'<title>{name}: {c:,.0f}</title></rect>')
-    for t in nice_ticks(lo, hi, 8):
+    for t in x_ticks(lo, hi, integer_x):
         parts.append(_text(to_x(t), y0 + 15, f"{t:g}", size=10, fill=MUTED))
     parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y0}" y2="{y0}" stroke="{INK}"/>')
     if marker is not None and lo <= marker <= hi:
@@ -143,6 +156,11 @@ def histogram(chart_id: str, edges: list[float], counts: list[float], *, marker:
     parts.append(_text((x0 + x1) / 2, H - 12, x_title, fill=MUTED))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def x_ticks(lo: float, hi: float, integer: bool = False) -> list[float]:
+    """A histogram's x ticks over [lo, hi]: about 8 round values (whole numbers with ``integer``)."""
+    return [t for t in nice_ticks(lo, hi, 8, integer) if lo <= t <= hi]
 
 
 def s_curve(chart_id: str, points: list[tuple[float, float]], *, threshold: float | None, p_at: float | None,
@@ -189,21 +207,36 @@ def s_curve(chart_id: str, points: list[tuple[float, float]], *, threshold: floa
     return "".join(parts)
 
 
-def hbars(chart_id: str, rows: list[tuple[str, float]], *, total: float, label: str) -> str:
-    """Horizontal bars of seconds per stage, with the share of the total run time."""
+def share(v: float, total: float) -> str:
+    """``v``'s share of ``total`` as a label: "42%", "<1%", or "" when there is no total."""
+    if total <= 0:
+        return ""
+    return f"{v / total:.0%}" if v / total >= 0.01 else "<1%"
+
+
+def hbars(chart_id: str, rows: list[tuple], *, total: float, label: str) -> str:
+    """Horizontal bars of seconds per stage, with the share of the total run time. A row is (name,
+    seconds) or (name, seconds, kind): kind ``part`` is a part of the stage above it (indented, its
+    share of the total), ``apart`` is time outside the total (the first run's compile: grey, no share,
+    so 4.7 s of compiling is never drawn as 422 % of a 1.1 s run)."""
     row_h = 30
     height = 14 + row_h * len(rows)
     parts = _open(chart_id, label, height)
-    name_w, x1 = 110, W - 120
-    vmax = max((v for _, v in rows), default=1) or 1
-    for i, (name, v) in enumerate(rows):
+    name_w, x1 = 130, W - 150
+    vmax = max((r[1] for r in rows), default=1) or 1
+    for i, row in enumerate(rows):
+        name, v = row[0], row[1]
+        kind = row[2] if len(row) > 2 else "stage"
         y = 8 + i * row_h
         w = max(v / vmax * (x1 - name_w), 1.5)
-        parts.append(_text(name_w - 8, y + 17, name, anchor="end", size=12))
-        parts.append(f'<rect class="bar" x="{name_w}" y="{y + 4}" width="{_f(w)}" height="{row_h - 10}" '
-                     f'rx="2" fill="{BAR}"><title>{escape(name)}: {v:.3f} s</title></rect>')
-        share = "" if total <= 0 else f" · {v / total:.0%}" if v / total >= 0.01 else " · <1%"
-        parts.append(_text(name_w + w + 6, y + 17, f"{fmt_seconds(v)}{share}", anchor="start", size=11,
+        indent = 12 if kind == "part" else 0
+        fill = {"apart": GRID, "part": "#8fa9d6"}.get(kind, BAR)
+        parts.append(_text(name_w - 8, y + 17, ("↳ " if kind == "part" else "") + name, anchor="end",
+                           size=11 if kind == "part" else 12, fill=MUTED if kind != "stage" else INK))
+        parts.append(f'<rect class="bar {kind}" x="{name_w + indent}" y="{y + 4}" width="{_f(max(w - indent, 1.5))}" '
+                     f'height="{row_h - 10}" rx="2" fill="{fill}"><title>{escape(name)}: {v:.3f} s</title></rect>')
+        tail = " · not in the total" if kind == "apart" else (f" · {share(v, total)}" if share(v, total) else "")
+        parts.append(_text(name_w + w + 6, y + 17, f"{fmt_seconds(v)}{tail}", anchor="start", size=11,
                            fill=MUTED))
     parts.append("</svg>")
     return "".join(parts)
