@@ -30,11 +30,20 @@ DOCS = [json.loads(x) for x in gzip.open(DEMO, "rt", encoding="utf-8")]
 
 
 class Server:
+    """``neardup serve`` on a free loopback port; its stderr (one access-log line per request) is read
+    as it comes, so a long test never fills the pipe, and is ``self.stderr`` once stopped."""
+
     def __init__(self, index: Path, *args):
         self.proc = subprocess.Popen([sys.executable, "-m", "neardup", "serve", "--index", str(index), "--port", "0",
                                       *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._err: list[str] = []
+        self._drain = threading.Thread(target=lambda: self._err.extend(self.proc.stderr), daemon=True)
+        self._drain.start()
         line = self.proc.stdout.readline().strip()
-        assert line.startswith("http://127.0.0.1:"), (line, self.proc.stderr.read() if self.proc.poll() else "")
+        if not line.startswith("http://127.0.0.1:"):
+            self.proc.wait(30)
+            self._drain.join(30)
+        assert line.startswith("http://127.0.0.1:"), (line, "".join(self._err))
         self.url = line
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -62,7 +71,8 @@ class Server:
         self.proc.send_signal(sig)
         try:
             rc = self.proc.wait(timeout=30)
-            err = self.stderr = self.proc.stderr.read()
+            self._drain.join(30)
+            err = self.stderr = "".join(self._err)
             if sig == signal.SIGTERM:
                 assert rc == 128 + signal.SIGTERM and "Traceback" not in err, (rc, err[-2000:])
             return rc

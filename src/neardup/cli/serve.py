@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import socket
 import sys
@@ -12,6 +13,7 @@ from ..text.dictionaries import read_limited
 from . import main
 from .index import _open
 
+LOG_FORMATS = ("text", "json")        # --log-format
 
 @main.command()
 @click.option("--index", "index_path", required=True, type=click.Path(exists=True, file_okay=False),
@@ -40,12 +42,25 @@ from .index import _open
 @click.option("--commit-delay-ms", type=click.FloatRange(0, 1000), default=2.0, show_default=True,
               help="Group commit: how long a check-and-add round may wait for requests still on their way "
                    "(more requests per fsync; 0: none).")
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="text", show_default=True,
+              help="The lines on stderr: text, or json (one JSON object a line): the access log and the "
+                   "service's own lines (start, warnings, clients that disconnect or time out).")
+@click.option("--access-log/--no-access-log", default=True, show_default=True,
+              help="One line per request once answered: client, method, path, status, bytes, duration.")
 def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inflight_bytes, header_timeout,
-          body_timeout, commit_delay_ms):
+          body_timeout, commit_delay_ms, log_format, access_log):
     """Serve an index over HTTP: POST /v1/check, /v1/add, /v1/check-and-add; GET/DELETE
-    /v1/docs/{id} and /v1/docs?id=ID; GET /v1/stats, /healthz; OpenAPI at /docs. Binds 127.0.0.1
-    unless told; on any other address without --token-file it warns: anyone who reaches the port
-    may write. A client that disconnects or times out is one line on stderr."""
+    /v1/docs/{id} and /v1/docs?id=ID; GET /v1/stats, /healthz, /metrics (Prometheus); bulk add and
+    compaction while serving: POST /v1/admin/add, /v1/admin/compact; OpenAPI at /docs (served from the
+    package: works offline). Binds 127.0.0.1 unless told; on any other address without --token-file
+    it warns: anyone who reaches the port may write. One access-log line per request, and one line
+    for a client that disconnects or times out, on stderr.
+
+    \b
+    Examples:
+      neardup serve --index IDX --port 8000
+      neardup serve --index IDX --host 0.0.0.0 --token-file /etc/neardup/token --log-format json
+    """
     try:
         import uvicorn  # noqa: PLC0415  (the serve extra)
 
@@ -59,15 +74,16 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
     token = None
     if token_file:
         token = read_token(token_file)
+    log = _log_lines(log_format, access_log)
     warning = exposure_warning(host, token is not None, port)
     if warning:
-        print(warning, file=sys.stderr, flush=True)
+        log.warning(warning.removeprefix("neardup serve: "))
     idx = _open(index_path, readonly=False, synchronous="FULL")
     app = None
     try:
         app = create_app(idx, token=token, max_body=max_body_bytes, max_batch=max_batch,
                          commit_delay=commit_delay_ms / 1000, max_inflight=max_inflight_bytes,
-                         body_timeout=body_timeout)
+                         body_timeout=body_timeout, log_format=log_format)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -78,12 +94,13 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
         sock.listen(2048)
         bound = sock.getsockname()[1]
         shown = f"[{host}]" if family == socket.AF_INET6 else host
-        print(f"http://{shown}:{bound}", flush=True)
-        print(f"neardup serving {index_path} ({idx.kind}, {len(idx)} documents); OpenAPI at /docs",
-              file=sys.stderr, flush=True)
-        _log_clients()
+        url = f"http://{shown}:{bound}"
+        idx.note_writer(f"(neardup serve at {url})")      # named to a second writer (`neardup index add`)
+        print(url, flush=True)
+        log.info(f"serving {index_path} ({idx.kind}, {len(idx)} documents) at {url}; OpenAPI at /docs, "
+                 "metrics at /metrics")
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
-                                http=protocol)
+                                http=protocol, log_config=None)          # uvicorn's lines: _log_lines's
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         if app is not None:
@@ -122,12 +139,25 @@ def exposure_warning(host: str, has_token: bool, port: int) -> str | None:
             "can add and delete documents")
 
 
-def _log_clients() -> None:
-    """The service's lines about clients (a disconnect, a timeout) go to stderr, one line each."""
-    logger = logging.getLogger("neardup.service")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("neardup serve: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
+class _JsonLines(logging.Formatter):
+    """One JSON object a line: ``{"time", "level", "message"}``; an access-log record is JSON already."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == "neardup.service.access":
+            return record.getMessage()
+        return json.dumps({"time": round(record.created, 3), "level": record.levelname.lower(),
+                           "message": record.getMessage()}, separators=(",", ":"))
+
+
+def _log_lines(log_format: str, access_log: bool) -> logging.Logger:
+    """The service's lines (its start, warnings, clients that disconnect or time out, uvicorn's own)
+    and the access log go to stderr, one line each, in ``log_format``; returns the service's logger."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonLines() if log_format == "json" else logging.Formatter("neardup serve: %(message)s"))
+    for name in ("neardup.service", "uvicorn"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(logging.INFO if name == "neardup.service" else logging.WARNING)
         logger.propagate = False
+    logging.getLogger("neardup.service.access").setLevel(logging.INFO if access_log else logging.WARNING)
+    return logging.getLogger("neardup.service")

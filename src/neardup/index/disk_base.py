@@ -383,6 +383,11 @@ class BaseDiskIndex:
         if hasattr(self._st, "flush"):
             self._st.flush()
 
+    def note_writer(self, what: str) -> None:
+        """Folder store: name this writer (after its pid) to a second one, which is refused naming it."""
+        if hasattr(self._st, "note_writer"):
+            self._st.note_writer(what)
+
     def compact(self) -> None:
         """Rewrite the index as one segment without removed documents (folder store), or
         checkpoint the SQLite log."""

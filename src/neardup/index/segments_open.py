@@ -136,11 +136,19 @@ class Opening:
         self._lock_fd = fd
         if not os.access(self.path, os.W_OK):
             raise IndexStoreError(f"{self.path}: cannot open for writing (Permission denied); open it read-only")
-        try:     # informational only; never through a link
+        self.note_writer()
+
+    def note_writer(self, what: str = "") -> None:
+        """Say who holds the writer's lock, in ``LOCK``: ``pid N``, then ``what`` (``neardup serve``
+        names its address), for the message a second writer gets. Informational only; never through
+        a link, and a failure to write it is ignored."""
+        if self._lock_fd is None:
+            return
+        try:
             lk = os.open(self.path / "LOCK", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
             try:
                 os.ftruncate(lk, 0)
-                os.write(lk, f"pid {os.getpid()}".encode())
+                os.write(lk, f"pid {os.getpid()}{' ' + what if what else ''}".encode())
             finally:
                 os.close(lk)
         except OSError:

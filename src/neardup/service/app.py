@@ -8,7 +8,16 @@ order; each result ``{"id", "duplicate", "added", "matches": [{"id", "similarity
 * ``POST /v1/check-and-add`` — the crawler's question, atomic: a document is a duplicate when it
   matches an indexed one or an earlier one of the batch that was added, and every other one is added.
   Requests are serialised, so two near-identical documents sent at once are never both added;
-* ``GET`` / ``DELETE /v1/docs/{id}``; ``GET /v1/stats``; ``GET /healthz``; the OpenAPI page at ``/docs``.
+* ``GET`` / ``DELETE /v1/docs/{id}``; ``GET /v1/stats``; ``GET /healthz``;
+* ``POST /v1/admin/add`` — a bulk add (NDJSON or a JSON array; ``?replace=true``), as ``neardup index
+  add`` would, and ``POST /v1/admin/compact`` — ``neardup index compact``: both in this process's
+  writer, so an index can be grown and compacted while it serves (the CLI's own would wait for the
+  writer's lock);
+* ``GET /metrics`` (Prometheus); the OpenAPI document at ``/openapi.json``, its pages at ``/docs``
+  (Swagger UI) and ``/redoc``, with their scripts served from the installed package (fastapi-offline),
+  so they work offline.
+
+Every request is one access-log line once answered (:mod:`neardup.service.observe`).
 
 A success response to a write means it is on disk: each write is one log record, fsynced before
 the answer (``synchronous="FULL"``). With ``--token-file``, writes need ``Authorization: Bearer
@@ -56,11 +65,14 @@ import contextlib
 import hmac
 import json
 import urllib.parse
-from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import PlainTextResponse, Response
+from fastapi_offline import FastAPIOffline
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic.json_schema import models_json_schema
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -80,9 +92,23 @@ from .limits import (
     _BodyBudget,
     log,
 )
+from .models import (
+    ERRORS,
+    BulkAdded,
+    BulkDocument,
+    Compacted,
+    Deleted,
+    Documents,
+    Error,
+    Health,
+    Results,
+    Stats,
+    Stored,
+)
+from .observe import Metrics, observed
 from .operations import IndexService
 from .protocol import _shown_path, http_protocol
-from .validation import _decode_id, _schema, json_shape, parse_documents
+from .validation import _decode_id, json_shape, parse_bulk, parse_documents
 
 __all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_BATCH", "MAX_BODY", "MAX_DEPTH", "MAX_WAITING", "UNREAD_GRACE",
            "VALUES_PER_DOCUMENT", "IndexService", "RequestError", "create_app", "http_protocol", "json_shape",
@@ -100,25 +126,69 @@ def _client(request: Request) -> str:
     return f"{request.client[0]}:{request.client[1]}" if request.client else "(unknown)"
 
 
+def _refusals(*statuses: int) -> dict:
+    """The OpenAPI ``responses`` of an endpoint's refusals: each status with :class:`Error` and its meaning."""
+    return {s: {"model": Error, "description": ERRORS[s]} for s in statuses}
+
+
+def _body(name: str, ndjson: bool = False) -> dict:
+    """``openapi_extra`` naming a request body's schema (the endpoint reads the body itself)."""
+    ref = {"$ref": f"#/components/schemas/{name}"}
+    content = {"application/json": {"schema": ref}}
+    if ndjson:
+        content = {"application/json": {"schema": {"anyOf": [
+                       {"type": "array", "items": {"$ref": "#/components/schemas/BulkDocument"}, "minItems": 1},
+                       {"$ref": "#/components/schemas/Documents"}]}},
+                   "application/x-ndjson": {"schema": {"$ref": "#/components/schemas/BulkDocument"}}}
+        return {"requestBody": {"required": True, "content": content, "description":
+                                "JSON: an array of BulkDocument (or Documents); NDJSON (Content-Type: "
+                                "application/x-ndjson): one BulkDocument a line"}}
+    return {"requestBody": {"required": True, "content": content}}
+
+
 def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_batch: int = MAX_BATCH,
                commit_delay: float = 0.002, max_inflight: int | None = None,
-               body_timeout: float = BODY_TIMEOUT):
+               body_timeout: float = BODY_TIMEOUT, log_format: str = "text"):
     """The ASGI application serving ``index`` (a :class:`~neardup.index.disk.DiskIndex` or
     :class:`~neardup.index.disk.SimHashDiskIndex` opened for writing); ``app.state.service`` is its
-    :class:`IndexService` (close it before the index). ``max_inflight`` (default 4 × ``max_body``):
-    bytes of request bodies held at once; ``body_timeout``: seconds for a body to arrive once its
-    request has started (waiting for room included). The module docstring states every bound."""
+    :class:`IndexService` (close it before the index), ``app.state.metrics`` its
+    :class:`~neardup.service.observe.Metrics`. ``max_inflight`` (default 4 × ``max_body``): bytes of
+    request bodies held at once; ``body_timeout``: seconds for a body to arrive once its request has
+    started (waiting for room included); ``log_format``: the access log's, ``text`` or ``json``. The
+    module docstring states every bound."""
     svc = IndexService(index, commit_delay=commit_delay)
     budget = _BodyBudget(max(max_body, 4 * max_body if max_inflight is None else max_inflight))
+    metrics = Metrics(svc.size, svc.index.kind)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
         await run_in_threadpool(svc.close)       # answer what is queued before the index is closed
 
-    app = FastAPI(lifespan=lifespan, title="neardup", version=__version__,
-                  description="Have I seen this document, or something nearly like it? "
-                              f"A {svc.index.kind} index of near-duplicates.")
+    app = FastAPIOffline(lifespan=lifespan, title="neardup", version=__version__,
+                         static_url="/docs-static", swagger_ui_parameters={"validatorUrl": None},
+                         description="Have I seen this document, or something nearly like it? "
+                                     f"A {svc.index.kind} index of near-duplicates."
+                                     + (" Writes need `Authorization: Bearer TOKEN`." if token else ""))
+    app.add_middleware(observed, metrics=metrics, log_format=log_format)
+    guarded = {"security": [{"bearer": []}]} if token is not None else {}
+
+    def openapi() -> dict:
+        """FastAPI's document, with the request bodies' schemas and the bearer scheme added."""
+        if app.openapi_schema is None:
+            spec = get_openapi(title=app.title, version=app.version, description=app.description,
+                               routes=app.routes)
+            _, defs = models_json_schema([(Documents, "validation"), (BulkDocument, "validation")],
+                                         ref_template="#/components/schemas/{model}")
+            components = spec.setdefault("components", {})
+            components.setdefault("schemas", {}).update(defs["$defs"])
+            components["securitySchemes"] = {"bearer": {
+                "type": "http", "scheme": "bearer",
+                "description": "The token of `neardup serve --token-file`: every write needs it when one is set"}}
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = openapi
 
     def error(status: int, message: str, headers: dict | None = None) -> Response:
         return _json({"error": {"status": status, "message": message}}, status, headers)
@@ -184,32 +254,68 @@ def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_ba
         finally:
             budget.release(need)
 
-    docs_body = {"requestBody": {"required": True, "content": {"application/json": {"schema": _schema()}}}}
+    docs_body = _body("Documents")
+    reading = _refusals(400, 408, 413, 422, 503)
+    writing = _refusals(400, 401, 408, 413, 422, 503)
 
     def results(rows: list) -> Response:
-        # serialised here (not by FastAPI's encoder, which walks every value in Python first)
+        # serialised here (not by FastAPI's encoder, which walks every value in Python first); the
+        # response models document the answers
         return _json({"results": rows})
 
-    @app.post("/v1/check", openapi_extra=docs_body, summary="Matches of each document; nothing added")
+    @app.post("/v1/check", openapi_extra=docs_body, summary="Matches of each document; nothing added",
+              response_model=Results, responses=reading)
     async def check(request: Request) -> Response:
         async with received(request) as raw:
             ids, texts = parse_documents(raw, False, max_batch)
-            return results(await run_in_threadpool(svc.check, ids, texts))
+            rows = await run_in_threadpool(svc.check, ids, texts)
+        metrics.checked.inc(len(rows))
+        return results(rows)
 
-    @app.post("/v1/add", openapi_extra=docs_body, summary="Add every document (409 if an id is taken)")
+    @app.post("/v1/add", openapi_extra={**docs_body, **guarded}, response_model=Results,
+              summary="Add every document (409 if an id is taken)", responses={**writing, **_refusals(409)})
     async def add(request: Request) -> Response:
         authorise(request)
         async with received(request) as raw:
             ids, texts = parse_documents(raw, True, max_batch)
-            return results(await run_in_threadpool(svc.add, ids, texts))
+            rows = await run_in_threadpool(svc.add, ids, texts)
+        metrics.added.inc(len(rows))
+        return results(rows)
 
-    @app.post("/v1/check-and-add", openapi_extra=docs_body,
-              summary="Add each document that is not a near-duplicate (atomic)")
+    @app.post("/v1/check-and-add", openapi_extra={**docs_body, **guarded}, response_model=Results,
+              summary="Add each document that is not a near-duplicate (atomic)", responses=writing)
     async def check_and_add(request: Request) -> Response:
         authorise(request)
         async with received(request) as raw:
             ids, texts = parse_documents(raw, True, max_batch)
-            return results(await svc.check_and_add_async(ids, texts))
+            rows = await svc.check_and_add_async(ids, texts)
+        metrics.checked.inc(len(rows))
+        metrics.added.inc(sum(r["added"] for r in rows))
+        return results(rows)
+
+    @app.post("/v1/admin/add", openapi_extra={**_body("Documents", ndjson=True), **guarded},
+              response_model=BulkAdded, responses={**writing, **_refusals(409)},
+              summary="Bulk add: NDJSON or a JSON array of {id, text}, as `neardup index add` "
+                      "(?replace=true, ?id_field=, ?text_field=)")
+    async def bulk_add(request: Request, replace: bool = False, id_field: str = "id",
+                       text_field: str = "text") -> Response:
+        authorise(request)
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        async with received(request) as raw:
+            ids, texts = parse_bulk(raw, "ndjson" in kind or "jsonl" in kind, max_batch, id_field, text_field)
+            out = await run_in_threadpool(svc.bulk_add, ids, texts, replace)
+        metrics.added.inc(out["added"])
+        return _json(out)
+
+    @app.post("/v1/admin/compact", openapi_extra=guarded, response_model=Compacted,
+              responses=_refusals(401, 409),
+              summary="Rewrite the index as one segment without removed documents (other requests wait)")
+    async def compact(request: Request) -> Response:
+        authorise(request)
+        out = await run_in_threadpool(svc.compact)
+        metrics.compactions.inc()
+        metrics.compaction_seconds.observe(out["seconds"])
+        return _json(out)
 
     def path_id(request: Request, doc_id: str) -> str:
         """The id of ``/v1/docs/{id}``: the rest of the path as sent, percent-decoded."""
@@ -232,31 +338,43 @@ def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_ba
 
     async def remove(key: str, request: Request) -> Response:
         authorise(request)
-        return _json(await run_in_threadpool(svc.delete, key))
+        out = await run_in_threadpool(svc.delete, key)
+        metrics.removed.inc()
+        return _json(out)
 
-    @app.get("/v1/docs/{doc_id:path}", summary="A document's stored signature (the id percent-encoded)")
+    lookup = {"response_model": Stored, "responses": _refusals(400, 404, 422)}
+    deletion = {"response_model": Deleted, "responses": _refusals(400, 401, 404, 422), "openapi_extra": guarded}
+
+    @app.get("/v1/docs/{doc_id:path}", summary="A document's stored signature (the id percent-encoded)", **lookup)
     async def get_doc(doc_id: str, request: Request) -> Response:
         return await fetch(path_id(request, doc_id))
 
-    @app.delete("/v1/docs/{doc_id:path}", summary="Remove a document (the id percent-encoded)")
+    @app.delete("/v1/docs/{doc_id:path}", summary="Remove a document (the id percent-encoded)", **deletion)
     async def delete_doc(doc_id: str, request: Request) -> Response:
         return await remove(path_id(request, doc_id), request)
 
-    @app.get("/v1/docs", summary="A document's stored signature: ?id=<percent-encoded id>, any id")
+    @app.get("/v1/docs", summary="A document's stored signature: ?id=<percent-encoded id>, any id", **lookup)
     async def get_doc_query(request: Request, id: str) -> Response:
         return await fetch(query_id(request))
 
-    @app.delete("/v1/docs", summary="Remove a document: ?id=<percent-encoded id>, any id")
+    @app.delete("/v1/docs", summary="Remove a document: ?id=<percent-encoded id>, any id", **deletion)
     async def delete_doc_query(request: Request, id: str) -> Response:
         return await remove(query_id(request), request)
 
-    @app.get("/v1/stats", summary="Documents, bytes on disk and the index's parameters")
-    async def stats() -> dict[str, Any]:
-        return await run_in_threadpool(svc.stats)
+    @app.get("/v1/stats", summary="Documents, bytes on disk and the index's parameters", response_model=Stats)
+    async def stats() -> Response:
+        return _json(await run_in_threadpool(svc.stats))
 
-    @app.get("/healthz", summary="The service is up")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get("/healthz", summary="The service is up", response_model=Health)
+    async def health() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/metrics", summary="Prometheus metrics: requests, latencies, documents, index size, compactions",
+             response_class=PlainTextResponse, responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
+    async def prometheus() -> Response:
+        body = await run_in_threadpool(metrics.exposition)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     app.state.service = svc
+    app.state.metrics = metrics
     return app

@@ -1,5 +1,6 @@
 """The operations behind the endpoints (:mod:`neardup.service.app`): :class:`IndexService` —
-check, add, get, delete, stats under one lock, and check-and-add by group commit."""
+check, add, bulk add, get, delete, stats and compaction under one lock, and check-and-add by group
+commit."""
 import asyncio
 import collections
 import threading
@@ -45,6 +46,8 @@ class IndexService:
         self._queue: collections.deque[_Pending] = collections.deque()
         self._wake = threading.Condition()
         self._closed = False
+        self._compacting = threading.Lock()
+        self._size = len(index)
         self._writer = threading.Thread(target=self._serve, name="neardup-writer", daemon=True)
         self._writer.start()
 
@@ -66,6 +69,46 @@ class IndexService:
             except DuplicateKeyError as exc:
                 raise RequestError(409, str(exc)) from None
         return [{"id": k, "duplicate": False, "added": True, "matches": []} for k in ids]
+
+    def bulk_add(self, ids, texts, replace: bool) -> dict:
+        """Add a batch as ``neardup index add`` does (a large one becomes a segment at once), replacing
+        documents of the same id with ``replace``; 409 and nothing added if an id is taken without it."""
+        values, empty = self.index._sign(texts)
+        with self.lock:
+            try:
+                self.index._put(ids, values, empty, replace=replace)
+            except DuplicateKeyError as exc:
+                raise RequestError(409, str(exc).replace("pass replace=True to overwrite",
+                                                         "add ?replace=true to replace them")) from None
+            return {"added": len(ids), "documents": len(self.index)}
+
+    def compact(self) -> dict:
+        """Rewrite the index as one segment without removed documents (``neardup index compact``), in
+        this process's writer: every other operation waits meanwhile; a second compaction asked for
+        while one runs is refused (409)."""
+        if not self._compacting.acquire(blocking=False):
+            raise RequestError(409, "a compaction is already running; wait for its answer")
+        try:
+            start = time.monotonic()
+            with self.lock:
+                before = self.index.stats()
+                self.index.compact()
+                after = self.index.stats()
+            return {"documents": after["documents"], "segments_before": before.get("segments"),
+                    "segments_after": after.get("segments"), "bytes_before": before["bytes"],
+                    "bytes_after": after["bytes"], "seconds": round(time.monotonic() - start, 3)}
+        finally:
+            self._compacting.release()
+
+    def size(self) -> int:
+        """Documents in the index (a metric's value at each scrape): the last value seen when the
+        index is busy (a compaction) for more than a quarter of a second."""
+        if self.lock.acquire(timeout=0.25):
+            try:
+                self._size = len(self.index)
+            finally:
+                self.lock.release()
+        return self._size
 
     # -- check-and-add: the queue and its writer thread ----------------------------------------
     def _submit(self, ids, texts, deliver) -> None:

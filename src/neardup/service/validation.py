@@ -1,6 +1,6 @@
 """Request bodies and ids (:mod:`neardup.service.app`): :func:`json_shape` bounds a body's nesting
-and values before it is parsed, :func:`parse_documents` reads its documents, :func:`_decode_id`
-a percent-decoded id."""
+and values before it is parsed, :func:`parse_documents` reads its documents (:func:`parse_bulk` those
+of a bulk add), :func:`_decode_id` a percent-decoded id."""
 import json
 
 import numpy as np
@@ -107,16 +107,9 @@ def json_shape(body, chunk: int = _CHUNK, most: tuple[float, float] = (np.inf, n
     return top, values
 
 
-def _schema() -> dict:
-    doc = {"type": "object", "required": ["text"],
-           "properties": {"id": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "text": {"type": "string"}}}
-    return {"type": "object", "required": ["documents"],
-            "properties": {"documents": {"type": "array", "minItems": 1, "items": doc}}}
-
-
-def parse_documents(body: bytes, need_id: bool, max_batch: int) -> tuple:
-    """(ids, texts) of a request body, or :class:`RequestError` naming what is wrong (and where).
-    The body's nesting and number of values are checked before it is parsed (:func:`json_shape`)."""
+def _bounded(body: bytes, max_batch: int) -> str:
+    """``body`` as text once its nesting and number of values are checked (:func:`json_shape`,
+    before anything is parsed), else :class:`RequestError`."""
     most = VALUES_PER_DOCUMENT * (max_batch + 1)
     depth, values = json_shape(body, most=(MAX_DEPTH, most))
     if depth > MAX_DEPTH:
@@ -125,9 +118,15 @@ def parse_documents(body: bytes, need_id: bool, max_batch: int) -> tuple:
         raise RequestError(413, f"the body holds over {most} JSON values: a batch of at most {max_batch} "
                                 f"documents may hold {VALUES_PER_DOCUMENT} a document")
     try:
-        text = body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RequestError(400, f"the body is not valid UTF-8 (byte {exc.start})") from None
+
+
+def parse_documents(body: bytes, need_id: bool, max_batch: int) -> tuple:
+    """(ids, texts) of a request body, or :class:`RequestError` naming what is wrong (and where).
+    The body's nesting and number of values are checked before it is parsed (:func:`json_shape`)."""
+    text = _bounded(body, max_batch)
     try:
         obj = json.loads(text)
         del text
@@ -135,33 +134,76 @@ def parse_documents(body: bytes, need_id: bool, max_batch: int) -> tuple:
         raise RequestError(400, f"the body is not valid JSON: {exc}") from None
     if not isinstance(obj, dict) or "documents" not in obj:
         raise RequestError(422, 'the body must be an object {"documents": [{"id": …, "text": …}, …]}')
-    docs = obj["documents"]
+    return _documents(obj["documents"], need_id, max_batch, "documents")
+
+
+def parse_bulk(body: bytes, ndjson: bool, max_batch: int, id_field: str = "id", text_field: str = "text") -> tuple:
+    """(ids, texts) of a bulk add's body: NDJSON (one object a line, its id in ``id_field`` and its
+    text in ``text_field``; blank lines skipped) or JSON (an array of them, or ``{"documents": [...]}``);
+    else :class:`RequestError` naming the line or element. Bounded as :func:`parse_documents` is."""
+    text = _bounded(body, max_batch)
+    if not ndjson:
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            raise RequestError(400, f"the body is not valid JSON: {exc} (NDJSON needs Content-Type: "
+                                    "application/x-ndjson)") from None
+        if isinstance(obj, dict) and "documents" in obj:
+            return _documents(obj["documents"], True, max_batch, "documents", id_field, text_field)
+        if not isinstance(obj, list):
+            raise RequestError(422, 'the body must be an array [{"id": …, "text": …}, …] (or NDJSON: '
+                                    "Content-Type: application/x-ndjson)")
+        return _documents(obj, True, max_batch, "", id_field, text_field)
+    docs, lines = [], []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        if len(docs) == max_batch:
+            raise RequestError(413, f"more than {max_batch} documents in one request (line {n})")
+        try:
+            docs.append(json.loads(line))
+        except ValueError as exc:
+            raise RequestError(400, f"line {n} is not valid JSON: {exc}") from None
+        lines.append(n)
+    return _documents(docs, True, max_batch, "the lines", id_field, text_field, lines)
+
+
+def _documents(docs, need_id: bool, max_batch: int, name: str, id_field: str = "id", text_field: str = "text",
+               lines: list | None = None):
+    """(ids, texts) of a list of objects (``id_field``, ``text_field``); errors name ``name[i]``
+    (``documents[i]``, ``[i]`` of an array) or, for NDJSON, ``line N`` (``lines``: each one's)."""
+    def where(i: int, field: str = "") -> str:
+        if lines is not None:
+            return f"line {lines[i]}" + (f": {field}" if field else "")
+        return f"{name}[{i}]" + (f".{field}" if field else "")
+
     if not isinstance(docs, list):
-        raise RequestError(422, "documents must be a list")
+        raise RequestError(422, f"{name or 'the body'} must be a list")
     if not docs:
-        raise RequestError(422, "documents is empty: send at least one document")
+        raise RequestError(422, ("the body holds no document" if lines is not None else f"{name or 'the body'} is "
+                                 "empty") + ": send at least one document")
     if len(docs) > max_batch:
         raise RequestError(413, f"{len(docs)} documents in one request; at most {max_batch}")
     ids, texts = [], []
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
-            raise RequestError(422, f"documents[{i}] must be an object with id and text")
-        t = d.get("text")
+            raise RequestError(422, f"{where(i)} must be an object with {id_field} and {text_field}")
+        t = d.get(text_field)
         if not isinstance(t, str):
-            raise RequestError(422, f"documents[{i}].text must be a string"
-                               + ("" if "text" in d else " (missing)"))
-        k = d.get("id")
+            raise RequestError(422, f"{where(i, text_field)} must be a string"
+                               + ("" if text_field in d else " (missing)"))
+        k = d.get(id_field)
         if k is None and need_id:
-            raise RequestError(422, f"documents[{i}].id is missing")
+            raise RequestError(422, f"{where(i, id_field)} is missing")
         if k is not None:
             try:
-                k = check_key(k, f"documents[{i}].id")
+                k = check_key(k, where(i, id_field))
             except InvalidKeyError as exc:
                 raise RequestError(422, str(exc)) from None
         ids.append(k)
         texts.append(t)
     if need_id and len(set(map(repr, ids))) != len(ids):
-        raise RequestError(422, "an id appears twice in documents")
+        raise RequestError(422, f"an id appears twice in {name or 'the body'}")
     return ids, texts
 
 
