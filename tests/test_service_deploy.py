@@ -12,7 +12,9 @@ import subprocess
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -146,6 +148,7 @@ def test_openapi_has_models_refusals_and_the_bearer_scheme(tmp_path):
         ("/v1/check-and-add", "post"): ("Results", {400, 401, 408, 413, 422, 503}, True),
         ("/v1/admin/add", "post"): ("BulkAdded", {400, 401, 408, 409, 413, 422, 503}, True),
         ("/v1/admin/compact", "post"): ("Compacted", {401, 409}, True),
+        ("/v1/admin/backup", "post"): ("BackedUp", {401, 403, 409, 422}, True),
         ("/v1/docs/{doc_id}", "get"): ("Stored", {400, 404, 422}, False),
         ("/v1/docs/{doc_id}", "delete"): ("Deleted", {400, 401, 404, 422}, True),
         ("/v1/docs", "get"): ("Stored", {400, 404, 422}, False),
@@ -163,7 +166,7 @@ def test_openapi_has_models_refusals_and_the_bearer_scheme(tmp_path):
             assert op["responses"][str(c)]["content"]["application/json"]["schema"] == {
                 "$ref": "#/components/schemas/Error"} and op["responses"][str(c)]["description"], (path, c)
         assert (op.get("security") == [{"bearer": []}]) is write, (path, method)
-        if method == "post" and path != "/v1/admin/compact":
+        if method == "post" and path not in ("/v1/admin/compact", "/v1/admin/backup"):
             assert op["requestBody"]["required"], path
             assert "$ref" in json.dumps(op["requestBody"]["content"]["application/json"]["schema"]), path
     bulk = spec["paths"]["/v1/admin/add"]["post"]
@@ -342,15 +345,77 @@ def test_cli_writers_while_serving_point_at_the_admin_endpoints(index, tmp_path)
         assert f"neardup serve at {s.url}" in (index / "LOCK").read_text()
         procs = [subprocess.Popen([sys.executable, "-m", "neardup", "index", *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
-                 for args in (("add", str(index), str(rows), "--id-field", "id"), ("compact", str(index)))]
+                 for args in (("add", str(index), str(rows), "--id-field", "id"), ("compact", str(index)),
+                              ("backup", str(index), str(tmp_path / "bk")))]
         outs = [p.communicate(timeout=120) for p in procs]
         for p, (_, err) in zip(procs, outs):
             lines = err.strip().splitlines()
             assert p.returncode == 1 and len(lines) == 1 and "Traceback" not in err, err
-            assert f"POST {s.url}/v1/admin/add" in err and f"POST {s.url}/v1/admin/compact" in err, err
-        assert s.call("GET", "/v1/docs/cli-1")[0] == 404
+            assert all(f"POST {s.url}/v1/admin/{x}" in err for x in ("add", "compact", "backup")), err
+        assert s.call("GET", "/v1/docs/cli-1")[0] == 404 and not (tmp_path / "bk").exists()
     finally:
         s.stop()
+
+
+def test_backup_while_serving_is_the_index_at_that_moment(index, tmp_path):
+    (tmp_path / "token").write_text("tok\n")
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    s = Server(index, "--token-file", tmp_path / "token", "--backup-dir", backups)
+    auth = {"Authorization": "Bearer tok"}
+    try:
+        assert _bulk(s, _synthetic(4200), token="tok")[0] == 200                  # a segment
+        assert s.call("POST", "/v1/add", _docs([("logged", "an online add, in the log")]), token="tok")[0] == 200
+        assert s.call("DELETE", f"/v1/docs/{DOCS[0]['id']}", token="tok")[0] == 200
+        assert _raw(s, "POST", "/v1/admin/backup")[0] == 401
+        status, _, body = _raw(s, "POST", "/v1/admin/backup?name=first", headers=auth)
+        out = json.loads(body)
+        assert status == 200 and out["path"] == str(backups / "first") and out["documents"] == 200 + 4200 + 1 - 1
+        assert out["linked"] >= 7 and out["copied"] >= 2 and out["bytes"] > 0
+        assert s.call("POST", "/v1/add", _docs([("later", "added after the backup")]), token="tok")[0] == 200
+        status, _, body = _raw(s, "POST", "/v1/admin/backup?name=first", headers=auth)
+        assert status == 409 and "already exists" in json.loads(body)["error"]["message"]
+        for bad in ("..", "../x", ".hidden", "a/b", "-x", "x" * 129, ""):
+            status, _, body = _raw(s, "POST", "/v1/admin/backup?name=" + urllib.parse.quote(bad), headers=auth)
+            assert status == 422 and "name must be" in json.loads(body)["error"]["message"], bad
+        status, _, body = _raw(s, "POST", "/v1/admin/backup", headers=auth)           # the default name
+        assert status == 200 and Path(json.loads(body)["path"]).name.startswith(index.name + "-")
+        assert _metrics(s)[("neardup_backups_total", ())] == 2
+        assert sorted(p.name for p in backups.iterdir()) == ["first", Path(json.loads(body)["path"]).name]
+    finally:
+        s.stop()
+    with open_index(backups / "first", readonly=True) as bk:
+        assert len(bk) == out["documents"] and "s4199" in bk and "logged" in bk
+        assert DOCS[0]["id"] not in bk and "later" not in bk
+    verify = subprocess.run([sys.executable, "-m", "neardup", "index", "verify", str(backups / "first"), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0 and json.loads(verify.stdout)["ok"], verify.stdout + verify.stderr
+    with open_index(index, readonly=True) as idx:                                      # the index goes on
+        assert "later" in idx and len(idx) == out["documents"] + 1
+
+
+def test_backups_are_off_without_a_backup_dir_and_a_vanished_one_is_one_line(index, tmp_path):
+    s = Server(index)
+    try:
+        status, _, body = _raw(s, "POST", "/v1/admin/backup")
+        assert status == 403 and "--backup-dir" in json.loads(body)["error"]["message"]
+    finally:
+        s.stop()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    s = Server(index, "--backup-dir", gone)
+    try:
+        gone.rmdir()
+        status, _, body = _raw(s, "POST", "/v1/admin/backup?name=b")
+        message = json.loads(body)["error"]["message"]
+        assert status == 500 and "cannot create the backup" in message and "\n" not in message
+        assert s.call("GET", "/v1/stats")[1]["documents"] == 200                      # still serving
+    finally:
+        s.stop()
+    assert "Traceback" not in s.stderr
+    proc = subprocess.run([sys.executable, "-m", "neardup", "serve", "--index", str(index), "--backup-dir",
+                           str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--backup-dir" in proc.stderr and "does not exist" in proc.stderr
 
 
 # -- hostile bulk adds ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ Examples::
     neardup index remove IDX doc-17 doc-18
     neardup index stats IDX --json
     neardup index compact IDX
+    neardup index backup IDX IDX-2026-12-07              # a consistent copy (hard links to the segments)
     neardup index export IDX -o signatures.parquet
 """
 from __future__ import annotations
@@ -56,8 +57,9 @@ def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
             raise
         url = served.group(1)
         raise IndexStoreError(f"{exc}. While it serves, add documents with POST {url}/v1/admin/add (NDJSON, "
-                              f"as `index add` reads) and compact with POST {url}/v1/admin/compact (with the "
-                              "service's bearer token, if it has one); or stop it first") from None
+                              f"as `index add` reads), compact with POST {url}/v1/admin/compact and back up with "
+                              f"POST {url}/v1/admin/backup (with the service's bearer token, if it has one); or "
+                              "stop it first") from None
 
 
 def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None, check_ids=False):
@@ -252,6 +254,21 @@ def compact(path):
         after = idx.stats()
     click.echo(f"{before['segments']} segments, {before['bytes']:,} bytes → {after['segments']}, "
                f"{after['bytes']:,} bytes")
+
+
+@index.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("dest", type=click.Path())
+def backup(path, dest):
+    """Copy the index at PATH as a new index folder DEST, consistently: segments hard-linked where the
+    file system allows (they never change), the log up to its last acknowledged record. Takes the
+    writer's lock, so no write runs meanwhile; while `neardup serve` holds the index, use its
+    POST /v1/admin/backup."""
+    with _open(path, readonly=False) as idx:
+        out = idx.backup(dest)
+        n = len(idx)
+    click.echo(f"backed up {n} documents to {dest} ({out['linked']} files linked, {out['copied']} copied, "
+               f"{out['bytes']:,} bytes)")
 
 
 @index.command()

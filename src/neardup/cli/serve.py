@@ -42,24 +42,28 @@ LOG_FORMATS = ("text", "json")        # --log-format
 @click.option("--commit-delay-ms", type=click.FloatRange(0, 1000), default=2.0, show_default=True,
               help="Group commit: how long a check-and-add round may wait for requests still on their way "
                    "(more requests per fsync; 0: none).")
+@click.option("--backup-dir", type=click.Path(exists=True, file_okay=False, writable=True), default=None,
+              help="Where POST /v1/admin/backup makes consistent copies of the index (each a new folder; hard links "
+                   "to its segments on the same file system). Without it, backups through the service are off.")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="text", show_default=True,
               help="The lines on stderr: text, or json (one JSON object a line): the access log and the "
                    "service's own lines (start, warnings, clients that disconnect or time out).")
 @click.option("--access-log/--no-access-log", default=True, show_default=True,
               help="One line per request once answered: client, method, path, status, bytes, duration.")
 def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inflight_bytes, header_timeout,
-          body_timeout, commit_delay_ms, log_format, access_log):
+          body_timeout, commit_delay_ms, backup_dir, log_format, access_log):
     """Serve an index over HTTP: POST /v1/check, /v1/add, /v1/check-and-add; GET/DELETE
-    /v1/docs/{id} and /v1/docs?id=ID; GET /v1/stats, /healthz, /metrics (Prometheus); bulk add and
-    compaction while serving: POST /v1/admin/add, /v1/admin/compact; OpenAPI at /docs (served from the
-    package: works offline). Binds 127.0.0.1 unless told; on any other address without --token-file
-    it warns: anyone who reaches the port may write. One access-log line per request, and one line
-    for a client that disconnects or times out, on stderr.
+    /v1/docs/{id} and /v1/docs?id=ID; GET /v1/stats, /healthz, /metrics (Prometheus); bulk add,
+    compaction and backups while serving: POST /v1/admin/add, /v1/admin/compact, /v1/admin/backup;
+    OpenAPI at /docs (served from the package: works offline). Binds 127.0.0.1 unless told; on any
+    other address without --token-file it warns: anyone who reaches the port may write. One
+    access-log line per request, and one line for a client that disconnects or times out, on stderr.
 
     \b
     Examples:
       neardup serve --index IDX --port 8000
-      neardup serve --index IDX --host 0.0.0.0 --token-file /etc/neardup/token --log-format json
+      neardup serve --index IDX --host 0.0.0.0 --token-file /etc/neardup/token --log-format json \\
+        --backup-dir /srv/neardup-backups
     """
     try:
         import uvicorn  # noqa: PLC0415  (the serve extra)
@@ -83,7 +87,7 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
     try:
         app = create_app(idx, token=token, max_body=max_body_bytes, max_batch=max_batch,
                          commit_delay=commit_delay_ms / 1000, max_inflight=max_inflight_bytes,
-                         body_timeout=body_timeout, log_format=log_format)
+                         body_timeout=body_timeout, log_format=log_format, backup_dir=backup_dir)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

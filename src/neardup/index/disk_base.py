@@ -17,6 +17,7 @@ from ..errors import NeardupError
 from .segments import SegmentStore
 from .store import (
     IndexStore,
+    IndexStoreError,
     NotAnIndexError,
     ReadOnlyError,
     SQLiteStore,
@@ -387,6 +388,13 @@ class BaseDiskIndex:
         """Folder store: name this writer (after its pid) to a second one, which is refused naming it."""
         if hasattr(self._st, "note_writer"):
             self._st.note_writer(what)
+
+    def backup(self, dest) -> dict:
+        """A consistent copy of the index as a new folder ``dest`` (folder store, opened for writing:
+        see :meth:`~neardup.index.segments.SegmentStore.backup`); :class:`IndexStoreError` otherwise."""
+        if not hasattr(self._st, "backup"):
+            raise IndexStoreError(f"{self.path} is a SQLite index: copy it while no process has it open")
+        return self._st.backup(dest)
 
     def compact(self) -> None:
         """Rewrite the index as one segment without removed documents (folder store), or

@@ -50,6 +50,7 @@ import fcntl
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -61,7 +62,7 @@ from .segment import Segment, _pack_keys, decode_key, encode_key, merge
 from .segments_manifest import FORMAT, MANIFEST, PENDING, _plain, manifest_bytes
 from .segments_manifest import manifest_problem as manifest_problem
 from .segments_manifest import manifest_shape_problem as manifest_shape_problem
-from .segments_open import Opening
+from .segments_open import Opening, building
 from .segments_read import PARALLEL_QUERIES, Reading
 from .store import DuplicateKeyError, IndexStore, IndexStoreError, ReadOnlyError, check_batch
 
@@ -315,6 +316,59 @@ class SegmentStore(Opening, Reading, IndexStore):
         segs = [segs[i] for i in keep] + [{"dir": name, "first_id": next_id, "n": merged.n, "files": files}]
         objs = [seg_objs[i] for i in keep] + [merged]
         return segs, objs, dead, next_id + merged.n
+
+    def backup(self, dest) -> dict:
+        """A copy of the committed index as a new index folder ``dest``, for a writer (no write runs
+        meanwhile: the caller's to ensure, as the service's lock does): the manifest, the segments and
+        the removed ids it names — hard links where the file system allows (a named file never
+        changes), else copies — and the log up to its last acknowledged record; built beside
+        ``dest``, fsynced, then renamed into place. Returns what was linked, copied and how many bytes."""
+        self._check_writable()
+        dest = Path(dest)
+        if dest.is_symlink() or dest.exists():
+            raise FileExistsError(f"{dest} already exists; a backup is a new folder")
+        tmp = building(dest, "backup")
+        out = {"linked": 0, "copied": 0, "bytes": 0}
+
+        def place(src: Path, to: Path) -> None:
+            try:
+                os.link(src, to, follow_symlinks=False)
+                out["linked"] += 1
+            except OSError:
+                shutil.copyfile(src, to, follow_symlinks=False)
+                with open(to, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                out["copied"] += 1
+            out["bytes"] += to.stat().st_size
+
+        m = self._manifest
+        try:
+            for seg in m["segments"]:
+                (tmp / seg["dir"]).mkdir()
+                for f in sorted(os.listdir(self.path / seg["dir"])):
+                    place(self.path / seg["dir"] / f, tmp / seg["dir"] / f)
+                fsync_dir(tmp / seg["dir"])
+            if m["deleted"]:
+                place(self.path / m["deleted"], tmp / m["deleted"])
+            with open(self.path / m["wal"], "rb") as src:
+                write_new(tmp / m["wal"], src.read(self._wal_pos))
+            out["copied"] += 1
+            out["bytes"] += self._wal_pos
+            manifest = (self.path / MANIFEST).read_bytes()
+            write_new(tmp / MANIFEST, manifest)
+            out["copied"] += 1
+            out["bytes"] += len(manifest)
+            write_new(tmp / "LOCK", b"")
+            fsync_dir(tmp)
+            os.rename(tmp, dest)
+            fsync_dir(dest.parent)
+        except OSError as exc:
+            raise IndexStoreError(f"{dest}: the backup failed ({exc.strerror or exc}); nothing was left "
+                                  "there") from None
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return out
 
     def compact(self) -> None:
         """One segment of the live documents: log folded in, tombstones dropped."""

@@ -34,6 +34,17 @@ if TYPE_CHECKING:
     from .segments import SegmentStore
 
 
+def building(p: Path, what: str) -> Path:
+    """A new empty folder beside ``p`` (``.NAME.PID.RANDOM.building``) to build ``what`` in before it is
+    renamed to ``p``; :class:`IndexStoreError` naming ``p`` when none can be made there."""
+    tmp = p.parent / f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}.building"
+    try:
+        tmp.mkdir()
+    except OSError as exc:
+        raise IndexStoreError(f"{p}: cannot create the {what} here ({exc.strerror or exc})") from None
+    return tmp
+
+
 class Opening:
     """:class:`~neardup.index.segments.SegmentStore`'s opening, loading and recovery."""
 
@@ -47,11 +58,7 @@ class Opening:
         p = Path(path)
         if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):
             raise FileExistsError(f"{p} already exists; open it, or remove it to start over")
-        tmp = p.parent / f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}.building"
-        try:
-            tmp.mkdir()
-        except OSError as exc:
-            raise IndexStoreError(f"{p}: cannot create the index here ({exc.strerror or exc})") from None
+        tmp = building(p, "index")
         made = [tmp / MANIFEST, tmp / "LOCK", tmp / "wal-0.log"]
         try:
             manifest = {"format": FORMAT, "generation": 0, "meta": dict(meta), "next_id": 1, "count": 0,

@@ -13,6 +13,8 @@ order; each result ``{"id", "duplicate", "added", "matches": [{"id", "similarity
   add`` would, and ``POST /v1/admin/compact`` — ``neardup index compact``: both in this process's
   writer, so an index can be grown and compacted while it serves (the CLI's own would wait for the
   writer's lock);
+* ``POST /v1/admin/backup`` (with ``--backup-dir``) — a consistent copy of the index, hard-linked
+  where it can be, as a new folder there;
 * ``GET /metrics`` (Prometheus); the OpenAPI document at ``/openapi.json``, its pages at ``/docs``
   (Swagger UI) and ``/redoc``, with their scripts served from the installed package (fastapi-offline),
   so they work offline.
@@ -64,7 +66,10 @@ import asyncio
 import contextlib
 import hmac
 import json
+import re
+import time
 import urllib.parse
+from pathlib import Path
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -94,6 +99,7 @@ from .limits import (
 )
 from .models import (
     ERRORS,
+    BackedUp,
     BulkAdded,
     BulkDocument,
     Compacted,
@@ -113,6 +119,9 @@ from .validation import _decode_id, json_shape, parse_bulk, parse_documents
 __all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_BATCH", "MAX_BODY", "MAX_DEPTH", "MAX_WAITING", "UNREAD_GRACE",
            "VALUES_PER_DOCUMENT", "IndexService", "RequestError", "create_app", "http_protocol", "json_shape",
            "parse_documents"]
+
+
+_BACKUP_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")     # a folder name, never a path
 
 
 def _json(obj, status: int = 200, headers: dict | None = None) -> Response:
@@ -148,13 +157,14 @@ def _body(name: str, ndjson: bool = False) -> dict:
 
 def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_batch: int = MAX_BATCH,
                commit_delay: float = 0.002, max_inflight: int | None = None,
-               body_timeout: float = BODY_TIMEOUT, log_format: str = "text"):
+               body_timeout: float = BODY_TIMEOUT, log_format: str = "text", backup_dir=None):
     """The ASGI application serving ``index`` (a :class:`~neardup.index.disk.DiskIndex` or
     :class:`~neardup.index.disk.SimHashDiskIndex` opened for writing); ``app.state.service`` is its
     :class:`IndexService` (close it before the index), ``app.state.metrics`` its
     :class:`~neardup.service.observe.Metrics`. ``max_inflight`` (default 4 × ``max_body``): bytes of
     request bodies held at once; ``body_timeout``: seconds for a body to arrive once its request has
-    started (waiting for room included); ``log_format``: the access log's, ``text`` or ``json``. The
+    started (waiting for room included); ``log_format``: the access log's, ``text`` or ``json``;
+    ``backup_dir``: where ``POST /v1/admin/backup`` makes its copies (None: backups are off). The
     module docstring states every bound."""
     svc = IndexService(index, commit_delay=commit_delay)
     budget = _BodyBudget(max(max_body, 4 * max_body if max_inflight is None else max_inflight))
@@ -315,6 +325,28 @@ def create_app(index, token: str | None = None, max_body: int = MAX_BODY, max_ba
         out = await run_in_threadpool(svc.compact)
         metrics.compactions.inc()
         metrics.compaction_seconds.observe(out["seconds"])
+        return _json(out)
+
+    @app.post("/v1/admin/backup", openapi_extra=guarded, response_model=BackedUp,
+              responses=_refusals(401, 403, 409, 422),
+              summary="A consistent copy of the index in --backup-dir (?name=; default: the index's name and the "
+                      "time); other requests wait")
+    async def backup(request: Request, name: str | None = None) -> Response:
+        authorise(request)
+        if backup_dir is None:
+            raise RequestError(403, "backups are off: start neardup serve with --backup-dir DIR")
+        if name is not None and not _BACKUP_NAME.fullmatch(name):
+            raise RequestError(422, "name must be 1-128 letters, digits, '.', '_' or '-', not starting with '.' "
+                                    f"or '-'; got {name[:200]!r}")
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        dest = Path(backup_dir) / (name or f"{Path(svc.index.path).name}-{stamp}")
+        for n in range(2, 100):                     # two in one second: -2, -3, …
+            if name is not None or not (dest.exists() or dest.is_symlink()):
+                break
+            dest = Path(backup_dir) / f"{Path(svc.index.path).name}-{stamp}-{n}"
+        out = await run_in_threadpool(svc.backup, dest)
+        metrics.backups.inc()
+        metrics.last_backup.set(time.time())
         return _json(out)
 
     def path_id(request: Request, doc_id: str) -> str:

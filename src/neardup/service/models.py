@@ -101,6 +101,17 @@ class Compacted(BaseModel):
     seconds: float
 
 
+class BackedUp(BaseModel):
+    """A backup: the new index folder, its documents, files hard-linked and copied, bytes, seconds."""
+
+    path: str
+    documents: int
+    linked: int
+    copied: int
+    bytes: int
+    seconds: float
+
+
 class ErrorDetail(BaseModel):
     status: int
     message: str = Field(description="One line saying what is wrong (and where in the body).")
@@ -116,10 +127,13 @@ class Error(BaseModel):
 ERRORS = {
     400: "The body is not valid JSON or UTF-8, or nests deeper than 64; an id in the path or query is not UTF-8",
     401: "A write without the bearer token (with --token-file)",
+    403: "Backups are off: the service was started without --backup-dir",
     404: "No document with that id",
     408: "The body did not arrive within --body-timeout",
-    409: "An id is already indexed (nothing of the batch is added), or a compaction is already running",
+    409: "An id is already indexed (nothing of the batch is added), a compaction is already running, or the "
+         "backup's folder exists",
     413: "The body is over --max-body-bytes, or holds more than --max-batch documents",
-    422: "The body is not a batch of documents: a field missing or of the wrong type, an id twice",
+    422: "The body is not a batch of documents (a field missing or of the wrong type, an id twice), or a query "
+         "parameter is invalid",
     503: "Busy (--max-inflight-bytes; retry after Retry-After) or shutting down",
 }

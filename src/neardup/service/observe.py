@@ -40,6 +40,9 @@ class Metrics:
         self.compactions = Counter("neardup_compactions", "Compactions run by POST /v1/admin/compact.", registry=r)
         self.compaction_seconds = Histogram("neardup_compaction_duration_seconds", "Seconds a compaction took.",
                                             buckets=BUCKETS, registry=r)
+        self.backups = Counter("neardup_backups", "Backups taken by POST /v1/admin/backup.", registry=r)
+        self.last_backup = Gauge("neardup_last_backup_timestamp_seconds",
+                                 "When the last backup was completed (Unix time; 0: none yet).", registry=r)
         docs = Gauge("neardup_index_documents", "Documents in the index.", ("kind",), registry=r)
         docs.labels(kind).set_function(size)
 

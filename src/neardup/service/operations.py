@@ -100,6 +100,19 @@ class IndexService:
         finally:
             self._compacting.release()
 
+    def backup(self, dest) -> dict:
+        """A consistent copy of the index as the new folder ``dest``
+        (:meth:`~neardup.index.disk_base.BaseDiskIndex.backup`: hard links to the segments where it
+        can), taken while every other operation waits; 409 if ``dest`` exists."""
+        start = time.monotonic()
+        with self.lock:
+            try:
+                out = self.index.backup(dest)
+            except FileExistsError as exc:
+                raise RequestError(409, str(exc)) from None
+            documents = len(self.index)
+        return {"path": str(dest), "documents": documents, **out, "seconds": round(time.monotonic() - start, 3)}
+
     def size(self) -> int:
         """Documents in the index (a metric's value at each scrape): the last value seen when the
         index is busy (a compaction) for more than a quarter of a second."""
