@@ -86,6 +86,24 @@ def test_dedup_json_events_cover_every_stage(tmp_path, method, stages):
         assert (tmp_path / "j" / name).read_bytes() == (tmp_path / "p" / name).read_bytes()
 
 
+@pytest.mark.parametrize("args, stages", [
+    (["dedup", "--method", "lines"], ["read+sign", "spans", "write"]),
+    (["dedup", "--spans", "lines"], ["read+sign", "identical", "candidates", "verify", "clusters", "spans", "write",
+                                     "report"]),
+    (["dedup", "--spans", "lines", "--spans-order", "before"],
+     ["read+sign", "spans", "read+sign", "identical", "candidates", "verify", "clusters", "write", "report"]),
+    (["pairs"], ["read+sign", "identical", "candidates", "verify", "clusters", "join", "write"]),
+])
+def test_span_runs_and_joins_report_one_stage_at_a_time(tmp_path, args, stages):
+    src, rows = _corpus(tmp_path)
+    got = CliRunner().invoke(main, [args[0], str(src), *args[1:], "-o", str(tmp_path / "o"), "--on-error", "skip",
+                                    "--workers", "1", "--progress", "json", "-q"])
+    assert got.exit_code == 0, got.output
+    events = _events(got.stderr)
+    assert _stages(events) == stages
+    assert all(e["rows"] == rows for e in events if e["stage"] == "read+sign" and e["event"] == "end")
+
+
 def test_json_events_with_the_summary_and_to_stdout(tmp_path):
     src, rows = _corpus(tmp_path, bad=False)
     got = CliRunner().invoke(main, ["dedup", str(src), "-o", "-", "--progress", "json", "--workers", "1"])

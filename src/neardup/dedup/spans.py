@@ -36,6 +36,7 @@ from ..features.units import UnitHasher, Units, pack_raw, repeated_units, utf8
 from ..index.suffix import repeated_in_documents
 from ..io.formats import check_stamp
 from ..io.ids import id_json
+from .progress import begin
 from .records import row_documents, skipped_line, write_rows
 from .report import SKIPPED_LISTED, RunSummary, build_report, similarity_edges, write_report
 
@@ -269,9 +270,9 @@ class SpanStage:
         return {int(doc_row[d]): (r.starts[r.off[d]:r.off[d + 1]].tolist(), r.ends[r.off[d]:r.off[d + 1]].tolist())
                 for d in docs}
 
-    def write(self, specs, run_cfg: DedupConfig, corpus, out: str, keep_doc: np.ndarray) -> list[dict]:
+    def write(self, specs, run_cfg: DedupConfig, corpus, out: str, keep_doc: np.ndarray, step=None) -> list[dict]:
         """Pass 2 (inputs already checked unchanged): the rows of documents ``keep_doc``, with their
-        ranges removed."""
+        ranges removed (``step``: the progress stage its rows count in, else a ``write`` stage)."""
         doc_row = np.asarray(corpus.doc_row, dtype=np.int64)
         keep_row = np.zeros(corpus.n_rows, dtype=bool)
         keep_row[doc_row[keep_doc]] = True
@@ -282,7 +283,7 @@ class SpanStage:
         wanted = {i: b"" for i, _, _ in self.top}
         self.editor = editor = _Editor(self.cfg, self.ranges, self.nbytes, self.where, wanted)
         return write_rows(specs, run_cfg, corpus, out, keep_row, touched_row,
-                          lambda g, text: editor(int(doc_of_row[g]), text))
+                          lambda g, text: editor(int(doc_of_row[g]), text), step)
 
     def write_edits(self, path: str, corpus, duplicate: np.ndarray | None = None) -> None:
         """edits.jsonl: per input row ``{"row", "id", "status", "bytes", "kept_bytes", "removed"}`` where
@@ -358,12 +359,20 @@ class SpanStage:
         }
 
 
+def found_spans(cfg: DedupConfig, corpus, payload, keep: np.ndarray, where) -> SpanStage:
+    """:class:`SpanStage` of the documents ``keep``, reported as the progress stage ``spans``."""
+    step = begin("spans", int(keep.sum()), unit="doc")
+    stage = SpanStage(cfg, corpus, payload, keep, where)
+    step.end(int(keep.sum()))
+    return stage
+
+
 def run_spans(specs, cfg: DedupConfig, out: str, corpus, command: str, t_start: float, timings: dict,
               where) -> dict:
     """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``where(d)``: a row's place)."""
 
     n_docs = len(corpus.ids)
-    stage = SpanStage(cfg, corpus, corpus.payload_of_doc, np.ones(n_docs, dtype=bool), where)
+    stage = found_spans(cfg, corpus, corpus.payload_of_doc, np.ones(n_docs, dtype=bool), where)
     timings["find"] = stage.seconds
     t0 = time.perf_counter()
     for spec in specs:

@@ -27,7 +27,7 @@ from ..._arrays import sorted_unique
 from ..._version import __version__
 from ...config import _DOCUMENTS, DEFAULTS, DedupConfig, check_banded
 from ...dedup.find import HOW, TooManyPairsError, find_run, join_pairs
-from ...dedup.progress import reporting, shows_progress
+from ...dedup.progress import begin, reporting, shows_progress
 from ...dedup.records import pairs_schema
 from ...dedup.report import write_report
 from ...dedup.tables import Corpus
@@ -101,10 +101,14 @@ def _run(specs, cfg: DedupConfig, work: str, out: str, command: str, t_start: fl
     result = find_run(values, empty, sizes, features, replace(cfg, linkage="components"), corpus, None, texts_of)
     timings.update(result.timings)
     t0 = time.perf_counter()
+    step = begin("join", int(result.pairs_lo.shape[0]), unit="pair")
     a, b, sim, how = join_pairs(result, n, max_pairs)
+    step.end(int(result.pairs_lo.shape[0]), pairs=int(a.shape[0]))
     timings["join"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    step = begin("write", int(a.shape[0]), unit="pair")
     write_join(os.path.join(out, "pairs.parquet"), corpus, a, b, sim, how)
+    step.end(int(a.shape[0]))
     timings["write"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     report = {

@@ -45,7 +45,7 @@ from ...dedup.report import (
     similarity_counts,
     write_report,
 )
-from ...dedup.spans import SPAN_METHODS, SpanStage, edited, run_spans, stage_config
+from ...dedup.spans import SPAN_METHODS, edited, found_spans, run_spans, stage_config
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, InputChangedError, InputFormatError, OutputError
 from ...explain import compact_explanation
@@ -296,8 +296,8 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     if span_cfg is not None and cfg.spans_order == "before":
         # the spans first (one read), then the documents signed with them removed (a second read)
         _read(specs, span_cfg, corpus, spill=work)
-        stage = SpanStage(span_cfg, corpus, corpus.payload_of_doc, np.ones(len(corpus.ids), dtype=bool),
-                          lambda d: _where(specs, corpus, d))
+        stage = found_spans(span_cfg, corpus, corpus.payload_of_doc, np.ones(len(corpus.ids), dtype=bool),
+                            lambda d: _where(specs, corpus, d))
         timings["spans"] = stage.seconds
         first, corpus = corpus, Corpus()
         for spec in specs:
@@ -311,10 +311,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
         values, empty, sizes, features, corpus = _read_or_resume(specs, cfg, corpus, checkpoint, timings, work)
     timings["read_sign"] = time.perf_counter() - t0
     if cfg.method in SPAN_METHODS:
-        step = begin("spans+write", corpus.n_rows)
-        report = run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
-        step.end(corpus.n_rows)
-        return report
+        return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
     n_docs = len(corpus.ids)
 
     part = None
@@ -345,16 +342,16 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
 
     # -- pass 2: kept rows in each input's format --------------------------------------------------
     t0 = time.perf_counter()
-    step = begin("write", corpus.n_rows)
     for spec in specs:
         check_stamp(spec)
     if cfg.clusters_format == "parquet":
         check_parquet_ids(corpus.ids, lambda d: _where(specs, corpus, d))
+    if span_cfg is not None and stage is None:      # --spans-order after: spans among the documents kept
+        stage = found_spans(span_cfg, corpus, corpus.payload_of_doc, kept_doc, lambda d: _where(specs, corpus, d))
+        timings["spans"] = stage.seconds
+    step = begin("write", corpus.n_rows)
     if span_cfg is not None:
-        if stage is None:   # --spans-order after: spans among the documents kept
-            stage = SpanStage(span_cfg, corpus, corpus.payload_of_doc, kept_doc, lambda d: _where(specs, corpus, d))
-            timings["spans"] = stage.seconds
-        outputs = stage.write(specs, cfg, corpus, out, kept_doc)
+        outputs = stage.write(specs, cfg, corpus, out, kept_doc, step)
         stage.write_edits(os.path.join(out, "edits.jsonl"), corpus, duplicate=~kept_doc)
         write_clusters(os.path.join(out, f"clusters.{cfg.clusters_format}"), cfg, corpus, clusters, empty, extra_ids)
     else:
