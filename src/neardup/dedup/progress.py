@@ -76,9 +76,9 @@ class Stage:
         if rows is not None:
             self.rows = (self.rows or 0) + int(rows)
         if self.bar is not None:
-            self.bar.update(n)
-            if self.rows is not None:
+            if self.rows is not None:      # (set first: the frame update draws shows it)
                 self.bar.set_postfix_str(f"{self.rows:,} rows", refresh=False)
+            self.bar.update(n)
         extra = {}
         if self.total:
             spent = time.perf_counter() - self.t0
