@@ -18,6 +18,7 @@ from ..index.simhash_index import plan_tables
 from ..io.ids import json_default
 from ..report import write_html
 from ..similarity.simhash import COSINE_AT_T, curve, within
+from ..text.normalize import Normalizer
 from .finish import ROW_HOW
 
 if TYPE_CHECKING:
@@ -147,12 +148,21 @@ class RunSummary:
     extra: dict = field(default_factory=dict)
 
 
+def as_compared(cfg):
+    """A sample's text as the run compared it: with ``--convert``, converted (OpenCC), so that a pair
+    found equal is not shown differing in every character; case and spacing are left as they are."""
+    if cfg.convert is None:
+        return lambda text: text
+    return Normalizer(nfkc=False, casefold=False, whitespace=False, convert=cfg.convert)
+
+
 def build_report(s: RunSummary, explain=None) -> dict:
     """The report of a run. ``explain(kept_text, removed_text, params)``: a sample pair's compact
     explanation (a dict or None; the engines pass :func:`neardup.explain.compact_explanation`, which
     lies above this layer); None: samples carry ``"explain": null``."""
     c = s.cfg
     params = {k: v for k, v in vars(c).items() if k not in RUN_ONLY}
+    compared = as_compared(c)
     if s.lsh is not None:
         params.update({"b": s.lsh[0], "r": s.lsh[1], "lsh_mode": s.lsh[2]})
     report = {
@@ -188,7 +198,8 @@ def build_report(s: RunSummary, explain=None) -> dict:
         "similarity_histogram": {"edges": similarity_edges(), "counts": [int(x) for x in s.similarity_counts]},
         "samples": [{"kept_id": k, "removed_id": d, "similarity": round(sim, 4), "kept_text": kt[:SAMPLE_CHARS],
                      "removed_text": dt[:SAMPLE_CHARS], "explain": explain(kt, dt, params) if explain else None}
-                    for k, d, sim, kt, dt in s.samples],
+                    for k, d, sim, kt, dt in ((k, d, sim, compared(kt), compared(dt)) for k, d, sim, kt, dt
+                                              in s.samples)],
     })
     if c.method == "minhash" and s.lsh is not None:
         report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1], s.lsh[2])

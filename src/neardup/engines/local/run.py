@@ -63,7 +63,6 @@ from ...io.formats import (
 from ...io.outdir import STDOUT, StagedOutput, is_write_error
 from ...io.sources import expand_inputs, spool
 from ...kernels.jsonl import line_spans
-from ...text.normalize import Normalizer
 from .workers import read_and_sign, read_sets
 
 
@@ -371,7 +370,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     # -- report ---------------------------------------------------------------------------------------
     step = begin("report", 2 if cfg.html else 1, unit="file")
     samples = sample_pairs(result, cfg.samples)
-    texts = as_compared(cfg, dict(texts_of({d for pair in samples for d in pair[:2] if d < n_docs})))
+    texts = dict(texts_of({d for pair in samples for d in pair[:2] if d < n_docs}))     # (as signed)
     removed = int(n_docs - kept_doc.sum())
     index_info = None
     if part is not None:
@@ -395,15 +394,6 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
                  None if sizes is None else sizes[kept])
         step.end(kept.shape[0])
     return report
-
-
-def as_compared(cfg: DedupConfig, texts: dict) -> dict:
-    """The samples' texts as they were compared (``--convert``: converted, so that a pair the
-    signatures found equal is not shown differing in every character; the case and spacing stay)."""
-    if cfg.convert is None:
-        return texts
-    convert = Normalizer(nfkc=False, casefold=False, whitespace=False, convert=cfg.convert)
-    return {d: convert(t) for d, t in texts.items()}
 
 
 def sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float]]:
