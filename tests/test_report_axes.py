@@ -157,3 +157,16 @@ def test_converted_pairs_are_diffed_as_compared(tmp_path):
     assert "<del>" not in pair and "<ins>" not in pair and "after --convert t2s" in page
     # the kept rows are the inputs' own
     assert trad in (tmp_path / "o" / "kept" / "zh.jsonl").read_text(encoding="utf-8")
+
+
+def test_hostile_report_values_render_escaped():
+    r = {"parameters": {"method": ["<x>"], "threshold": "nan", "bits": {"a": 1}, "<unknown>": True, "spans": 5},
+         "counts": {"documents": "many", "kept": None, "duplicate_rate": "x"},
+         "timings": {"total": 0, "compile": 3.0, "read_sign": True, "x": "y", "resume_rows": 7},
+         "samples": [{"kept_text": 1, "removed_text": None, "similarity": "a",
+                      "explain": {"distance": "3", "differing_bits": "ab"}}],
+         "cluster_sizes": {"2": "x", "a": 1},
+         "simhash": {"distance_histogram": {"distances": [0, 1], "counts": [1, 2]}, "max_distance": 1}}
+    page = render_html(r)
+    assert "<x>" not in page and "&lt;unknown&gt;" in page and "not in the total" in page
+    assert timing_rows({"total": -1, "a": 1}) == ([("a", 1.0)], -1.0)

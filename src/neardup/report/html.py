@@ -156,7 +156,8 @@ def applied(params: dict) -> list[tuple[str, str]]:
             continue
         if name == "recall" and method == "simhash" and params.get("candidate_bits") is None:
             continue                        # (SimHash's recall sets the verified rule's candidate radius)
-        label = _DERIVED.get(name) or (p.option.split(" ")[-1].split("/")[0] if p.option else name)
+        label = _DERIVED.get(name) or (p.option.split(" ")[-1].split("/")[0] if p is not None and p.option
+                                       else str(name))
         out.append((label, _shown(value)))
     return out
 
