@@ -346,12 +346,13 @@ def test_cli_writers_while_serving_point_at_the_admin_endpoints(index, tmp_path)
         procs = [subprocess.Popen([sys.executable, "-m", "neardup", "index", *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
                  for args in (("add", str(index), str(rows), "--id-field", "id"), ("compact", str(index)),
-                              ("backup", str(index), str(tmp_path / "bk")))]
+                              ("backup", str(index), str(tmp_path / "bk")), ("remove", str(index), "x"))]
         outs = [p.communicate(timeout=120) for p in procs]
         for p, (_, err) in zip(procs, outs):
             lines = err.strip().splitlines()
             assert p.returncode == 1 and len(lines) == 1 and "Traceback" not in err, err
             assert all(f"POST {s.url}/v1/admin/{x}" in err for x in ("add", "compact", "backup")), err
+            assert f"DELETE {s.url}/v1/docs/ID" in err, err
         assert s.call("GET", "/v1/docs/cli-1")[0] == 404 and not (tmp_path / "bk").exists()
     finally:
         s.stop()

@@ -56,10 +56,9 @@ def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
         if served is None:
             raise
         url = served.group(1)
-        raise IndexStoreError(f"{exc}. While it serves, add documents with POST {url}/v1/admin/add (NDJSON, "
-                              f"as `index add` reads), compact with POST {url}/v1/admin/compact and back up with "
-                              f"POST {url}/v1/admin/backup (with the service's bearer token, if it has one); or "
-                              "stop it first") from None
+        raise IndexStoreError(f"{exc}. While it serves, write through it (with its bearer token, if it has "
+                              f"one): POST {url}/v1/admin/add (NDJSON, as `index add` reads), DELETE {url}/v1/docs/ID, "
+                              f"POST {url}/v1/admin/compact, POST {url}/v1/admin/backup; or stop it first") from None
 
 
 def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None, check_ids=False):
