@@ -27,6 +27,7 @@ class Metrics:
 
     def __init__(self, size, kind: str) -> None:
         self.registry = r = CollectorRegistry()
+        self._series: dict = {}
         self.requests = Counter("neardup_http_requests", "HTTP requests answered, by endpoint, method and status.",
                                 ("endpoint", "method", "status"), registry=r)
         self.latency = Histogram("neardup_http_request_duration_seconds",
@@ -45,6 +46,16 @@ class Metrics:
                                  "When the last backup was completed (Unix time; 0: none yet).", registry=r)
         docs = Gauge("neardup_index_documents", "Documents in the index.", ("kind",), registry=r)
         docs.labels(kind).set_function(size)
+
+    def request(self, endpoint: str, method: str, status: int, seconds: float) -> None:
+        """Count and time one answered request (the labelled series kept, not looked up each time)."""
+        key = (endpoint, method, status)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = (self.requests.labels(endpoint, method, str(status)),
+                                          self.latency.labels(endpoint, method))
+        series[0].inc()
+        series[1].observe(seconds)
 
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format."""
@@ -96,8 +107,7 @@ def observed(app, metrics: Metrics, log_format: str = "text"):
         finally:
             took = time.perf_counter() - start
             endpoint, method = _endpoint(scope), scope.get("method", "?")
-            metrics.requests.labels(endpoint, method, str(state["status"])).inc()
-            metrics.latency.labels(endpoint, method).observe(took)
+            metrics.request(endpoint, method, state["status"], took)
             if access.isEnabledFor(logging.INFO):
                 client = scope.get("client")
                 raw = scope.get("raw_path") or scope.get("path", "").encode()
