@@ -56,7 +56,7 @@ def _end(events, name: str) -> dict:
 
 
 @pytest.mark.parametrize("method, stages", [
-    ("minhash", ["read+sign", "identical", "candidates", "verify", "clusters", "write", "report"]),
+    ("minhash", ["read+sign", "identical", "candidates", "verify", "borderline", "clusters", "write", "report"]),
     ("simhash", ["read+sign", "candidates", "verify", "clusters", "write", "report"]),
     ("exact", ["read+sign", "clusters", "write", "report"]),
 ])
@@ -78,6 +78,7 @@ def test_dedup_json_events_cover_every_stage(tmp_path, method, stages):
     if method == "minhash":
         cand = _end(events, "candidates")
         assert cand["pairs"] == report["counts"]["candidate_pairs"] == _end(events, "verify")["total"]
+        assert _end(events, "borderline")["accepted"] == report["counts"]["verified_pairs"] - 1    # (+ the copy)
         assert _end(events, "identical")["copies"] == 1
     # the same run without progress: the same outputs, byte for byte
     plain = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "p"), "--progress", "none", "-q"])
@@ -88,11 +89,14 @@ def test_dedup_json_events_cover_every_stage(tmp_path, method, stages):
 
 @pytest.mark.parametrize("args, stages", [
     (["dedup", "--method", "lines"], ["read+sign", "spans", "write"]),
-    (["dedup", "--spans", "lines"], ["read+sign", "identical", "candidates", "verify", "clusters", "spans", "write",
-                                     "report"]),
+    (["dedup", "--spans", "lines"], ["read+sign", "identical", "candidates", "verify", "borderline", "clusters",
+                                     "spans", "write", "report"]),
     (["dedup", "--spans", "lines", "--spans-order", "before"],
-     ["read+sign", "spans", "read+sign", "identical", "candidates", "verify", "clusters", "write", "report"]),
-    (["pairs"], ["read+sign", "identical", "candidates", "verify", "clusters", "join", "write"]),
+     ["read+sign", "spans", "read+sign", "identical", "candidates", "verify", "borderline", "clusters", "write",
+      "report"]),
+    (["pairs"], ["read+sign", "identical", "candidates", "verify", "borderline", "clusters", "join", "write"]),
+    (["dedup", "--verify", "minhash"], ["read+sign", "identical", "candidates", "verify", "clusters", "write",
+                                        "report"]),
 ])
 def test_span_runs_and_joins_report_one_stage_at_a_time(tmp_path, args, stages):
     src, rows = _corpus(tmp_path)
@@ -123,7 +127,7 @@ def test_piped_runs_show_nothing_and_quiet_wins_over_bars(tmp_path):
     assert quiet_bar.exit_code == 0 and quiet_bar.stderr == ""
     bar = CliRunner().invoke(main, ["dedup", str(src), "-o", str(tmp_path / "c"), "--progress", "bar"])
     assert bar.exit_code == 0
-    for name in ("read+sign", "identical", "candidates", "verify", "clusters", "write"):
+    for name in ("read+sign", "identical", "candidates", "verify", "borderline", "clusters", "write"):
         assert f"{name}:" in bar.stderr
     writes = [part for part in bar.stderr.split("\r") if part.startswith("write:")]
     assert writes and all("row/s" in w and "0.00/1.00" not in w for w in writes)      # the write bar counts rows

@@ -178,14 +178,17 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     if verify == "none":
         ok = np.ones(lo.shape[0], dtype=bool)
     else:
-        if verify == "borderline":
+        if verify == "borderline":     # every candidate estimated: the band near t is decided next, exactly
+            step.end(n_candidates)
+            step = begin("borderline", n_candidates, unit="pair")
             sim, border, checked = decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed,
                                                       features, exact_pairs, same,
                                                       j=sim if metric == "jaccard" else None, copy=False)
             how[checked] = EXACT
         ok = sim >= threshold
     lo, hi, sim, how = lo[ok], hi[ok], sim[ok], how[ok]
-    step.end(n_candidates, accepted=int(lo.shape[0]), exact=int((how == EXACT).sum()))
+    step.end(n_candidates, accepted=int(lo.shape[0]), exact=int((how == EXACT).sum()),
+             **({"documents": border.get("documents")} if border.get("documents") is not None else {}))
     # identical signatures: linked to the first row with the same values
     lo = np.concatenate([same[dup], lo])
     hi = np.concatenate([dup, hi])
