@@ -8,6 +8,7 @@ import html.parser
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -215,6 +216,29 @@ def test_access_log_one_line_per_request_text_and_json(index):
     finally:
         s.stop()
     assert "/v1/stats" not in s.stderr and "serving" in s.stderr
+
+
+def test_hostile_request_lines_leave_one_json_line_each_and_bounded_series(index):
+    """Control characters in a path, an unknown method, a WebDAV one and a 3,000-character query:
+    each is one JSON line (nothing raw reaches the log), and the metrics' series stay few."""
+    s = Server(index, "--log-format", "json")
+    host, port = s.url.removeprefix("http://").split(":")
+    try:
+        for line in (b"GET /a\x1b[2Jb HTTP/1.1", b"GET /x?q=\x01 HTTP/1.1", b"FOOBAR /healthz HTTP/1.1",
+                     b"PROPFIND /healthz HTTP/1.1", b"GET /v1/docs?id=" + b"q" * 3000 + b" HTTP/1.1"):
+            with socket.create_connection((host, int(port)), timeout=20) as sock:
+                sock.sendall(line + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+                assert sock.recv(64).split(b" ")[1] in (b"400", b"404", b"405"), line[:40]
+        series = [k for k in _metrics(s) if k[0] == "neardup_http_requests_total"]
+    finally:
+        s.stop()
+    lines = s.stderr.splitlines()
+    records = [json.loads(x) for x in lines]
+    assert not any("\x1b" in x or "\x01" in x for x in lines)
+    long = [r for r in records if r.get("path", "").startswith("/v1/docs?id=")]
+    assert len(long) == 1 and len(long[0]["path"]) <= 201 and long[0]["status"] == 404
+    assert [r["method"] for r in records if "method" in r and r["path"] == "/healthz"][-1:] == ["PROPFIND"]
+    assert len(series) <= 4, series
 
 
 def test_log_format_is_one_of_its_choices(index):
