@@ -367,10 +367,13 @@ def test_cli_writers_while_serving_point_at_the_admin_endpoints(index, tmp_path)
     s = Server(index)
     try:
         assert f"neardup serve at {s.url}" in (index / "LOCK").read_text()
-        procs = [subprocess.Popen([sys.executable, "-m", "neardup", "index", *args], stdout=subprocess.PIPE,
+        procs = [subprocess.Popen([sys.executable, "-m", "neardup", *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
-                 for args in (("add", str(index), str(rows), "--id-field", "id"), ("compact", str(index)),
-                              ("backup", str(index), str(tmp_path / "bk")), ("remove", str(index), "x"))]
+                 for args in (("index", "add", str(index), str(rows), "--id-field", "id"),
+                              ("index", "compact", str(index)), ("index", "backup", str(index), str(tmp_path / "bk")),
+                              ("index", "remove", str(index), "x"),
+                              ("dedup", str(rows), "--id-field", "id", "-o", str(tmp_path / "out"), "--index",
+                               str(index), "-q"))]
         outs = [p.communicate(timeout=120) for p in procs]
         for p, (_, err) in zip(procs, outs):
             lines = err.strip().splitlines()

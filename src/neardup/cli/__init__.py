@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -59,10 +60,22 @@ class _Group(click.Group):
                 _silence_stdout()
                 raise SystemExit(141) from None
             except (NeardupError, OSError) as exc:
-                raise click.ClickException(user_message(exc)) from None
+                raise click.ClickException(_served(user_message(exc))) from None
 
 
 _INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+def _served(message: str) -> str:
+    """A refusal to write an index that ``neardup serve`` holds (its ``LOCK`` names the service, so
+    the message does), with the ways to write through the service instead; any other message as it is."""
+    served = re.search(r"neardup serve at (\S+?)\)", message)
+    if served is None:
+        return message
+    url = served.group(1)
+    return (f"{message}. While it serves, write through it (with its bearer token, if it has one): POST "
+            f"{url}/v1/admin/add (NDJSON, as `index add` reads), DELETE {url}/v1/docs/ID, POST "
+            f"{url}/v1/admin/compact, POST {url}/v1/admin/backup; or stop it first")
 
 
 def _stop_in(exc: BaseException) -> BaseException | None:

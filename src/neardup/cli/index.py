@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from ..dedup.progress import begin, plain_size, reporting
 from ..errors import InputFormatError
 from ..index.disk import open_index
 from ..index.repair import repair_index, verify_index
-from ..index.store import DuplicateKeyError, IndexStoreError, InvalidKeyError, check_key, key_candidates
+from ..index.store import DuplicateKeyError, InvalidKeyError, check_key, key_candidates
 from ..io.formats import check_fields_apply, read_rows
 from ..io.outfile import STDOUT, check_output_file, replacing
 from ..io.readers import batched
@@ -47,18 +46,7 @@ _BATCH = 20000
 
 
 def _open(path: str, readonly: bool, synchronous: str = "NORMAL"):
-    """The index at ``path``; when ``neardup serve`` holds its writer's lock, the refusal says how to
-    add to it and compact it through the service instead (its admin endpoints)."""
-    try:
-        return open_index(path, readonly=readonly, synchronous=synchronous)
-    except IndexStoreError as exc:
-        served = re.search(r"neardup serve at (\S+?)\)", str(exc))
-        if served is None:
-            raise
-        url = served.group(1)
-        raise IndexStoreError(f"{exc}. While it serves, write through it (with its bearer token, if it has "
-                              f"one): POST {url}/v1/admin/add (NDJSON, as `index add` reads), DELETE {url}/v1/docs/ID, "
-                              f"POST {url}/v1/admin/compact, POST {url}/v1/admin/backup; or stop it first") from None
+    return open_index(path, readonly=readonly, synchronous=synchronous)
 
 
 def _rows(inputs, text_field, id_field, on_error, texts=(), fmt=None, specs=None, check_ids=False):
