@@ -139,7 +139,8 @@ def test_idf_fit_is_deterministic_and_formatted(shared, tmp_path):
         assert res.exit_code == 0, res.output
     one = (tmp_path / "1.txt").read_bytes()
     assert one == (tmp_path / "2.txt").read_bytes() == (tmp_path / "3.txt").read_bytes()
-    lines = one.decode().splitlines()
+    head, *lines = one.decode().splitlines()
+    assert head.startswith("#neardup-tokenizer:jieba ")          # the tokenizer counted with, first
     words = [ln.split(" ")[0] for ln in lines]
     assert words == sorted(words) and len(set(words)) == len(words)
     n = len(texts)
@@ -149,7 +150,7 @@ def test_idf_fit_is_deterministic_and_formatted(shared, tmp_path):
         assert abs(df - round(df)) < 1e-6 and 1 <= round(df) <= n
     res = runner.invoke(main, ["idf", "fit", str(a), "--min-df", "3", "-o", str(tmp_path / "m.txt")])
     assert res.exit_code == 0, res.output
-    kept = (tmp_path / "m.txt").read_text().splitlines()
+    kept = (tmp_path / "m.txt").read_text().splitlines()[1:]
     assert 0 < len(kept) < len(lines) and set(kept) <= set(lines)
     assert all((1 + n) / math.exp(float(ln.split(" ")[1]) - 1) - 1 >= 3 - 1e-6 for ln in kept)
 
@@ -423,3 +424,56 @@ def test_workers_after_a_parallel_kernel_in_this_process(shared, tmp_path):
                               batch_size=16, html=False, quiet=True))
         out[workers] = (tmp_path / f"w{workers}" / "clusters.jsonl").read_bytes()
     assert out[1] == out[2]
+
+
+# -- the tokenizer a table was fitted with -----------------------------------------------------------
+def test_a_table_records_its_tokenizer_and_every_command_checks_it(shared, tmp_path):
+    """idf fit writes the tokenizer (or yanyiwu) on the table's first line, in the 'word idf' form jieba
+    still reads; dedup, sign, index create and the Python API refuse the table with another tokenizer in
+    one line naming --idf and both tokenizers; a table without the line is used as given."""
+    jieba_analyse = pytest.importorskip("jieba.analyse", reason="jieba is not importable")
+    from hostile import error_line
+
+    from neardup.text.dictionaries import load_idf
+
+    texts = _pages(shared)[:20]
+    src = _jsonl(tmp_path / "p.jsonl", texts)
+    runner = CliRunner()
+    tables = {}
+    for name, flags in (("jieba", []), ("word", ["--tokenizer", "word"]), ("yanyiwu", ["--compat", "yanyiwu"])):
+        tables[name] = str(tmp_path / f"{name}.idf")
+        res = runner.invoke(main, ["idf", "fit", str(src), *flags, "-o", tables[name]])
+        assert res.exit_code == 0, res.output
+        f = load_idf(tables[name])
+        assert f.tokenizer == name and not any(w.startswith("#") for w in f.words)
+    raw = open(tables["jieba"], encoding="utf-8").read().splitlines()
+    assert raw[0].startswith("#neardup-tokenizer:jieba ") and len(raw) == len(load_idf(tables["jieba"]).words) + 1
+    assert jieba_analyse.TFIDF(idf_path=tables["jieba"]).idf_freq[raw[1].split(" ")[0]] > 0     # jieba reads it
+    # the mean (cppjieba's default) and the median leave the first line out
+    f = load_idf(tables["jieba"])
+    assert f.mean == pytest.approx(float(f.values.mean()), rel=1e-12)
+    ok = [(tables["jieba"], ["--tokenizer", "jieba"]), (tables["word"], []), (tables["yanyiwu"], ["--compat", "yanyiwu"])]
+    for table, flags in ok:
+        res = runner.invoke(main, ["sign", str(src), "--method", "simhash", "--idf", table, *flags])
+        assert res.exit_code == 0, res.output
+    refused = [(tables["jieba"], [], "--tokenizer jieba"), (tables["word"], ["--tokenizer", "jieba"], "--tokenizer word"),
+               (tables["jieba"], ["--compat", "yanyiwu"], "--tokenizer jieba"),
+               (tables["yanyiwu"], ["--tokenizer", "jieba"], "--compat yanyiwu")]
+    for table, flags, made in refused:
+        for cmd in (["sign", str(src)], ["dedup", str(src), "-o", str(tmp_path / "o")],
+                    ["index", "create", str(tmp_path / "i")]):
+            res = runner.invoke(main, [*cmd, "--method", "simhash", "--idf", table, *flags])
+            assert res.exit_code in (1, 2), (cmd, flags, res.output)
+            line = error_line(res.output)
+            assert "--idf" in line and made in line and table in line, line
+    assert not (tmp_path / "o").exists() and not (tmp_path / "i").exists()
+    with pytest.raises(ValueError, match="--tokenizer jieba"):
+        SimHasher(ngram=1, weighting="tfidf", idf=tables["jieba"])
+    with pytest.raises(ValueError, match="--tokenizer word"):
+        feature_signer("word", None, None, tables["word"], 5, "yanyiwu")
+    # a table written by hand (no first line) is used with any tokenizer
+    (tmp_path / "hand.idf").write_text("中文 3.5\n手册 2.0\n", encoding="utf-8")
+    assert load_idf(tmp_path / "hand.idf").tokenizer is None
+    for flags in ([], ["--tokenizer", "jieba"], ["--compat", "yanyiwu"]):
+        res = runner.invoke(main, ["sign", str(src), "--method", "simhash", "--idf", str(tmp_path / "hand.idf"), *flags])
+        assert res.exit_code == 0, res.output

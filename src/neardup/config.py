@@ -29,7 +29,7 @@ from .io.formats import FORMATS
 from .similarity.simhash import candidate_radius
 from .sketches.minhash import SCHEMES, MinHasher
 from .sketches.simhash import COMPATS, WEIGHTINGS
-from .text.dictionaries import file_keys
+from .text.dictionaries import file_keys, idf_tokenizer_mismatch
 from .text.normalize import CONVERSIONS, _converter
 from .text.tokenize import TOKENIZERS, keyword_features
 
@@ -157,10 +157,12 @@ def _params() -> tuple[Param, ...]:
               help="SimHash: a file of stop words, one per line, dropped before weighting (--ngram 1 by default; "
                    "with --compat yanyiwu: in place of cppjieba's list)."),
         Param("top_n", A, int, None, lo=1, nullable=True, methods=("simhash",),
-              help="SimHash: keep the N heaviest features (with --compat yanyiwu: its length rule when not given)."),
+              help="SimHash: keep the N heaviest features (with --compat yanyiwu: its length rule when not given; "
+                   "with --compat jieba-analyse: extract_tags's topK, 20 when not given)."),
         Param("compat", A, str, None, choices=COMPATS, nullable=True, methods=("simhash",),
-              help="SimHash: a peer's fingerprints exactly: yanyiwu (cppjieba keywords, compiled) or 1e0ng "
-                   "(PyPI simhash)."),
+              help="SimHash: a peer's fingerprints exactly: yanyiwu (cppjieba keywords, compiled), 1e0ng "
+                   "(PyPI simhash of the text) or jieba-analyse (PyPI simhash of jieba.analyse.extract_tags(text, "
+                   "topK=--top-n, withWeight=True), compiled)."),
         Param("sentences", A, int, 3, lo=1, methods=("sentences",), help="How many longest sentences."),
         Param("unit", A, str, "line", choices=("line", "paragraph"), methods=("lines",),
               help="lines: the unit removed when repeated: a line, or a paragraph (non-blank lines and the "
@@ -290,7 +292,7 @@ class DedupConfig:
     user_dict: str | None = None         # simhash: user dictionary file (jieba tokenizer / yanyiwu)
     stop_words: str | None = None        # simhash: stop-word file
     top_n: int | None = None             # simhash: keep the N heaviest features
-    compat: str | None = None            # simhash: a peer's fingerprints (yanyiwu | 1e0ng)
+    compat: str | None = None            # simhash: a peer's fingerprints (yanyiwu | 1e0ng | jieba-analyse)
     sentences: int = 3
     unit: str = "line"                   # lines: line | paragraph
     min_docs: int = 1                    # lines: remove units found in ≥ N documents
@@ -347,12 +349,15 @@ class DedupConfig:
         if wrong:
             raise ConfigError(f"not used by --method {c.method}: {'; '.join(wrong)}")
         if c.compat is not None:
-            files = ("idf", "user_dict", "stop_words") if c.compat == "1e0ng" else ()
+            files = ("idf", "user_dict", "stop_words") if c.compat in ("1e0ng", "jieba-analyse") else ()
             own = [n for n in ("weighting", "ngram", *files) if getattr(c, n) is not None]
             own += ["tokenizer"] if c.tokenizer != "word" else []
             if own:
+                hint = {"1e0ng": "; jieba keywords weighted by tf-idf, as crawlers feed simhash.Simhash: "
+                                 "--compat jieba-analyse",
+                        "jieba-analyse": ": jieba's dictionary, IDF table and stop words"}.get(c.compat, "")
                 raise BY_NAME[own[0]].refuse(getattr(c, own[0]), f"left unset with --compat {c.compat} (the "
-                                                                 "peer's own features are used)")
+                                                                 f"peer's own features are used{hint})")
             if c.compat == "1e0ng" and c.top_n is not None:
                 raise BY_NAME["top_n"].refuse(c.top_n, "left unset with --compat 1e0ng (the library weighs "
                                                        "every window)")
@@ -388,6 +393,9 @@ class DedupConfig:
         if c.method in ("simhash", "minhash"):     # the user's files, read now: a bad line stops the run here
 
             file_keys(c.idf, c.user_dict, c.stop_words)
+            why = idf_tokenizer_mismatch(c.idf, "yanyiwu" if c.compat == "yanyiwu" else c.tokenizer)
+            if why:
+                raise BY_NAME["idf"].refuse(c.idf, why)
             for name in ("idf", "user_dict", "stop_words"):   # absolute: an index or a Spark task reads them
                 value = getattr(c, name)
                 if value is not None and value != "jieba":

@@ -41,7 +41,9 @@ def idf():
                                     "streamed: memory is one batch and the counts)."})
 def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_format, text_field, on_error, batch_size):
     """Count in how many documents of INPUTS each word occurs and write idf = ln((1 + N) / (1 + df)) + 1
-    per word, one 'word idf' line each, sorted (the same corpus always gives the same file).
+    per word, one 'word idf' line each, sorted (the same corpus always gives the same file). Its first
+    line records the tokenizer (or --compat yanyiwu) counted with; a command that signs with another
+    refuses the table.
 
     \b
     Examples:
@@ -83,13 +85,14 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
         keep = values <= df_min + 1e-12
         words = [w for w, k in zip(words, keep) if k]
         values = values[keep]
+    made_with = "yanyiwu" if compat else tokenizer      # recorded in the table, checked by every --idf
     if not words:
         raise click.ClickException(f"no words found in {n} documents: nothing to write to {output}")
     if output == "-":
-        write_idf(output, words, values)
+        write_idf(output, words, values, made_with)
     else:
         with replacing(output) as tmp:
-            write_idf(tmp, words, values)
+            write_idf(tmp, words, values, made_with)
     click.echo(f"{n} documents, {len(words)} words, {len(seen[0]) if seen else 0} rows skipped, "
                f"{time.perf_counter() - start:.2f} s → {output}", err=True)
     sys.stderr.flush()

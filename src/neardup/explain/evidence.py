@@ -36,7 +36,7 @@ from ..features.shingles import Shingler
 from ..kernels import minhash as K
 from ..kernels.hashing import fmix64
 from ..similarity.estimates import containment_from_jaccard
-from ..sketches.compat import simhash_1e0ng, yanyiwu
+from ..sketches.compat import jieba_analyse, simhash_1e0ng, yanyiwu
 from ..sketches.minhash import MinHasher, empty_value
 from ..sketches.sentences import SentenceSigner, exact_hash
 from ..sketches.simhash import feature_signer, native_hasher
@@ -265,6 +265,10 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
         kws = yanyiwu.extract_keywords(text, n, user_dict, idf, stop_words)
         hashes, weights = yanyiwu._hash_keywords(kws)
         return [w for w, _ in kws], hashes, weights
+    if compat == "jieba-analyse":
+        kws = jieba_analyse.extract_tags(text, top_n)
+        names = [w for w, _ in kws]
+        return names, jieba_analyse.keyword_hashes(names), np.array([w for _, w in kws], dtype=np.float64)
     if compat == "1e0ng":
         names, weights = simhash_1e0ng._weighted(text)
         return names, simhash_1e0ng.feature_hashes(names), np.asarray(weights, dtype=np.float64)

@@ -62,7 +62,7 @@ class SimHashDiskIndex(BaseDiskIndex):
         """``weighting="tfidf"`` needs a named table (``idf="jieba"``, or the path of a ``word idf`` file:
         the index stores the name or path and the file's SHA-256, and refuses to open once the file's
         content differs; a fitted in-memory table cannot be stored); ``user_dict`` and ``stop_words``
-        (paths) likewise; ``compat`` ("yanyiwu", "1e0ng") signs as that peer does (tokenizer and
+        (paths) likewise; ``compat`` ("yanyiwu", "1e0ng", "jieba-analyse") signs as that peer does (tokenizer and
         ngram unused); the feature options are those of :func:`neardup.sketches.simhash.feature_signer`."""
         max_distance = as_int(max_distance, "max_distance", 0, 31)
         if weighting == "tfidf" and idf is None:

@@ -643,7 +643,8 @@ def cut_batch(buf, offsets, rt, cs, ccp, cn, ww, solo, min_w, hstart, htrans, he
 #    U+4E00–U+9FD5 are cut by Viterbi over B/E/M/S (a word ends at each E or S; ties go to the later
 #    state in B < E < M < S order), the rest by the pattern ``[a-zA-Z0-9]+(?:[._-][a-zA-Z0-9]+)*%?``
 #    (each match a piece, and the text between matches a piece). jieba-rs 0.11's rule, found by
-#    comparing with rjieba (0.10 and Python jieba match ``[a-zA-Z0-9]+(?:.\d+)?%?`` instead).
+#    comparing with rjieba (0.10 matches ``[a-zA-Z0-9]+(?:.\d+)?%?`` instead; Python jieba: see
+#    :func:`rs_cut_into`'s ``py``).
 #
 # Every float is computed in jieba-rs's order of operations, so ties fall the same way; the
 # differential tests compare the pieces with rjieba's on ../shared's Chinese pages and generated text.
@@ -746,9 +747,14 @@ def _alnum(c):
 
 
 @njit(cache=True, inline="always")
-def _han_default(c):
-    # + # & . _ % -
-    return _alnum(c) or _is_cjk(c) or c == 43 or c == 35 or c == 38 or c == 46 or c == 95 or c == 37 or c == 45
+def _han_default(c, py):
+    """In jieba's ``re_han_default``: ASCII letters and digits, ``+#&._%-`` and the CJK blocks (jieba-rs),
+    or of those only U+4E00–U+9FD5 (``py``: Python jieba's class)."""
+    if py:
+        cjk = 0x4E00 <= c <= 0x9FD5
+    else:
+        cjk = _is_cjk(c)
+    return _alnum(c) or cjk or c == 43 or c == 35 or c == 38 or c == 46 or c == 95 or c == 37 or c == 45
 
 
 @njit(cache=True, inline="always")
@@ -784,8 +790,9 @@ def _rs_viterbi(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, sta
 
 
 @njit(cache=True, inline="always")
-def _rs_hmm_cut(cp, lo, hi, hstart, htrans, hemit, ends, n_ends, weight, path, states):
-    """jieba-rs ``hmm::cut_with_allocated_memory`` over cp[lo:hi]."""
+def _rs_hmm_cut(cp, lo, hi, hstart, htrans, hemit, ends, n_ends, weight, path, states, py):
+    """jieba-rs ``hmm::cut_with_allocated_memory`` over cp[lo:hi]; ``py``: Python jieba's ``finalseg.cut``,
+    whose pattern for the text outside U+4E00–U+9FD5 is ``[a-zA-Z0-9]+(?:\\.\\d+)?%?``."""
     i = lo
     while i < hi:
         c = cp[i]
@@ -803,7 +810,7 @@ def _rs_hmm_cut(cp, lo, hi, hstart, htrans, hemit, ends, n_ends, weight, path, s
         j = i + 1
         while j < hi and not (0x4E00 <= cp[j] <= 0x9FD5):
             j += 1
-        # cp[i:j]: matches of [a-zA-Z0-9]+(?:.\d+)?%? and the text between them, each a piece
+        # cp[i:j]: matches of the pattern and the text between them, each a piece
         k = i
         gap = i
         while k < j:
@@ -813,10 +820,16 @@ def _rs_hmm_cut(cp, lo, hi, hstart, htrans, hemit, ends, n_ends, weight, path, s
             m = k + 1
             while m < j and _alnum(cp[m]):
                 m += 1
-            while m + 1 < j and (cp[m] == 46 or cp[m] == 95 or cp[m] == 45) and _alnum(cp[m + 1]):
-                m += 2
-                while m < j and _alnum(cp[m]):
-                    m += 1
+            if py:
+                if m + 1 < j and cp[m] == 46 and _digit(cp[m + 1]):
+                    m += 2
+                    while m < j and _digit(cp[m]):
+                        m += 1
+            else:
+                while m + 1 < j and (cp[m] == 46 or cp[m] == 95 or cp[m] == 45) and _alnum(cp[m + 1]):
+                    m += 2
+                    while m < j and _alnum(cp[m]):
+                        m += 1
             if m < j and cp[m] == 37:
                 m += 1
             if gap < k:
@@ -841,18 +854,25 @@ def _root_edge(rt, tab, shift, filt, fshift, c):
 
 
 @njit(cache=True, inline="always")
-def _is_word(cp, a, b, tr):
-    rt, tab, shift, filt, fshift, lf = tr
+def _edge_node(cp, a, b, rt, tab, shift, filt, fshift):
+    """The trie node of the text cp[a:b] (−1: none), by the edge table."""
     v = _root_edge(rt, tab, shift, filt, fshift, cp[a])
     k = a + 1
     while v >= 0 and k < b:
         v = _edge(tab, shift, filt, fshift, v, cp[k])
         k += 1
+    return v
+
+
+@njit(cache=True, inline="always")
+def _is_word(cp, a, b, tr):
+    rt, tab, shift, filt, fshift, lf = tr
+    v = _edge_node(cp, a, b, rt, tab, shift, filt, fshift)
     return v >= 0 and not np.isnan(lf[v])
 
 
 @njit(cache=True, inline="always")
-def _rs_flush(cp, a, b, tr, hm, ends, n_ends, sc):
+def _rs_flush(cp, a, b, tr, hm, ends, n_ends, sc, py):
     """A run cp[a:b] of one-character route steps: one character, the characters of a dictionary
     word, or the HMM's pieces."""
     if b - a == 1:
@@ -865,11 +885,11 @@ def _rs_flush(cp, a, b, tr, hm, ends, n_ends, sc):
         return n_ends
     hstart, htrans, hemit = hm
     weight, path, states = sc
-    return _rs_hmm_cut(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, states)
+    return _rs_hmm_cut(cp, a, b, hstart, htrans, hemit, ends, n_ends, weight, path, states, py)
 
 
 @njit(cache=True, inline="always")
-def _rs_dag_hmm(cp, lo, hi, tr, log_total, hm, ends, n_ends, best, choice, sc):
+def _rs_dag_hmm(cp, lo, hi, tr, log_total, hm, ends, n_ends, best, choice, sc, py):
     """jieba-rs ``cut_dag_hmm`` over the han run cp[lo:hi] (``tr``: the trie, :func:`rs_cut`'s arguments;
     ``hm``: the HMM; ``sc``: Viterbi's scratch)."""
     rt, tab, shift, filt, fshift, lf = tr
@@ -905,23 +925,24 @@ def _rs_dag_hmm(cp, lo, hi, tr, log_total, hm, ends, n_ends, best, choice, sc):
                 left = x
         else:
             if left >= 0:
-                n_ends = _rs_flush(cp, left, x, tr, hm, ends, n_ends, sc)
+                n_ends = _rs_flush(cp, left, x, tr, hm, ends, n_ends, sc, py)
                 left = -1
             ends[n_ends] = y
             n_ends += 1
         x = y
     if left >= 0:
-        n_ends = _rs_flush(cp, left, hi, tr, hm, ends, n_ends, sc)
+        n_ends = _rs_flush(cp, left, hi, tr, hm, ends, n_ends, sc, py)
     return n_ends
 
 
 @njit(cache=True)
-def rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit):
+def rs_cut(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, py=False):
     """jieba-rs ``Jieba::cut(text, true)`` of the code points ``cp``: the end of each piece, in order
     (pieces are cp[ends[k−1]:ends[k]], the first from 0). ``lf``: ln(freq) per trie node (NaN: not
-    a dictionary word); ``pairs``: :func:`ascii_pairs`; ``hemit``: the unrounded emissions."""
+    a dictionary word); ``pairs``: :func:`ascii_pairs`; ``hemit``: the unrounded emissions. ``py``:
+    Python jieba's ``jieba.cut(text)`` instead (see :func:`rs_cut_into`)."""
     scratch = rs_scratch(cp.shape[0])
-    n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
+    n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch, py)
     return scratch[0][:n_ends].copy()
 
 
@@ -936,9 +957,15 @@ def rs_scratch(n):
 
 
 @njit(cache=True)
-def rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch):
+def rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch, py):
     """:func:`rs_cut` with scratch from :func:`rs_scratch` (of at least ``len(cp)``); the piece ends
-    are ``scratch[0][:returned count]``."""
+    are ``scratch[0][:returned count]``.
+
+    ``py``: Python jieba 0.42's ``Tokenizer.cut(text, HMM=True)`` (what ``jieba.analyse.extract_tags``
+    cuts with), which differs from jieba-rs 0.11 in two rules only: its han runs hold U+4E00–U+9FD5 alone
+    of the CJK blocks, and its HMM cuts the text outside U+4E00–U+9FD5 by ``[a-zA-Z0-9]+(?:\\.\\d+)?%?``
+    (``2003-04-29`` → ``2003 - 04 - 29``, ``1.47.3`` → ``1.47 . 3``). ``log_total`` must then be
+    ln Σ freq over every line of dict.txt (Python jieba's ``total``; jieba-rs sums a repeated word once)."""
     n = cp.shape[0]
     ends, best, choice, weight, path, states = scratch
     # views without reference counting (:func:`~neardup.kernels.swar.borrowed`): the helpers below
@@ -955,18 +982,18 @@ def rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, 
     n_ends = 0
     i = 0
     while i < n:
-        if _han_default(cp[i]):
+        if _han_default(cp[i], py):
             j = i + 1
             plain = cp[i] < 128
-            while j < n and _han_default(cp[j]):
+            while j < n and _han_default(cp[j], py):
                 if plain and (cp[j] >= 128 or pairs[cp[j - 1] * 128 + cp[j]]):
                     plain = False
                 j += 1
             if plain:       # ASCII, no word of two or more characters in it: the route steps one character
-                n_ends = _rs_hmm_cut(cp, i, j, hstart, htrans, hemit, ends, n_ends, weight, path, states)
+                n_ends = _rs_hmm_cut(cp, i, j, hstart, htrans, hemit, ends, n_ends, weight, path, states, py)
                 i = j
                 continue
-            n_ends = _rs_dag_hmm(cp, i, j, tr, log_total, hm, ends, n_ends, best, choice, sc)
+            n_ends = _rs_dag_hmm(cp, i, j, tr, log_total, hm, ends, n_ends, best, choice, sc, py)
             i = j
         elif cp[i] == 13 and i + 1 < n and cp[i + 1] == 10:
             ends[n_ends] = i + 2
@@ -998,7 +1025,8 @@ def rs_pieces_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs, lf,
     for k in range(nd):
         d = docs[k]
         cp, bo = decode_utf8(buf, offsets[d], offsets[d + 1])
-        n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
+        n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch,
+                             False)
         prev = 0
         for q in range(n_ends):
             if q:
@@ -1096,7 +1124,8 @@ def jieba_shingles_batch(buf, offsets, docs, rt, tab, shift, filt, fshift, pairs
     o = 0
     for k in range(nd):
         cp = cps[k]
-        n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch)
+        n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch,
+                             False)
         m = 0
         a = 0
         for q in range(n_ends):

@@ -22,18 +22,26 @@ def _rotl32(x, r):
     return ((x << np.uint64(r)) | (x >> np.uint64(32 - r))) & M32
 
 
-@njit(cache=True)
-def sha1_h0(msg, n, w):
-    """The first 32-bit word H0 of SHA-1(msg[:n]) (as uint64). ``msg`` must have room for the
-    padding (n + 72 bytes); ``w`` is an 80-word uint64 scratch array. 32-bit arithmetic is done
-    in uint64 with explicit masks (numba widens uint32 sums)."""
+@njit(inline="always", cache=True)
+def md_pad(msg, n, big_endian):
+    """Merkle–Damgård padding of ``msg[:n]`` in place: 0x80, zeros, the length in bits as 8 bytes (big-endian
+    for SHA-1, little-endian for MD5); returns the padded length, a multiple of 64."""
     total = ((n + 8) // 64 + 1) * 64
     msg[n] = 0x80
     for i in range(n + 1, total - 8):
         msg[i] = 0
     bits = np.uint64(n) * np.uint64(8)
     for i in range(8):
-        msg[total - 1 - i] = np.uint8((bits >> np.uint64(8 * i)) & np.uint64(0xFF))
+        msg[total - 1 - i if big_endian else total - 8 + i] = np.uint8((bits >> np.uint64(8 * i)) & np.uint64(0xFF))
+    return total
+
+
+@njit(cache=True)
+def sha1_h0(msg, n, w):
+    """The first 32-bit word H0 of SHA-1(msg[:n]) (as uint64). ``msg`` must have room for the
+    padding (n + 72 bytes); ``w`` is an 80-word uint64 scratch array. 32-bit arithmetic is done
+    in uint64 with explicit masks (numba widens uint32 sums)."""
+    total = md_pad(msg, n, True)
     h0 = np.uint64(0x67452301)
     h1 = np.uint64(0xEFCDAB89)
     h2 = np.uint64(0x98BADCFE)

@@ -30,12 +30,12 @@ from ..kernels.simhash import (
     simhash_word_batch,
     weighted_fold_batch,
 )
-from ..text.dictionaries import load_idf, load_stop_words
+from ..text.dictionaries import idf_tokenizer_mismatch, load_idf, load_stop_words
 from ..text.jieba_dict import tables
 from ..text.normalize import Normalizer, _converter, encode_batch, kernel_char_map, run_nfkc_checked
 from ..text.tokenize import keyword_features, signing_tokenizer
 from ..text.unicode import class_table
-from .compat import simhash_1e0ng, yanyiwu
+from .compat import jieba_analyse, simhash_1e0ng, yanyiwu
 
 WEIGHTINGS = ("uniform", "tf", "tfidf")
 _NO_IDF = IdfTable(np.zeros(0, np.uint64), np.zeros(0, np.float64), 0.0)    # (weightings without IDF)
@@ -92,6 +92,9 @@ class SimHasher:
                 idf = IdfTable.jieba(seed)
             else:
                 f = load_idf(idf)
+                why = idf_tokenizer_mismatch(idf, tokenizer)
+                if why:
+                    raise ValueError(f"idf must be {why}")
                 idf = IdfTable.from_words(dict(zip(self._normalized(f.words), f.values.tolist())),
                                           float(f.median), seed)
                 self._files["idf_sha256"] = f.sha256
@@ -186,7 +189,7 @@ def _kept(uniq: Features, keep: np.ndarray) -> Features:
 __all__ = ["SimHasher", "hamming", "hamming_array", "is_near", "popcount64", "WEIGHTINGS"]
 
 
-COMPATS = ("yanyiwu", "1e0ng")
+COMPATS = ("yanyiwu", "1e0ng", "jieba-analyse")
 
 
 def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: str | None = None,
@@ -198,7 +201,9 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
 
     ``compat="yanyiwu"``: yanyiwu/simhash's fingerprints (cppjieba keywords, count × idf, top N —
     by its length rule when ``top_n`` is None; :func:`neardup.sketches.compat.yanyiwu.simhash_batch`,
-    compiled); ``"1e0ng"``: the PyPI ``simhash`` package's (its own 4-character windows). Both read
+    compiled); ``"1e0ng"``: the PyPI ``simhash`` package's (its own 4-character windows);
+    ``"jieba-analyse"``: ``simhash.Simhash(jieba.analyse.extract_tags(text, topK=top_n,
+    withWeight=True)).value``, top_n None: 20 (:mod:`neardup.sketches.compat.jieba_analyse`, compiled). All read
     the raw text, after the ``convert`` script conversion when one is given. Otherwise neardup's
     pipeline: normalised text, ``tokenizer`` tokens, ``ngram`` shingles, ``weighting`` (default tf;
     ``tfidf`` with ``idf="jieba"`` or a file), ``top_n`` heaviest features. ``user_dict`` and
@@ -216,11 +221,17 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
             if top_n is not None:
                 top_n = as_int(top_n, "top_n", 1)
             files = {"user_dict": user_dict, "idf": idf, "stop_words": stop_words}
+            why = idf_tokenizer_mismatch(idf, "yanyiwu")
+            if why:
+                raise ValueError(f"idf must be {why}")
 
             tables(**files)                        # bad files fail here, before any text is read
             return lambda texts: yanyiwu.simhash_batch_sizes(prepared(texts), top_n, **files)
         if user_dict is not None or stop_words is not None or idf is not None:
-            raise ValueError("compat='1e0ng' has its own features: user_dict, stop_words and idf do not apply")
+            raise ValueError(f"compat={compat!r} has its own features: user_dict, stop_words and idf do not apply")
+        if compat == "jieba-analyse":
+            top = jieba_analyse.TOP_K if top_n is None else as_int(top_n, "top_n", 1)
+            return lambda texts: jieba_analyse.simhash_batch_sizes(prepared(texts), top)
         if top_n is not None:
             raise ValueError("top_n does not apply to compat='1e0ng' (the library weighs every window)")
 

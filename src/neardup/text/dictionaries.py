@@ -8,7 +8,11 @@ lines are skipped):
 
 * **IDF** (``--idf PATH``): ``word idf`` per line, one space, a finite number; a later line for the
   same word replaces the earlier one. Unknown words get the median (neardup's native pipeline, as
-  ``jieba.analyse`` does) or the mean over the lines (``--compat yanyiwu``, as cppjieba does).
+  ``jieba.analyse`` does) or the mean over the lines (``--compat yanyiwu``, as cppjieba does). A table
+  ``neardup idf fit`` wrote starts with ``#neardup-tokenizer:NAME idf``: the tokenizer its words came
+  from (``word``, ``jieba``, ``auto``, or ``yanyiwu`` for cppjieba's cut), in the same two-field form so
+  that jieba and cppjieba still read the file (to them a word no text holds); every command refuses the
+  table with another tokenizer (:func:`idf_tokenizer_mismatch`). A table without it is taken as given.
 * **User dictionary** (``--user-dict PATH``): ``word [freq] [tag]``, fields separated by one space,
   freq a positive integer. A word may not contain a space.
 * **Stop words** (``--stop-words PATH``): one word per line, taken whole (cppjieba does not trim);
@@ -41,6 +45,7 @@ import numpy as np
 from ..errors import ConfigError, InputFormatError
 
 MAX_FREQ = 2**53             # a frequency the segmenters take exactly (rjieba: 64-bit; cppjieba: a double)
+TOKENIZER_MARK = "#neardup-tokenizer:"   # the first "word" of a table idf fit wrote (see the module docstring)
 MAX_IDF = 100.0              # the largest IDF value a table may give (see the module docstring)
 MiB = 1 << 20
 MAX_IDF_BYTES = 256 * MiB
@@ -58,6 +63,7 @@ class IdfFile:
     values: np.ndarray              # float64, the last value given for each word
     mean: float                     # Σ idf / lines read, blank ones included (cppjieba's default for unknown words)
     median: float                   # over the distinct words (jieba.analyse's default)
+    tokenizer: str | None = None    # the tokenizer ``neardup idf fit`` counted with (its first line), if any
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,10 @@ def _load_idf(path: str) -> IdfFile:
     data, lines = _lines(path, "IDF table", MAX_IDF_BYTES)
     table: dict[str, float] = {}
     total = 0.0
+    tokenizer = None
+    if lines and lines[0][1].startswith(TOKENIZER_MARK):
+        tokenizer = lines[0][1][len(TOKENIZER_MARK):].split(" ")[0]
+        lines = lines[1:]
     for n, text in lines:
         parts = text.split(" ")
         if len(parts) != 2 or not parts[0]:
@@ -162,8 +172,24 @@ def _load_idf(path: str) -> IdfFile:
     if not table:
         raise InputFormatError(f"{path}: the IDF table has no entries")
     values = np.fromiter(table.values(), dtype=np.float64, count=len(table))
-    return IdfFile(path, hashlib.sha256(data).hexdigest(), tuple(table), values, total / _getline_count(data),
-                   float(np.median(values)))
+    return IdfFile(path, hashlib.sha256(data).hexdigest(), tuple(table), values,
+                   total / (_getline_count(data) - (tokenizer is not None)), float(np.median(values)), tokenizer)
+
+
+def idf_tokenizer_mismatch(idf, tokenizer: str) -> str | None:
+    """Why the IDF table ``idf`` (a path; ``"jieba"`` or None: none) cannot weigh words cut by
+    ``tokenizer`` (``yanyiwu`` for cppjieba's cut), or None when it can: a table records the tokenizer
+    ``neardup idf fit`` counted with, and its words are another tokenizer's tokens (jieba words
+    looked up among characters find nothing, silently)."""
+    if idf is None or idf == "jieba":
+        return None
+    made = load_idf(idf).tokenizer
+    if made is None or made == tokenizer:
+        return None
+    flag = "--compat yanyiwu" if made == "yanyiwu" else f"--tokenizer {made}"
+    used = "--compat yanyiwu" if tokenizer == "yanyiwu" else f"--tokenizer {tokenizer}"
+    return (f"a table of this run's tokens: {os.fspath(idf)} was fitted with {flag} (its first line), this run "
+            f"uses {used}; sign with {flag}, or fit the table again with {used}")
 
 
 def load_user_dict(path) -> UserDict:
@@ -208,14 +234,17 @@ def user_frequency(entry: tuple[str, str | None, str | None]) -> int | None:
     return None
 
 
-def write_idf(path, words, values) -> None:
+def write_idf(path, words, values, tokenizer: str | None = None) -> None:
     """Write ``word idf`` lines (words sorted by code point, values with 12 significant digits: the
-    same corpus always gives the same bytes) to the file ``path``, fsynced (``-``: standard output).
+    same corpus always gives the same bytes) to the file ``path``, fsynced (``-``: standard output),
+    after a first line ``#neardup-tokenizer:NAME median`` when ``tokenizer`` is given (the median
+    idf as its value, so that jieba's median and cppjieba's mean barely move should they read it).
     A table larger than :data:`MAX_IDF_BYTES` is refused (``--idf`` would not read it back). ``neardup
     idf fit`` writes into the temporary file of :func:`neardup.io.outfile.replacing`, renamed over its
     ``-o`` only once whole."""
     order = sorted(range(len(words)), key=lambda i: words[i])
-    body = "".join(f"{words[i]} {float(values[i]):.12g}\n" for i in order).encode("utf-8")
+    head = f"{TOKENIZER_MARK}{tokenizer} {float(np.median(values)) if len(values) else 0.0:.12g}\n" if tokenizer else ""
+    body = (head + "".join(f"{words[i]} {float(values[i]):.12g}\n" for i in order)).encode("utf-8")
     if len(body) > MAX_IDF_BYTES:
         raise ConfigError(f"{os.fspath(path)}: the table of {len(words):,} words would take {len(body):,} bytes, "
                           f"more than the {_size(MAX_IDF_BYTES)} an IDF table may hold (--idf reads no more); "

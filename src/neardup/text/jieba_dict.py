@@ -23,6 +23,7 @@ the unrounded emissions, and builds the edge hash table (17 MB) on first use.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import math
 import os
@@ -37,7 +38,7 @@ from .._arrays import utf8_buffer
 from ..kernels.segment import ascii_pairs, cut_batch, edge_table
 from .dictionaries import file_keys, load_idf, load_stop_words, load_user_dict
 
-BUILD = 4                     # bump when the layout or the rules change (a new cache file)
+BUILD = 5                     # bump when the layout or the rules change (a new cache file)
 STOP_WORDS_FILE = "cppjieba_stop_words.utf8"   # in neardup/data: cppjieba's stop words (yanyiwu's keywords)
 MIN_DOUBLE = -3.14e100        # cppjieba's "log(0)"
 _FIELDS = ("child_start", "child_cp", "child_node", "word_weight", "solo", "idf", "stop", "hmm_start", "hmm_trans",
@@ -63,6 +64,8 @@ class JiebaTables:
     min_weight: float
     idf_average: float
     log_total: float          # ln(Σ freq) over dict.txt's distinct words (a repeated word: its last line)
+    log_total_lines: float    # ln(Σ freq) over every line of dict.txt (Python jieba's ``total``)
+    idf_median: float         # jieba.analyse's ``median_idf`` of the IDF table (:func:`jieba_median`)
 
     @property
     def root(self) -> np.ndarray:
@@ -179,7 +182,8 @@ def _load_or_build(files: tuple = (None, None, None), shas: tuple = (None, None,
         with np.load(path, allow_pickle=False) as z:
             arrays = {f: z[f] for f in _FIELDS}
             scal = z["scalars"]
-        return JiebaTables(**arrays, min_weight=float(scal[0]), idf_average=float(scal[1]), log_total=float(scal[2]))
+        return JiebaTables(**arrays, min_weight=float(scal[0]), idf_average=float(scal[1]), log_total=float(scal[2]),
+                           log_total_lines=float(scal[3]), idf_median=float(scal[4]))
     except (OSError, KeyError, ValueError):
         pass
     t = build(*files)
@@ -188,7 +192,8 @@ def _load_or_build(files: tuple = (None, None, None), shas: tuple = (None, None,
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, **{f: getattr(t, f) for f in _FIELDS},
-                     scalars=np.array([t.min_weight, t.idf_average, t.log_total], dtype=np.float64))
+                     scalars=np.array([t.min_weight, t.idf_average, t.log_total, t.log_total_lines, t.idf_median],
+                                      dtype=np.float64))
         os.replace(tmp, path)
     except OSError:
         pass                      # no cache: built again by the next process
@@ -203,7 +208,8 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
       ``word freq tag`` gets log(freq / Σ freq) (Σ over the main dictionary); a user word replaces a
       dictionary word's weight; one-character user words are marked ``solo``; the smallest weight
       (of unknown characters) stays the main dictionary's;
-    * IDF: every line of the file; unknown words get its mean (Σ idf / lines read);
+    * IDF: every line of the file; unknown words get its mean (Σ idf / lines read), or with
+      ``jieba.analyse``'s rule its median (``idf_median``, over every distinct word of the file);
     * stop words: the file's lines in place of cppjieba's list."""
     from jieba.finalseg import prob_emit, prob_start, prob_trans  # noqa: PLC0415  (jieba's HMM tables only; importing jieba costs 130 ms, measured, and Chinese runs alone need them)
 
@@ -215,6 +221,7 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
     else:
         f = load_idf(idf)
         idf_words, idf_average = dict(zip(f.words, f.values.tolist())), f.mean
+    idf_median = jieba_median(load_idf(idf_path if idf is None else idf).values)
     ids: dict[str, int] = {"": 0}
     parent, cps = [-1], [0]
 
@@ -284,7 +291,7 @@ def build(user_dict=None, idf=None, stop_words=None) -> JiebaTables:
         hmm_start=np.array([start[s] for s in names], dtype=np.float64),
         hmm_trans=np.array([[trans[a].get(b, MIN_DOUBLE) for b in names] for a in names], dtype=np.float64),
         hmm_emit=emit_arr, log_freq=log_freq, hmm_emit_full=emit_full, min_weight=float(min_w),
-        idf_average=idf_average, log_total=log_total)
+        idf_average=idf_average, log_total=log_total, log_total_lines=math.log(total), idf_median=idf_median)
 
 
 # -- jieba's files, read by cppjieba's rules (also the Python port's reader) ------------------------
@@ -320,6 +327,28 @@ def read_idf(path) -> tuple[dict[str, float], float]:
             idf[parts[0]] = v
             total += v
     return idf, total / lines
+
+
+def jieba_median(values) -> float:
+    """``jieba.analyse``'s default IDF for an unknown word (``IDFLoader.median_idf``): the distinct words'
+    values sorted, the one at index n // 2 (the upper middle for even n, where ``np.median`` averages)."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    return float(v[v.shape[0] // 2])
+
+
+def jieba_analyse_stop_words() -> frozenset:
+    """``jieba.analyse``'s ``KeywordExtractor.STOP_WORDS``, read from jieba's source as a literal (importing
+    ``jieba.analyse`` costs 1.3 s: it loads the IDF table and the POS tagger)."""
+    import jieba  # noqa: PLC0415  (its files only; jieba is not initialised)
+
+    tree = ast.parse((Path(jieba.__file__).parent / "analyse" / "tfidf.py").read_text("utf-8"))
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name == "KeywordExtractor":
+            for node in cls.body:
+                if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["STOP_WORDS"]
+                        and isinstance(node.value, ast.Call) and len(node.value.args) == 1):
+                    return frozenset(ast.literal_eval(node.value.args[0]))
+    raise RuntimeError("jieba/analyse/tfidf.py: KeywordExtractor.STOP_WORDS is not a set literal in this jieba")
 
 
 def read_stop_words(path) -> frozenset:
