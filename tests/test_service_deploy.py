@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html.parser
 import json
+import os
 import re
 import signal
 import socket
@@ -107,6 +108,38 @@ def test_docs_pages_reference_only_local_assets_that_are_served(index):
         assert status == 404
     finally:
         s.stop()
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.mark.skipif(os.environ.get("NEARDUP_SKIP_BROWSER") == "1", reason="NEARDUP_SKIP_BROWSER=1")
+def test_docs_pages_render_offline_in_headless_chromium(index, tmp_path):
+    """Swagger UI and ReDoc draw every operation with every host but 127.0.0.1 unresolvable (the
+    CDN pages were blank offline); the browser asked the service for nothing it did not answer."""
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure_chromium.sh (as root) first, "
+                    "or set NEARDUP_SKIP_BROWSER=1 to skip this test")
+    s = Server(index)
+    try:
+        doms = {}
+        for page in ("docs", "redoc"):
+            run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                  "--disable-background-networking", "--disable-component-update",
+                                  "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / page}",
+                                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                                  "--virtual-time-budget=15000", "--dump-dom", f"{s.url}/{page}"],
+                                 capture_output=True, timeout=90, check=False)
+            doms[page] = run.stdout.decode("utf-8", errors="replace")
+    finally:
+        s.stop()
+    paths = ("/v1/check", "/v1/check-and-add", "/v1/admin/add", "/v1/admin/compact", "/v1/admin/backup", "/metrics")
+    assert all(f'data-path="{p}"' in doms["docs"] for p in paths), doms["docs"][-2000:]
+    assert all(p in doms["redoc"] for p in paths) and "Bulk add" in doms["redoc"], doms["redoc"][-2000:]
+    asked = re.findall(r'"GET (\S+)" (\d+)', s.stderr)
+    assert {p for p, _ in asked} >= {"/docs", "/redoc", "/openapi.json", "/docs-static/swagger-ui-bundle.js",
+                                      "/docs-static/redoc.standalone.js"}, asked
+    assert all(code in ("200", "304") for p, code in asked if p != "/healthz"), asked
 
 
 # -- 2. the OpenAPI document ----------------------------------------------------------------------
