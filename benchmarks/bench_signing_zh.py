@@ -49,6 +49,7 @@ def methods():
          neardup.MinHasher(num_perm=128, tokenizer="jieba", ngram=5).sign_batch),
         ("neardup simhash, word 3-grams", neardup.SimHasher().sign_batch),
         ("neardup simhash --compat yanyiwu --top-n 5 (compiled cppjieba)", _yanyiwu_compiled),
+        ("neardup simhash --compat jieba-analyse (compiled jieba.analyse top-20 + 1e0ng simhash)", _jieba_analyse),
         ("neardup simhash --idf jieba --top-n 20 (jieba words, tf-idf)",
          neardup.SimHasher(tokenizer="jieba", ngram=1, weighting="tfidf", idf="jieba", top_n=20).sign_batch),
         ("neardup yanyiwu Python port (the reference)", _Slow(_yanyiwu_port)),
@@ -82,6 +83,12 @@ def methods():
             return [Simhash(dict(jieba.analyse.extract_tags(t, topK=5, withWeight=True))).value for t in texts]
 
         out.append(("jieba.analyse top-5 tf-idf + simhash (1e0ng)", _Slow(analyse_simhash)))
+
+        def crawler_recipe(texts):
+            return [Simhash(jieba.analyse.extract_tags(t, topK=20, withWeight=True)).value for t in texts]
+
+        out.append(("jieba.analyse top-20 + simhash (1e0ng), the recipe --compat jieba-analyse reproduces",
+                    _Slow(crawler_recipe)))
     except ImportError:
         print("jieba or simhash (1e0ng) missing: peer row skipped")
     return out
@@ -91,6 +98,12 @@ def _yanyiwu_compiled(texts):
     from neardup.sketches.compat import yanyiwu
 
     return yanyiwu.simhash_batch(texts, 5)
+
+
+def _jieba_analyse(texts):
+    from neardup.sketches.compat import jieba_analyse
+
+    return jieba_analyse.simhash_batch(texts)
 
 
 def _yanyiwu_port(texts):
