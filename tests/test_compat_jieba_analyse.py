@@ -280,3 +280,19 @@ def test_word_files_are_refused_naming_the_option(tmp_path):
         DedupConfig(method="simhash", compat="1e0ng", idf="jieba").resolved()
     with pytest.raises(ValueError, match="top_n"):
         ja.simhash_batch(["中文"], 0)
+
+
+def test_explain_folds_as_the_library(chinese_pages):
+    """``neardup explain`` of a jieba-analyse run: the keywords, weights and fingerprint of the signer,
+    also on the second page, where bit 36's Σ ±w is −1.8e-16 yet S_j > W / 2 (the library sets it)."""
+    from neardup.explain.evidence import explain_simhash
+    from neardup.kernels.simhash import fold_one
+
+    pages = [t for _, t in chinese_pages][:8]
+    kws = ja.extract_tags(pages[1])
+    h, w = ja.keyword_hashes([k for k, _ in kws]), np.array([x for _, x in kws])
+    assert int(fold_majority(h, w, len(w))) != int(fold_one(h, w, 0, len(w)))      # the case is real
+    for a, b in zip(pages[::2], pages[1::2]):
+        r = explain_simhash(a, b, compat="jieba-analyse")
+        assert r["consistent"] and r["b"]["fingerprint"] == int(ja.simhash_batch([b])[0])
+        assert [t["feature"] for t in r["a"]["top"]] == [k for k, _ in ja.extract_tags(a)][:10]

@@ -35,6 +35,7 @@ from ..dedup.report import INDEXED_TEXT
 from ..features.shingles import Shingler
 from ..kernels import minhash as K
 from ..kernels.hashing import fmix64
+from ..kernels.jieba_analyse import fold_majority
 from ..similarity.estimates import containment_from_jaccard
 from ..sketches.compat import jieba_analyse, simhash_1e0ng, yanyiwu
 from ..sketches.minhash import MinHasher, empty_value
@@ -217,6 +218,8 @@ def explain_simhash(a: str, b: str, tokenizer: str = "word", ngram: int | None =
         bits = ((hashes[:, None] >> np.arange(64, dtype=np.uint64)[None, :]) & np.uint64(1)).astype(bool)
         sums = (np.where(bits, 1.0, -1.0) * weights[:, None]).sum(axis=0) if len(names) else np.zeros(64)
         fp = int(sum(1 << j for j in range(64) if sums[j] > 0))
+        if compat == "jieba-analyse":       # 1e0ng's rule in floats: S_j > W / 2 can differ from Σ ±w > 0 at 1e-16
+            fp = int(fold_majority(hashes, weights, len(names)))
         order = np.argsort(-weights, kind="stable")[:show]
         sides.append({"features": len(names), "fingerprint": fp,
                       "top": [{"feature": names[i], "weight": float(weights[i]), "hash": int(hashes[i])}
