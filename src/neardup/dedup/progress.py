@@ -25,7 +25,7 @@ import time
 
 from ..config import DedupConfig
 
-_SCALED = ("B", "char")     # units shown as 1.2M; counts of rows, files or pairs as integers
+_SCALED = ("B",)     # units shown as 1.2M; counts of rows, files or pairs as integers
 
 
 def mode_of(progress: str, quiet: bool = False) -> str:
