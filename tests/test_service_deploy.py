@@ -479,6 +479,31 @@ def test_backups_are_off_without_a_backup_dir_and_a_vanished_one_is_one_line(ind
     assert proc.returncode == 2 and "--backup-dir" in proc.stderr and "does not exist" in proc.stderr
 
 
+def test_index_backup_on_the_command_line(index, tmp_path):
+    """``neardup index backup`` with no service running: a copy that verifies and holds what the index
+    holds; a DEST that exists, or under a file, is one line and exit 1, and leaves nothing behind."""
+    def backup(dest):
+        return subprocess.run([sys.executable, "-m", "neardup", "index", "backup", str(index), str(dest)],
+                              capture_output=True, text=True, timeout=120)
+
+    with DiskIndex.open(index) as idx:
+        idx.add_batch([f"b{i}" for i in range(4200)], [f"bulk document number {i} of the backup test"
+                                                        for i in range(4200)])
+        idx.remove(DOCS[1]["id"])
+    done = backup(tmp_path / "bk")
+    assert done.returncode == 0 and done.stdout.startswith("backed up 4399 documents to "), done.stderr
+    with open_index(tmp_path / "bk", readonly=True) as bk, open_index(index, readonly=True) as idx:
+        assert len(bk) == len(idx) == 4399 and "b4199" in bk and DOCS[1]["id"] not in bk and DOCS[2]["id"] in bk
+    verify = subprocess.run([sys.executable, "-m", "neardup", "index", "verify", str(tmp_path / "bk")],
+                            capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0, verify.stdout
+    (tmp_path / "file").write_text("x")
+    for dest, words in ((tmp_path / "bk", "already exists"), (tmp_path / "file" / "bk", "cannot create the backup")):
+        failed = backup(dest)
+        assert failed.returncode == 1 and words in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bk", "file", "idx"]
+
+
 # -- hostile bulk adds ----------------------------------------------------------------------------
 
 def test_hostile_bulk_adds_get_4xx_and_change_nothing(index):
