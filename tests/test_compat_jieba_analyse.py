@@ -226,6 +226,16 @@ def test_every_path_signs_alike(sample, tmp_path):
     res = runner.invoke(main, ["index", "query", str(idx), "--text", sample[1]])
     assert res.exit_code == 0, res.output
     assert ("d0" in res.output) == (near <= 3) and "d1" in res.output
+    # dedup --index: a day against the index (the same options, recorded by it), then its kept rows added
+    day = _jsonl(tmp_path / "day.jsonl", [("n0", sample[0]), ("n1", "一段全新的中文文本，谈论天气和城市交通")])
+    rep = run_dedup([str(day)], str(tmp_path / "o2"), DedupConfig(method="simhash", compat="jieba-analyse", top_n=12,
+                                                                   id_field="id", html=False, quiet=True, workers=1,
+                                                                   index=str(idx)))
+    recs = {r["id"]: r for r in map(json.loads, (tmp_path / "o2" / "clusters.jsonl").read_text().splitlines())}
+    assert not recs["n0"]["kept"] and recs["n0"].get("indexed") and recs["n1"]["kept"], recs
+    assert rep["index"]["added"] == 1
+    with SimHashDiskIndex.open(idx, readonly=True) as index:
+        assert int(index.get("n1")[0]) == int(ja.simhash_batch(["一段全新的中文文本，谈论天气和城市交通"], 12)[0])
 
 
 def test_serve_signs_as_the_recipe(sample, tmp_path):
