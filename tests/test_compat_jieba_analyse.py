@@ -258,6 +258,32 @@ def test_serve_signs_as_the_recipe(sample, tmp_path):
         s.stop()
 
 
+@needs_recipe
+def test_a_stop_word_file_is_set_stop_words(documents, tmp_path):
+    """``--stop-words FILE`` is ``jieba.analyse.set_stop_words(FILE)``: its words are stop words besides
+    jieba's, a piece matching when its lower() is one (so ``Linux`` in the file matches nothing, ``http``
+    matches ``HTTP``); on every path that signs."""
+    words = tmp_path / "stop.txt"
+    words.write_text("命令\n选项\n文件\n使用\n程序\nLinux\nhttp\nfb\n", encoding="utf-8")
+    tf = jieba.analyse.TFIDF()            # a fresh extractor: the module's default one stays untouched
+    tf.set_stop_words(str(words))
+    sub = documents[::10]
+    want = [simhash.Simhash(tf.extract_tags(d, topK=20, withWeight=True)).value for d in sub]
+    got = ja.simhash_batch(sub, stop_words=str(words)).tolist()
+    assert got == want and got != ja.simhash_batch(sub).tolist()
+    for d in sub[:20]:
+        assert ja.extract_tags(d, 20, str(words)) == tf.extract_tags(d, topK=20, withWeight=True)
+    src = _jsonl(tmp_path / "t.jsonl", [(f"d{i}", t) for i, t in enumerate(sub[:8])])
+    res = CliRunner().invoke(main, ["sign", str(src), "--method", "simhash", "--compat", "jieba-analyse",
+                                    "--stop-words", str(words)])
+    assert res.exit_code == 0, res.output
+    assert [json.loads(x)["simhash"] for x in res.output.splitlines()] == want[:8]
+    idx = tmp_path / "idx"
+    with SimHashDiskIndex.create(idx, compat="jieba-analyse", stop_words=str(words)) as index:
+        index.add_batch([f"d{i}" for i in range(8)], sub[:8])
+        assert [int(index.get(f"d{i}")[0]) for i in range(8)] == want[:8]
+
+
 # ------------------------------------------------------------------------------------------ refusals
 @pytest.mark.parametrize("flags,option", [
     (["--idf", "jieba"], "--idf"),
@@ -280,7 +306,7 @@ def test_refused_combinations_are_one_line(flags, option, tmp_path):
 def test_word_files_are_refused_naming_the_option(tmp_path):
     words = tmp_path / "w.txt"
     words.write_text("中文 3\n", encoding="utf-8")
-    for name in ("idf", "user_dict", "stop_words"):
+    for name in ("idf", "user_dict"):
         with pytest.raises(ConfigError, match=f"--{name.replace('_', '-')}.*jieba-analyse"):
             DedupConfig(method="simhash", compat="jieba-analyse", **{name: str(words)}).resolved()
     res = CliRunner().invoke(main, ["idf", "fit", str(words), "--compat", "jieba-analyse", "-o", str(tmp_path / "t")])
@@ -290,6 +316,14 @@ def test_word_files_are_refused_naming_the_option(tmp_path):
         DedupConfig(method="simhash", compat="1e0ng", idf="jieba").resolved()
     with pytest.raises(ValueError, match="top_n"):
         ja.simhash_batch(["中文"], 0)
+    # a stop-word file that cannot be read: one line naming it; an empty one changes nothing
+    src = _jsonl(tmp_path / "x.jsonl", [("a", "中文文本处理的方法")])
+    res = CliRunner().invoke(main, ["sign", str(src), "--method", "simhash", "--compat", "jieba-analyse",
+                                    "--stop-words", str(tmp_path / "absent.txt")])
+    assert res.exit_code == 2 and "absent.txt" in error_line(res.output), res.output
+    (tmp_path / "empty.txt").write_bytes(b"")
+    text = ["中文文本处理的方法，文本处理"]
+    assert ja.simhash_batch(text, stop_words=str(tmp_path / "empty.txt")).tolist() == ja.simhash_batch(text).tolist()
 
 
 def test_explain_folds_as_the_library(chinese_pages):

@@ -155,7 +155,8 @@ def _params() -> tuple[Param, ...]:
                    "cppjieba reads it)."),
         Param("stop_words", A, str, None, nullable=True, methods=("simhash",),
               help="SimHash: a file of stop words, one per line, dropped before weighting (--ngram 1 by default; "
-                   "with --compat yanyiwu: in place of cppjieba's list)."),
+                   "with --compat yanyiwu: in place of cppjieba's list; with --compat jieba-analyse: besides "
+                   "jieba's, as jieba.analyse.set_stop_words)."),
         Param("top_n", A, int, None, lo=1, nullable=True, methods=("simhash",),
               help="SimHash: keep the N heaviest features (with --compat yanyiwu: its length rule when not given; "
                    "with --compat jieba-analyse: extract_tags's topK, 20 when not given)."),
@@ -349,13 +350,15 @@ class DedupConfig:
         if wrong:
             raise ConfigError(f"not used by --method {c.method}: {'; '.join(wrong)}")
         if c.compat is not None:
-            files = ("idf", "user_dict", "stop_words") if c.compat in ("1e0ng", "jieba-analyse") else ()
+            files = {"1e0ng": ("idf", "user_dict", "stop_words"),
+                     "jieba-analyse": ("idf", "user_dict")}.get(c.compat, ())
             own = [n for n in ("weighting", "ngram", *files) if getattr(c, n) is not None]
             own += ["tokenizer"] if c.tokenizer != "word" else []
             if own:
                 hint = {"1e0ng": "; jieba keywords weighted by tf-idf, as crawlers feed simhash.Simhash: "
                                  "--compat jieba-analyse",
-                        "jieba-analyse": ": jieba's dictionary, IDF table and stop words"}.get(c.compat, "")
+                        "jieba-analyse": ": jieba's dictionary and IDF table; --stop-words is "
+                                         "jieba.analyse.set_stop_words"}.get(c.compat, "")
                 raise BY_NAME[own[0]].refuse(getattr(c, own[0]), f"left unset with --compat {c.compat} (the "
                                                                  f"peer's own features are used{hint})")
             if c.compat == "1e0ng" and c.top_n is not None:

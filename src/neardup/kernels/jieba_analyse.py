@@ -135,22 +135,33 @@ def _stop(cp, a, b, stop_keys):
 
 @njit(cache=True)
 def keywords_one(buf, start, end, top_n, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit,
-                 idf, idf_median, stop_keys):
+                 idf, idf_median, stop_keys, stop, use_stop):
     """``jieba.analyse.extract_tags(text, topK=top_n, withWeight=True)`` of ``buf[start:end]``: (byte
     start, byte end, weight) of each keyword, heaviest first, and the number of distinct keywords
-    before the top-N cut. ``idf``: per trie node (NaN: absent)."""
+    before the top-N cut. ``idf``: per trie node (NaN: absent); ``use_stop``: the words of the trie's
+    nodes marked in ``stop`` are stop words too (``set_stop_words``: a piece whose ASCII-lowered text is one)."""
     cp, bo = decode_utf8(buf, start, end)
     scratch = rs_scratch(cp.shape[0])
     n_ends = rs_cut_into(cp, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, scratch,
                          True)
     ends = scratch[0]
+    low = cp
+    if use_stop:
+        low = cp.copy()
+        for i in range(low.shape[0]):
+            if 65 <= low[i] <= 90:
+                low[i] += 32
     ws = np.empty(n_ends, dtype=np.int64)
     we = np.empty(n_ends, dtype=np.int64)
     m = 0
     a = 0
     for q in range(n_ends):
         b = ends[q]
-        if b - a >= 2 and not (b - a == 2 and cp[a] == 13 and cp[a + 1] == 10) and not _stop(cp, a, b, stop_keys):
+        keep = b - a >= 2 and not (b - a == 2 and cp[a] == 13 and cp[a + 1] == 10) and not _stop(cp, a, b, stop_keys)
+        if keep and use_stop:
+            v = _edge_node(low, a, b, rt, tab, shift, filt, fshift)
+            keep = v < 0 or not stop[v]
+        if keep:
             ws[m] = a
             we[m] = b
             m += 1
@@ -182,11 +193,11 @@ def keywords_one(buf, start, end, top_n, rt, tab, shift, filt, fshift, pairs, lf
 
 @njit(cache=True)
 def analyse_one(buf, start, end, top_n, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit,
-                idf, idf_median, stop_keys):
+                idf, idf_median, stop_keys, stop, use_stop):
     """(fingerprint, distinct keywords) of ``buf[start:end]``: :func:`keywords_one`, each keyword's
     :func:`md5_tail64`, :func:`fold_majority`. No keyword: 0 (the library's value of no features)."""
     bs, be, wt, nd = keywords_one(buf, start, end, top_n, rt, tab, shift, filt, fshift, pairs, lf, log_total,
-                                  hstart, htrans, hemit, idf, idf_median, stop_keys)
+                                  hstart, htrans, hemit, idf, idf_median, stop_keys, stop, use_stop)
     k = bs.shape[0]
     longest = 0
     for t in range(k):
@@ -200,7 +211,7 @@ def analyse_one(buf, start, end, top_n, rt, tab, shift, filt, fshift, pairs, lf,
 
 @njit(cache=True, parallel=True)
 def analyse_batch(buf, offsets, top_n, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit,
-                  idf, idf_median, stop_keys):
+                  idf, idf_median, stop_keys, stop, use_stop):
     """:func:`analyse_one` of every document ``buf[offsets[d]:offsets[d+1]]``, on all cores:
     (fingerprints, distinct keywords per document)."""
     n = offsets.shape[0] - 1
@@ -208,13 +219,13 @@ def analyse_batch(buf, offsets, top_n, rt, tab, shift, filt, fshift, pairs, lf, 
     kws = np.empty(n, dtype=np.int64)
     for d in prange(n):
         out[d], kws[d] = analyse_one(buf, offsets[d], offsets[d + 1], top_n, rt, tab, shift, filt, fshift, pairs, lf,
-                                     log_total, hstart, htrans, hemit, idf, idf_median, stop_keys)
+                                     log_total, hstart, htrans, hemit, idf, idf_median, stop_keys, stop, use_stop)
     return out, kws
 
 
 @njit(cache=True)
 def analyse_batch_serial(buf, offsets, top_n, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans,
-                         hemit, idf, idf_median, stop_keys):
+                         hemit, idf, idf_median, stop_keys, stop, use_stop):
     """:func:`analyse_batch` on the calling thread (a few documents in a process that forks later: see
     :data:`neardup.sketches.compat.yanyiwu.SERIAL_DOCS`)."""
     n = offsets.shape[0] - 1
@@ -222,5 +233,5 @@ def analyse_batch_serial(buf, offsets, top_n, rt, tab, shift, filt, fshift, pair
     kws = np.empty(n, dtype=np.int64)
     for d in range(n):
         out[d], kws[d] = analyse_one(buf, offsets[d], offsets[d + 1], top_n, rt, tab, shift, filt, fshift, pairs, lf,
-                                     log_total, hstart, htrans, hemit, idf, idf_median, stop_keys)
+                                     log_total, hstart, htrans, hemit, idf, idf_median, stop_keys, stop, use_stop)
     return out, kws
