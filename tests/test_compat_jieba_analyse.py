@@ -284,6 +284,42 @@ def test_a_stop_word_file_is_set_stop_words(documents, tmp_path):
         assert [int(index.get(f"d{i}")[0]) for i in range(8)] == want[:8]
 
 
+@needs_recipe
+def test_an_idf_file_is_set_idf_path(documents, tmp_path):
+    """``--idf FILE`` is ``jieba.analyse.set_idf_path(FILE)``: the file's idf and its median for unknown
+    words. A table written by hand, and one ``idf fit --compat jieba-analyse`` counted (jieba reads its
+    first line as one more word; the median stays), give the recipe's values with that file; a table of
+    another tokenizer is refused in one line."""
+    sub = documents[::20]
+    hand = tmp_path / "hand.idf"          # jieba's own words, every value halved, and an even count
+    base = jieba.analyse.default_tfidf.idf_freq
+    hand.write_text("".join(f"{w} {v / 2:.6f}\n" for w, v in list(base.items())[:5000:3]), encoding="utf-8")
+    src = _jsonl(tmp_path / "d.jsonl", [(f"d{i}", t) for i, t in enumerate(documents[:300])])
+    fitted = tmp_path / "fitted.idf"
+    res = CliRunner().invoke(main, ["idf", "fit", str(src), "--compat", "jieba-analyse", "-o", str(fitted)])
+    assert res.exit_code == 0, res.output
+    assert fitted.read_text(encoding="utf-8").startswith("#neardup-tokenizer:jieba-analyse ")
+    for table in (hand, fitted):
+        tf = jieba.analyse.TFIDF(idf_path=str(table))
+        want = [simhash.Simhash(tf.extract_tags(d, topK=20, withWeight=True)).value for d in sub]
+        assert ja.simhash_batch(sub, idf=str(table)).tolist() == want, table.name
+        for d in sub[:10]:
+            assert ja.extract_tags(d, 20, idf=str(table)) == tf.extract_tags(d, topK=20, withWeight=True)
+        res = CliRunner().invoke(main, ["sign", str(_jsonl(tmp_path / "s.jsonl", [("a", sub[0])])), "--method",
+                                        "simhash", "--compat", "jieba-analyse", "--idf", str(table)])
+        assert res.exit_code == 0 and json.loads(res.output)["simhash"] == want[0], res.output
+    # the counted words are the keywords: every fitted word is one extract_tags can give
+    words = {ln.split(" ")[0] for ln in fitted.read_text(encoding="utf-8").splitlines()[1:]}
+    assert words == {w for d in documents[:300] for w in ja.keywords([d])[0]}
+    other = tmp_path / "jieba.idf"
+    res = CliRunner().invoke(main, ["idf", "fit", str(src), "--tokenizer", "jieba", "-o", str(other)])
+    assert res.exit_code == 0, res.output
+    for table, flags, made in ((other, ["--compat", "jieba-analyse"], "--tokenizer jieba"),
+                               (fitted, ["--tokenizer", "jieba"], "--compat jieba-analyse")):
+        res = CliRunner().invoke(main, ["sign", str(src), "--method", "simhash", "--idf", str(table), *flags])
+        assert res.exit_code == 2 and made in error_line(res.output), res.output
+
+
 # ------------------------------------------------------------------------------------------ refusals
 @pytest.mark.parametrize("flags,option", [
     (["--idf", "jieba"], "--idf"),
@@ -306,11 +342,13 @@ def test_refused_combinations_are_one_line(flags, option, tmp_path):
 def test_word_files_are_refused_naming_the_option(tmp_path):
     words = tmp_path / "w.txt"
     words.write_text("中文 3\n", encoding="utf-8")
-    for name in ("idf", "user_dict"):
-        with pytest.raises(ConfigError, match=f"--{name.replace('_', '-')}.*jieba-analyse"):
-            DedupConfig(method="simhash", compat="jieba-analyse", **{name: str(words)}).resolved()
-    res = CliRunner().invoke(main, ["idf", "fit", str(words), "--compat", "jieba-analyse", "-o", str(tmp_path / "t")])
-    assert res.exit_code == 2 and "--compat jieba-analyse" in error_line(res.output)
+    with pytest.raises(ConfigError, match="--user-dict.*jieba-analyse"):
+        DedupConfig(method="simhash", compat="jieba-analyse", user_dict=str(words)).resolved()
+    res = CliRunner().invoke(main, ["idf", "fit", str(words), "--compat", "jieba-analyse", "--user-dict", str(words),
+                                    "-o", str(tmp_path / "t")])
+    assert res.exit_code == 2 and "--user-dict" in error_line(res.output) and not (tmp_path / "t").exists()
+    res = CliRunner().invoke(main, ["idf", "fit", str(words), "--compat", "1e0ng", "-o", str(tmp_path / "t")])
+    assert res.exit_code == 2 and "--compat 1e0ng" in error_line(res.output)
     # the crawler who tried 1e0ng with jieba's table is pointed to this mode
     with pytest.raises(ConfigError, match="--compat jieba-analyse"):
         DedupConfig(method="simhash", compat="1e0ng", idf="jieba").resolved()

@@ -148,7 +148,8 @@ def _params() -> tuple[Param, ...]:
         Param("idf", A, str, None, nullable=True, methods=("simhash",),
               help="SimHash IDF table for --weighting tfidf: 'jieba' (jieba's Chinese table) or a file of 'word idf' "
                    "lines (jieba's format; `neardup idf fit` writes one); --ngram 1 by default. With --compat "
-                   "yanyiwu: a file in place of cppjieba's table."),
+                   "yanyiwu: a file in place of cppjieba's table; with --compat jieba-analyse: as "
+                   "jieba.analyse.set_idf_path."),
         Param("user_dict", A, str, None, nullable=True, methods=("simhash", "minhash"),
               help="A user dictionary for Chinese segmentation, jieba's 'word [freq] [tag]' lines (with --tokenizer "
                    "jieba; SimHash also with auto and keywords (--idf or --stop-words), or --compat yanyiwu, as "
@@ -351,21 +352,21 @@ class DedupConfig:
             raise ConfigError(f"not used by --method {c.method}: {'; '.join(wrong)}")
         if c.compat is not None:
             files = {"1e0ng": ("idf", "user_dict", "stop_words"),
-                     "jieba-analyse": ("idf", "user_dict")}.get(c.compat, ())
+                     "jieba-analyse": ("user_dict",)}.get(c.compat, ())
             own = [n for n in ("weighting", "ngram", *files) if getattr(c, n) is not None]
             own += ["tokenizer"] if c.tokenizer != "word" else []
             if own:
                 hint = {"1e0ng": "; jieba keywords weighted by tf-idf, as crawlers feed simhash.Simhash: "
                                  "--compat jieba-analyse",
-                        "jieba-analyse": ": jieba's dictionary and IDF table; --stop-words is "
-                                         "jieba.analyse.set_stop_words"}.get(c.compat, "")
+                        "jieba-analyse": ": jieba's dictionary; --idf and --stop-words are "
+                                         "jieba.analyse's set_idf_path and set_stop_words"}.get(c.compat, "")
                 raise BY_NAME[own[0]].refuse(getattr(c, own[0]), f"left unset with --compat {c.compat} (the "
                                                                  f"peer's own features are used{hint})")
             if c.compat == "1e0ng" and c.top_n is not None:
                 raise BY_NAME["top_n"].refuse(c.top_n, "left unset with --compat 1e0ng (the library weighs "
                                                        "every window)")
             if c.idf == "jieba":
-                raise BY_NAME["idf"].refuse(c.idf, "a file with --compat yanyiwu (cppjieba's own table is "
+                raise BY_NAME["idf"].refuse(c.idf, f"a file with --compat {c.compat} (the peer's own table is "
                                                    "its default)")
         else:
             if c.weighting == "tfidf" and c.idf is None:
@@ -396,7 +397,7 @@ class DedupConfig:
         if c.method in ("simhash", "minhash"):     # the user's files, read now: a bad line stops the run here
 
             file_keys(c.idf, c.user_dict, c.stop_words)
-            why = idf_tokenizer_mismatch(c.idf, "yanyiwu" if c.compat == "yanyiwu" else c.tokenizer)
+            why = idf_tokenizer_mismatch(c.idf, c.compat if c.compat in ("yanyiwu", "jieba-analyse") else c.tokenizer)
             if why:
                 raise BY_NAME["idf"].refuse(c.idf, why)
             for name in ("idf", "user_dict", "stop_words"):   # absolute: an index or a Spark task reads them

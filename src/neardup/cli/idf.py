@@ -50,13 +50,15 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
       neardup idf fit news/*.jsonl -o news-idf.txt
       neardup dedup news/*.jsonl -o out --method simhash --tokenizer jieba --idf news-idf.txt --top-n 20
       neardup idf fit news/ --compat yanyiwu -o idf.utf8     # for --compat yanyiwu --idf idf.utf8
+      neardup idf fit news/ --compat jieba-analyse -o idf.txt  # for --compat jieba-analyse --idf idf.txt
     """
 
     if batch_size > MAX_BATCH:
         raise ParameterError(f"batch_size (--batch-size) must be at most {MAX_BATCH} here (a batch is held in memory "
                              f"whole); got {batch_size}")
-    if compat is not None and compat != "yanyiwu":
-        raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu weighs words by IDF)")
+    if compat is not None and compat not in ("yanyiwu", "jieba-analyse"):
+        raise click.UsageError(f"--compat {compat} has no IDF table (only yanyiwu and jieba-analyse weigh words by "
+                               "IDF)")
     if user_dict is not None:
         load_user_dict(user_dict)      # a bad or oversized file: one line naming it (checked again below, cached)
     try:
@@ -85,7 +87,7 @@ def fit(inputs, output, tokenizer, convert, user_dict, compat, min_df, input_for
         keep = values <= df_min + 1e-12
         words = [w for w, k in zip(words, keep) if k]
         values = values[keep]
-    made_with = "yanyiwu" if compat else tokenizer      # recorded in the table, checked by every --idf
+    made_with = compat or tokenizer      # recorded in the table, checked by every --idf
     if not words:
         raise click.ClickException(f"no words found in {n} documents: nothing to write to {output}")
     if output == "-":

@@ -269,7 +269,7 @@ def _simhash_features(text, tokenizer, ngram, weighting, idf, top_n, compat, con
         hashes, weights = yanyiwu._hash_keywords(kws)
         return [w for w, _ in kws], hashes, weights
     if compat == "jieba-analyse":
-        kws = jieba_analyse.extract_tags(text, top_n, stop_words)
+        kws = jieba_analyse.extract_tags(text, top_n, stop_words, idf)
         names = [w for w, _ in kws]
         return names, jieba_analyse.keyword_hashes(names), np.array([w for _, w in kws], dtype=np.float64)
     if compat == "1e0ng":

@@ -20,7 +20,7 @@ from .._arrays import utf8_buffer
 from ..kernels.shingle import token_shingles_batch
 from ..kernels.simhash import key_slots
 from ..text.dictionaries import MAX_IDF
-from ..text.jieba_dict import cut_compiled_batch
+from ..text.jieba_dict import analyse_keywords, cut_compiled_batch
 from ..text.normalize import Normalizer, _converter, _pack
 from ..text.tokenize import jieba_pieces, tokenize
 from ..text.unicode import char_map, class_table
@@ -143,6 +143,7 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
     fitted here and :meth:`SimHasher.fit_idf <neardup.sketches.simhash.SimHasher.fit_idf>` on the same
     corpus weigh every word of it alike. Words are those the signer looks up: ``compat="yanyiwu"``
     — cppjieba's segmentation of the raw text (after ``convert``), words of two or more characters;
+    ``compat="jieba-analyse"`` — the keywords ``jieba.analyse.extract_tags`` finds in the raw text;
     otherwise the ``tokenizer``'s tokens of the normalised text. ``batches``: iterables of texts.
     A word holding white space cannot be written in the format and is left out (no tokenizer makes one)."""
 
@@ -155,8 +156,14 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
             for words in cut_compiled_batch([conv(x) if conv else x for x in batch], user_dict, errors="replace"):
                 df.update({w for w in words if len(w) > 1})
                 n += 1
+    elif compat == "jieba-analyse":
+        conv = _converter(convert).convert if convert else None
+        for batch in batches:
+            for words in analyse_keywords([conv(x) if conv else x for x in batch]):
+                df.update(words)
+                n += 1
     elif compat is not None:
-        raise ValueError(f"compat={compat!r} has no IDF table (only yanyiwu weighs words by IDF)")
+        raise ValueError(f"compat={compat!r} has no IDF table (only yanyiwu and jieba-analyse weigh words by IDF)")
     elif tokenizer == "jieba" and user_dict is None:
         # the compiled cut over each batch; a document's distinct pieces as one bytes.split + set, and
         # only the corpus's distinct pieces decoded and checked for a word character

@@ -235,3 +235,27 @@ def analyse_batch_serial(buf, offsets, top_n, rt, tab, shift, filt, fshift, pair
         out[d], kws[d] = analyse_one(buf, offsets[d], offsets[d + 1], top_n, rt, tab, shift, filt, fshift, pairs, lf,
                                      log_total, hstart, htrans, hemit, idf, idf_median, stop_keys, stop, use_stop)
     return out, kws
+
+
+@njit(cache=True)
+def keywords_batch(buf, offsets, rt, tab, shift, filt, fshift, pairs, lf, log_total, hstart, htrans, hemit, idf,
+                   idf_median, stop_keys, stop, use_stop):
+    """Every distinct keyword of each document (``extract_tags`` with no topK), as byte ranges: (starts,
+    ends, offsets per document), CSR."""
+    n = offsets.shape[0] - 1
+    starts = []
+    ends = []
+    off = np.zeros(n + 1, dtype=np.int64)
+    for d in range(n):
+        bs, be, _, _ = keywords_one(buf, offsets[d], offsets[d + 1], offsets[d + 1] - offsets[d], rt, tab, shift, filt,
+                                    fshift, pairs, lf, log_total, hstart, htrans, hemit, idf, idf_median, stop_keys,
+                                    stop, use_stop)
+        starts.append(bs)
+        ends.append(be)
+        off[d + 1] = off[d] + bs.shape[0]
+    s = np.empty(off[n], dtype=np.int64)
+    e = np.empty(off[n], dtype=np.int64)
+    for d in range(n):
+        s[off[d]:off[d + 1]] = starts[d]
+        e[off[d]:off[d + 1]] = ends[d]
+    return s, e, off

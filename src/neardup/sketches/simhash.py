@@ -227,14 +227,17 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
 
             tables(**files)                        # bad files fail here, before any text is read
             return lambda texts: yanyiwu.simhash_batch_sizes(prepared(texts), top_n, **files)
-        if compat == "jieba-analyse" and user_dict is None and idf is None:
+        if compat == "jieba-analyse" and user_dict is None:
             top = jieba_analyse.TOP_K if top_n is None else as_int(top_n, "top_n", 1)
-            jieba_analyse.simhash_batch_sizes([], top, stop_words)      # a bad file fails here, before any text
-            return lambda texts: jieba_analyse.simhash_batch_sizes(prepared(texts), top, stop_words)
+            why = idf_tokenizer_mismatch(idf, "jieba-analyse")
+            if why:
+                raise ValueError(f"idf must be {why}")
+            jieba_analyse.simhash_batch_sizes([], top, stop_words, idf)     # a bad file fails here, before any text
+            return lambda texts: jieba_analyse.simhash_batch_sizes(prepared(texts), top, stop_words, idf)
         if user_dict is not None or stop_words is not None or idf is not None:
-            raise ValueError(f"compat={compat!r} has its own features: user_dict, stop_words and idf do not apply"
-                             + (" (stop_words does, as jieba.analyse.set_stop_words)" if compat == "jieba-analyse"
-                                else ""))
+            raise ValueError(f"compat={compat!r} has its own features: "
+                             + ("user_dict does not apply" if compat == "jieba-analyse"
+                                else "user_dict, stop_words and idf do not apply"))
         if top_n is not None:
             raise ValueError("top_n does not apply to compat='1e0ng' (the library weighs every window)")
 

@@ -10,9 +10,10 @@ lines are skipped):
   same word replaces the earlier one. Unknown words get the median (neardup's native pipeline, as
   ``jieba.analyse`` does) or the mean over the lines (``--compat yanyiwu``, as cppjieba does). A table
   ``neardup idf fit`` wrote starts with ``#neardup-tokenizer:NAME idf``: the tokenizer its words came
-  from (``word``, ``jieba``, ``auto``, or ``yanyiwu`` for cppjieba's cut), in the same two-field form so
-  that jieba and cppjieba still read the file (to them a word no text holds); every command refuses the
-  table with another tokenizer (:func:`idf_tokenizer_mismatch`). A table without it is taken as given.
+  from (``word``, ``jieba``, ``auto``; ``yanyiwu`` or ``jieba-analyse`` for those modes' cuts), in the
+  same two-field form so that jieba and cppjieba still read the file (to them a word no text holds);
+  every command refuses the table with another tokenizer (:func:`idf_tokenizer_mismatch`). A table
+  without it is taken as given.
 * **User dictionary** (``--user-dict PATH``): ``word [freq] [tag]``, fields separated by one space,
   freq a positive integer. A word may not contain a space.
 * **Stop words** (``--stop-words PATH``): one word per line, taken whole (cppjieba does not trim);
@@ -176,18 +177,28 @@ def _load_idf(path: str) -> IdfFile:
                    total / (_getline_count(data) - (tokenizer is not None)), float(np.median(values)), tokenizer)
 
 
+def jieba_median(values) -> float:
+    """``jieba.analyse``'s default IDF for an unknown word (``IDFLoader.median_idf``): the distinct words'
+    values sorted, the one at index n // 2 (the upper middle for even n, where ``np.median`` averages)."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    return float(v[v.shape[0] // 2])
+
+
+def _flag(tokenizer: str) -> str:
+    return f"--compat {tokenizer}" if tokenizer in ("yanyiwu", "jieba-analyse") else f"--tokenizer {tokenizer}"
+
+
 def idf_tokenizer_mismatch(idf, tokenizer: str) -> str | None:
     """Why the IDF table ``idf`` (a path; ``"jieba"`` or None: none) cannot weigh words cut by
-    ``tokenizer`` (``yanyiwu`` for cppjieba's cut), or None when it can: a table records the tokenizer
-    ``neardup idf fit`` counted with, and its words are another tokenizer's tokens (jieba words
+    ``tokenizer`` (``yanyiwu``, ``jieba-analyse``: those modes' cuts), or None when it can: a table
+    records the tokenizer ``neardup idf fit`` counted with, and its words are another tokenizer's tokens (jieba words
     looked up among characters find nothing, silently)."""
     if idf is None or idf == "jieba":
         return None
     made = load_idf(idf).tokenizer
     if made is None or made == tokenizer:
         return None
-    flag = "--compat yanyiwu" if made == "yanyiwu" else f"--tokenizer {made}"
-    used = "--compat yanyiwu" if tokenizer == "yanyiwu" else f"--tokenizer {tokenizer}"
+    flag, used = _flag(made), _flag(tokenizer)
     return (f"a table of this run's tokens: {os.fspath(idf)} was fitted with {flag} (its first line), this run "
             f"uses {used}; sign with {flag}, or fit the table again with {used}")
 
@@ -237,13 +248,14 @@ def user_frequency(entry: tuple[str, str | None, str | None]) -> int | None:
 def write_idf(path, words, values, tokenizer: str | None = None) -> None:
     """Write ``word idf`` lines (words sorted by code point, values with 12 significant digits: the
     same corpus always gives the same bytes) to the file ``path``, fsynced (``-``: standard output),
-    after a first line ``#neardup-tokenizer:NAME median`` when ``tokenizer`` is given (the median
-    idf as its value, so that jieba's median and cppjieba's mean barely move should they read it).
+    after a first line ``#neardup-tokenizer:NAME median`` when ``tokenizer`` is given (its value is
+    :func:`jieba_median`, which leaves jieba's median of the file unchanged when jieba reads that line
+    as a word; cppjieba's mean moves a little).
     A table larger than :data:`MAX_IDF_BYTES` is refused (``--idf`` would not read it back). ``neardup
     idf fit`` writes into the temporary file of :func:`neardup.io.outfile.replacing`, renamed over its
     ``-o`` only once whole."""
     order = sorted(range(len(words)), key=lambda i: words[i])
-    head = f"{TOKENIZER_MARK}{tokenizer} {float(np.median(values)) if len(values) else 0.0:.12g}\n" if tokenizer else ""
+    head = f"{TOKENIZER_MARK}{tokenizer} {jieba_median(values) if len(values) else 0.0:.12g}\n" if tokenizer else ""
     body = (head + "".join(f"{words[i]} {float(values[i]):.12g}\n" for i in order)).encode("utf-8")
     if len(body) > MAX_IDF_BYTES:
         raise ConfigError(f"{os.fspath(path)}: the table of {len(words):,} words would take {len(body):,} bytes, "

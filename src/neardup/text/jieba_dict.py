@@ -35,8 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from .._arrays import utf8_buffer
+from ..kernels.jieba_analyse import keywords_batch
 from ..kernels.segment import ascii_pairs, cut_batch, edge_table
-from .dictionaries import file_keys, load_idf, load_stop_words, load_user_dict
+from .dictionaries import file_keys, jieba_median, load_idf, load_stop_words, load_user_dict
 
 BUILD = 5                     # bump when the layout or the rules change (a new cache file)
 STOP_WORDS_FILE = "cppjieba_stop_words.utf8"   # in neardup/data: cppjieba's stop words (yanyiwu's keywords)
@@ -329,13 +330,6 @@ def read_idf(path) -> tuple[dict[str, float], float]:
     return idf, total / lines
 
 
-def jieba_median(values) -> float:
-    """``jieba.analyse``'s default IDF for an unknown word (``IDFLoader.median_idf``): the distinct words'
-    values sorted, the one at index n // 2 (the upper middle for even n, where ``np.median`` averages)."""
-    v = np.sort(np.asarray(values, dtype=np.float64))
-    return float(v[v.shape[0] // 2])
-
-
 def jieba_analyse_stop_words() -> frozenset:
     """``jieba.analyse``'s ``KeywordExtractor.STOP_WORDS``, read from jieba's source as a literal (importing
     ``jieba.analyse`` costs 1.3 s: it loads the IDF table and the POS tagger)."""
@@ -381,3 +375,49 @@ def cut_compiled_batch(texts, user_dict=None, errors: str = "surrogatepass") -> 
             a = b
         out.append(words)
     return out
+
+
+# -- jieba.analyse's keywords (--compat jieba-analyse; neardup.sketches.compat.jieba_analyse) --------------
+_analyse_lock = threading.Lock()
+_analyse: dict[tuple, tuple] = {}
+
+
+def analyse_args(stop_words=None, idf=None) -> tuple:
+    """The arguments :mod:`neardup.kernels.jieba_analyse` takes after the text and topK: the cut's tables
+    with Python jieba's ln Σ freq, the IDF per trie node (jieba's, or the file ``idf``'s as
+    ``set_idf_path`` reads it) and its :func:`jieba_median`, jieba's stop words as keys, and the trie's
+    stop marks (the words of the file ``stop_words``, as ``set_stop_words``) with whether to use them."""
+    key = (None if stop_words is None else load_stop_words(stop_words).sha256,
+           None if idf is None else load_idf(idf).sha256)
+    args = _analyse.get(key)
+    if args is None:
+        with _analyse_lock:
+            args = _analyse.get(key)
+            if args is None:
+                t = tables(idf=idf, stop_words=stop_words)
+                rs = list(t.rs_args())
+                rs[7] = t.log_total_lines
+                args = _analyse[key] = (*rs, t.idf, t.idf_median, _stop_keys(jieba_analyse_stop_words()), t.stop,
+                                        stop_words is not None)
+    return args
+
+
+def _stop_keys(words) -> np.ndarray:
+    """Each stop word (ASCII, at most 8 bytes) packed big-endian into a uint64, sorted."""
+    keys = []
+    for w in words:
+        if not (w.isascii() and 0 < len(w) <= 8 and w == w.lower()):
+            raise RuntimeError(f"jieba's stop word {w!r} is not lowercase ASCII of at most 8 characters, which the "
+                               "compiled jieba-analyse mode assumes")
+        keys.append(int.from_bytes(w.encode("ascii"), "big"))
+    return np.array(sorted(keys), dtype=np.uint64)
+
+
+def analyse_keywords(texts) -> list[list[str]]:
+    """Every distinct keyword of each text (the words of ``jieba.analyse.extract_tags(text, topK=None)``;
+    what ``neardup idf fit --compat jieba-analyse`` counts), compiled over the batch (a lone surrogate
+    becomes '?': it could not be written to a table)."""
+    buf, offsets, data = utf8_batch(texts, errors="replace")
+    s, e, off = keywords_batch(buf, offsets, *analyse_args())
+    s, e, off = s.tolist(), e.tolist(), off.tolist()
+    return [[data[s[k]:e[k]].decode("utf-8") for k in range(off[d], off[d + 1])] for d in range(len(off) - 1)]
