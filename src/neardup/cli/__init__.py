@@ -169,7 +169,13 @@ class _signal:
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="neardup")
 def main() -> None:
-    """Find near-duplicate documents: MinHash, SimHash and sentence signatures."""
+    """Find near-duplicate documents: MinHash, SimHash and sentence signatures.
+
+    \b
+    Examples:
+      neardup dedup docs.jsonl --id-field id -o out     # then open out/report.html
+      neardup dedup -h                                  # each command's options and examples
+    """
 
 
 from . import compare, dedup, evaluate, explain, idf, index, lsh, pairs, serve, sign, warmup  # noqa: E402, F401  (each registers its command on main)

@@ -107,7 +107,14 @@ def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **al
     """Why are A and B (not) near-duplicates? First the verdict dedup would reach for the pair alone,
     with the rule and the numbers that decided it (--method, default minhash; an option only SimHash
     uses, such as --bits or --idf, chooses simhash); then exact Jaccard and containment, the MinHash
-    estimate, the SimHash distance, the sentence-signature match and some shared / unshared shingles."""
+    estimate, the SimHash distance, the sentence-signature match and some shared / unshared shingles.
+
+    \b
+    Examples:
+      neardup compare a.txt b.txt
+      neardup compare a.txt b.txt --method simhash --explain     # the features that flip each differing bit
+      neardup compare --text "the cat sat on the mat today" "the cat sat on the mat" --ngram 3 --json
+    """
 
     ctx = click.get_current_context()
     given = _given(ctx)

@@ -49,6 +49,12 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
     (exact repeats of ≥ --min-length bytes) keep every row, rewrite its text, and write
     OUTDIR/edits.jsonl (per row: the byte ranges removed, each with its XXH64) instead of clusters.jsonl;
     --spans lines|substrings adds them to a whole-document method in the same run.
+
+    \b
+    Examples:
+      neardup dedup docs.jsonl --id-field id -o out      # MinHash, Jaccard >= 0.8; open out/report.html
+      neardup dedup 'news/*.jsonl' -o news-out --method simhash --tokenizer jieba --top-n 20
+      neardup dedup docs.jsonl --id-field id -o out --index seen-idx   # also drops what earlier runs kept
     """
     ctx = click.get_current_context()
     given = [p.name for p in PARAMS

@@ -280,6 +280,11 @@ def eval_cmd(predicted, labels, fmt, labels_format, scope, exact, corpus, text_f
     the pair is listed); P = TP/(TP+FP), R = TP/(TP+FN), F1 = 2PR/(P+R), over all
     pairs of documents (scope all) or over the judged pairs only (scope judged).
     ARI (Hubert & Arabie) compares two clusterings over the union of their ids.
+
+    \b
+    Examples:
+      neardup eval out/clusters.jsonl --labels labels.jsonl    # labels: {"a", "b", "label"} lines
+      neardup eval out/clusters.jsonl --exact-jaccard 0.8 --corpus docs.jsonl --json
     """
     if (labels is None) == (exact is None):
         raise click.UsageError("give exactly one ground truth: --labels FILE or --exact-jaccard THRESH --corpus FILE")

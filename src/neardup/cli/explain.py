@@ -245,7 +245,13 @@ def explain_cmd(out, id_a, id_b, show, slots, as_json):
     run's rules on them, and leads with one sentence: the verdict, the rule that decided, its numbers
     and what would change it. Then the evidence in the method's own terms (MinHash slots and LSH
     bands, containment both ways, SimHash bits and the features that flip them, the longest
-    sentences)."""
+    sentences).
+
+    \b
+    Examples:
+      neardup explain out doc-2 doc-3          # after: neardup dedup docs.jsonl --id-field id -o out
+      neardup explain out doc-2 doc-3 --slots all --show 20 --json
+    """
 
     rep = _report(out)
     records = _records(out, rep)

@@ -24,7 +24,12 @@ MAX_BATCH = 1 << 16           # documents per batch at most: a batch is held in 
 
 @main.group()
 def idf():
-    """IDF tables for SimHash's tf-idf weights."""
+    """IDF tables for SimHash's tf-idf weights.
+
+    \b
+    Examples:
+      neardup idf fit 'news/*.jsonl' -o news-idf.txt
+    """
 
 
 @idf.command()

@@ -100,7 +100,14 @@ class _Skipped(list):
 @main.group()
 def index():
     """A persistent index of documents that new ones are checked against ("have I seen this?").
-    The same index `neardup dedup --index` creates and grows."""
+    The same index `neardup dedup --index` creates and grows.
+
+    \b
+    Examples:
+      neardup index create crawl-idx
+      neardup index add crawl-idx docs.jsonl --id-field id
+      neardup index query crawl-idx new.jsonl --id-field id
+    """
 
 
 @index.command()
@@ -109,7 +116,14 @@ def index():
                helps={"method": "The index's method: minhash or simhash."})
 @click_options(_ALGO)
 def create(path, method, **algo):
-    """Create an empty index at PATH (a folder) with these parameters."""
+    """Create an empty index at PATH (a folder) with these parameters.
+
+    \b
+    Examples:
+      neardup index create idx                              # MinHash, the dedup defaults
+      neardup index create simhash-idx --method simhash --bits 3
+      neardup index create passages-idx --metric containment   # passages inside documents, either way
+    """
 
     cfg = DedupConfig(method=method, **algo).resolved()
     p = Path(path)
@@ -127,7 +141,13 @@ def create(path, method, **algo):
                       "replace": "A document whose id is indexed replaces it (default: refused)."})
 def add(path, inputs, id_field, text_field, on_error, replace, progress):
     """Add every row of INPUTS to the index (each batch of 20,000 rows at once, all or nothing). An id
-    must be a string or an integer in the signed 64-bit range (a bad one is named by FILE:LINE)."""
+    must be a string or an integer in the signed 64-bit range (a bad one is named by FILE:LINE).
+
+    \b
+    Examples:
+      neardup index add idx docs.jsonl --id-field id
+      neardup index add idx new.jsonl --id-field id --replace      # an id already there: its document replaced
+    """
     added = 0
     skipped: list = []
     specs = expand_inputs(list(inputs), None)
@@ -161,11 +181,19 @@ def add(path, inputs, id_field, text_field, on_error, replace, progress):
               help="Classic SimHash index: the largest Hamming distance to report (default: the index's; "
                    "--max-distance is its older name).")
 @click.option("--top", type=click.IntRange(1), default=None, help="At most this many matches per document.")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True,
+              help="jsonl: one JSON object per row; table: 'ID<TAB>match (similarity or distance), …' per row.")
 @click_options(("on_error",))
 def query(path, inputs, texts, id_field, text_field, threshold, max_distance, top, fmt, on_error):
     """Print the indexed documents near each row of INPUTS (and each --text): best first. Nothing is
-    added. JSONL: one {"id", "matches": [{"id", "similarity" | "distance"}]} per row, in order."""
+    added. JSONL: one {"id", "matches": [{"id", "similarity" | "distance"}]} per row, in order.
+
+    \b
+    Examples:
+      neardup index query idx new.jsonl --id-field id
+      neardup index query idx --text "some text to look up" --format table
+      neardup index query simhash-idx new.jsonl --max-distance 3 --top 5
+    """
     if not inputs and not texts:
         raise click.UsageError("give INPUTS or --text")
     out = sys.stdout
@@ -198,7 +226,12 @@ def query(path, inputs, texts, id_field, text_field, threshold, max_distance, to
 @click.argument("ids", nargs=-1, required=True)
 def remove(path, ids):
     """Remove the documents IDS: each the string id, else the integer id it spells (ASCII digits, an
-    optional minus, in the signed 64-bit range: :func:`~neardup.index.store.key_candidates`)."""
+    optional minus, in the signed 64-bit range: :func:`~neardup.index.store.key_candidates`).
+
+    \b
+    Examples:
+      neardup index remove idx doc-17 doc-18
+    """
     gone, missing = 0, []
     with _open(path, readonly=False) as idx:
         for i in ids:
@@ -218,7 +251,13 @@ def remove(path, ids):
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (with at least `documents`).")
 def stats(path, as_json):
-    """Documents, bytes on disk, segments and the parameters of the index."""
+    """Documents, bytes on disk, segments and the parameters of the index.
+
+    \b
+    Examples:
+      neardup index stats idx
+      neardup index stats idx --json
+    """
     with _open(path, readonly=True) as idx:
         s = idx.stats()
     if as_json:
@@ -234,7 +273,12 @@ def stats(path, as_json):
 @index.command()
 @click.argument("path", type=click.Path(exists=True))
 def compact(path):
-    """Rewrite the index as one segment without removed documents."""
+    """Rewrite the index as one segment without removed documents.
+
+    \b
+    Examples:
+      neardup index compact idx              # e.g. nightly, after the day's removals
+    """
     with _open(path, readonly=False) as idx:
         before = idx.stats()
         idx.compact()
@@ -250,7 +294,12 @@ def backup(path, dest):
     """Copy the index at PATH as a new index folder DEST, consistently: segments hard-linked where the
     file system allows (they never change), the log up to its last acknowledged record. Takes the
     writer's lock, so no write runs meanwhile; while `neardup serve` holds the index, use its
-    POST /v1/admin/backup."""
+    POST /v1/admin/backup.
+
+    \b
+    Examples:
+      neardup index backup idx idx-2026-12-07        # hard links to the segments: fast, little space
+    """
     with _open(path, readonly=False) as idx:
         out = idx.backup(dest)
         n = len(idx)
@@ -263,7 +312,13 @@ def backup(path, dest):
 @click.option("-o", "--output", required=True, help="The Parquet file to write (a new file; - for standard output).")
 def export(path, output):
     """Ids and signatures as Parquet: id (text), id_type (str, int, bytes), and signature
-    (MinHash: k unsigned integers) or fingerprint (SimHash: uint64)."""
+    (MinHash: k unsigned integers) or fingerprint (SimHash: uint64).
+
+    \b
+    Examples:
+      neardup index export idx -o signatures.parquet
+      neardup index export simhash-idx -o simhash-idx.parquet
+    """
 
     check_output_file(output, what="index export -o")
     if output != STDOUT and os.path.exists(output):
@@ -328,7 +383,13 @@ def verify(path, repair_to, as_json):
     """Check every byte of the index: each segment file's checksum and contents, the list of removed
     documents, every log record. Exit 0 when all of it verifies, 1 when something does not (the
     report says what, and how many documents it puts at risk). With --repair NEW, what verifies
-    is copied into a new index at NEW and what could not be recovered is listed."""
+    is copied into a new index at NEW and what could not be recovered is listed.
+
+    \b
+    Examples:
+      neardup index verify idx                     # exit 0: every byte verifies
+      neardup index verify idx --repair idx-salvaged --json
+    """
     if repair_to is not None:
         p = Path(repair_to)
         if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):

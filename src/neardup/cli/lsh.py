@@ -14,7 +14,14 @@ from . import ParameterError, main
 @click_options(("threshold", "num_perm", "lsh_mode", "recall", "bands", "rows"))     # the table's, as dedup's
 @click.option("--json", "as_json", is_flag=True, help="Print the parameters and the curve as JSON.")
 def lsh(threshold, num_perm, lsh_mode, recall, bands, rows, as_json):
-    """Show the LSH bands chosen for a threshold and their S-curve P(candidate | s) = 1 − (1 − s^r)^b."""
+    """Show the LSH bands chosen for a threshold and their S-curve P(candidate | s) = 1 − (1 − s^r)^b.
+
+    \b
+    Examples:
+      neardup lsh --threshold 0.8                           # the bands dedup chooses by default
+      neardup lsh --threshold 0.7 --num-perm 256 --recall 0.95
+      neardup lsh --bands 16 --rows 8 --json
+    """
     if threshold is None:
         threshold = DEFAULTS["minhash"]["threshold"]
     try:

@@ -30,6 +30,11 @@ def pairs(inputs, outdir, max_pairs, **params):
     Documents are read, signed and verified as `neardup dedup` does (same options, same defaults);
     nothing is removed or clustered, so every listed pair passed on its own. Documents with identical
     signatures give every pair among them. OUTDIR/report.json counts rows, skipped rows and pairs.
+
+    \b
+    Examples:
+      neardup pairs docs.jsonl --id-field id -o pairs-out          # pairs-out/pairs.parquet
+      neardup pairs docs.jsonl --id-field id -o pairs-out --threshold 0.95 --verify exact
     """
     ctx = click.get_current_context()
     given = [p.name for p in PARAMS

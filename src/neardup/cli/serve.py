@@ -61,8 +61,8 @@ def serve(index_path, host, port, token_file, max_body_bytes, max_batch, max_inf
 
     \b
     Examples:
-      neardup serve --index IDX --port 8000
-      neardup serve --index IDX --host 0.0.0.0 --token-file /etc/neardup/token --log-format json \\
+      neardup serve --index idx --port 8000
+      neardup serve --index idx --host 0.0.0.0 --token-file /etc/neardup/token --log-format json \\
         --backup-dir /srv/neardup-backups
     """
     try:

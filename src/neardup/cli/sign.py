@@ -64,6 +64,12 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
 
     INPUTS are read as by dedup: JSONL, CSV, Parquet, text lines (one document per line), folders
     (one document per file), '-' for JSONL on stdin; --files makes each file one document.
+
+    \b
+    Examples:
+      neardup sign docs.jsonl --id-field id -o signatures.jsonl
+      neardup sign docs.jsonl --id-field id --method simhash --format parquet -o fingerprints.parquet
+      neardup sign docs.jsonl --format npy -o signatures.npy --summary   # and signatures.ids.jsonl
     """
     simhash_opts = {"weighting": weighting, "idf": idf, "user_dict": user_dict, "stop_words": stop_words,
                     "top_n": top_n, "compat": compat}
