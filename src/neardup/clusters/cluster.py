@@ -83,6 +83,10 @@ class Clusters:
     def __len__(self) -> int:
         return self.cluster.shape[0]
 
+    def __repr__(self) -> str:
+        kept = int(np.count_nonzero(self.kept))
+        return f"Clusters(rows={len(self)}, clusters={kept}, removed={len(self) - kept})"
+
     def sizes(self) -> np.ndarray:
         """Size of each cluster, indexed by representative (0 for non-representatives)."""
         return np.bincount(self.cluster, minlength=len(self))

@@ -80,6 +80,12 @@ class DuplicateResult:
     timings: dict = field(default_factory=dict)
     pairs_how: np.ndarray | None = None
 
+    def __repr__(self) -> str:
+        c = self.clusters
+        kept = int(np.count_nonzero(c.kept))
+        return (f"DuplicateResult(rows={len(c)}, clusters={kept}, removed={len(c) - kept}, "
+                f"pairs={self.pairs_lo.shape[0]}, candidates={self.candidates})")
+
     def how(self) -> np.ndarray:
         """Per verified pair how it was decided (codes into :data:`HOW`; identical when unrecorded)."""
         if self.pairs_how is None:

@@ -55,7 +55,7 @@ def pair_similarity(method: str, metric: str, scheme: str | None, values, sizes=
     estimate (containment: the larger containment derived from it and the set sizes); with
     ``exact``, the exact value on the shingle sets (``features``); equal signatures: 1."""
     if method == "simhash":
-        fps = np.asarray(values).reshape(values.shape[0], -1)[:, 0]
+        fps = _fingerprints(values)
         return lambda a, b: 1.0 - hamming_array(fps[a], fps[b]) / 64.0
     if method != "minhash":
         return lambda a, b: np.ones(np.asarray(a).shape[0])
@@ -68,12 +68,18 @@ def pair_similarity(method: str, metric: str, scheme: str | None, values, sizes=
     return similarity
 
 
+def _fingerprints(values) -> np.ndarray:
+    """SimHash fingerprints, one per row, from a column or an (n, 1) matrix (no rows: none)."""
+    v = np.asarray(values)
+    return v if v.ndim == 1 else v[:, 0]
+
+
 def linkage_oracle(method: str, metric: str, scheme: str | None, values, features=None,
                    exact: bool = False) -> SimilarityOracle:
     """What bounded linkage compares: MinHash rows, exact shingle sets, SimHash fingerprints, or
     nothing (containment — not symmetric: merges follow the verified pairs — and equal signatures)."""
     if method == "simhash":
-        return SimilarityOracle.simhash(np.asarray(values).reshape(values.shape[0], -1)[:, 0])
+        return SimilarityOracle.simhash(_fingerprints(values))
     if method != "minhash" or metric != "jaccard":
         return SimilarityOracle.equal()
     if exact:

@@ -42,7 +42,9 @@ _NO_IDF = IdfTable(np.zeros(0, np.uint64), np.zeros(0, np.float64), 0.0)    # (w
 
 
 def hamming(a: int, b: int) -> int:
-    """Number of differing bits of two 64-bit fingerprints."""
+    """Number of differing bits d of two 64-bit fingerprints. Where neardup reports a SimHash
+    similarity (``find_simhash_duplicates``, ``clusters.jsonl`` and ``pairs.parquet`` of
+    ``--method simhash --bits k``) it is 1 − d/64: 1.0 for equal fingerprints, 0.953125 at 3 bits."""
     return (int(a) ^ int(b)).bit_count() if hasattr(int, "bit_count") else bin(int(a) ^ int(b)).count("1")
 
 
@@ -67,6 +69,8 @@ class SimHasher:
     """Text → 64-bit SimHash fingerprints.
 
     Defaults: word tokens, 3-gram shingles, term-frequency weights, all features, hash seed 0.
+    Compare two with :func:`hamming` (d bits differ); the similarity neardup reports for the classic
+    rule is 1 − d/64, so "within k bits" is "similarity ≥ 1 − k/64".
     """
 
     def __init__(self, tokenizer: str = "word", ngram: int = 3, weighting: str = "tf", idf=None,

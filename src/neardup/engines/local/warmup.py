@@ -24,7 +24,7 @@ from dataclasses import replace
 import numba
 import numpy as np
 
-from ..._cache import KERNELS
+from ..._cache import KERNELS, compile_noticed
 from ..._version import __version__
 from ...clusters import cluster
 from ...config import DedupConfig
@@ -138,6 +138,7 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
     if os.path.exists(path) and not force:
         return None
 
+    compile_noticed()              # (this step says so itself when progress is shown, not the library's notice)
     if announce:
         print(f"neardup: first --method {cfg.method} run here: compiling its kernels once (cached for later runs)…",
               file=sys.stderr, flush=True)
