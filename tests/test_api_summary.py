@@ -122,3 +122,25 @@ def test_first_use_on_a_fresh_cache_says_so_once_on_stderr(tmp_path):
     assert _cache.COMPILE_NOTICE not in run("plain")
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache2")
     assert _cache.COMPILE_NOTICE not in run("silenced")
+
+
+def test_serve_logs_the_notice_in_its_own_format(monkeypatch, capsys):
+    """``neardup serve --log-format json``: every stderr line is a JSON object, the notice of a first
+    request that compiles too."""
+    import json
+
+    from neardup.cli.serve import _log_lines
+
+    loggers = [logging.getLogger(n) for n in ("neardup.service", "uvicorn", "neardup.compile", "neardup.service.access")]
+    saved = [(g.handlers[:], g.propagate, g.level) for g in loggers]
+    monkeypatch.setattr(_cache, "_noticed", False)
+    try:
+        _log_lines("json", access_log=True)
+        _fake_compile("neardup.index.segments_read")
+    finally:                    # (the loggers as they were, for the tests after this one)
+        for g, (handlers, propagate, level) in zip(loggers, saved):
+            g.handlers[:], g.propagate = handlers, propagate
+            g.setLevel(level)
+    lines = capsys.readouterr().err.splitlines()
+    assert [json.loads(line)["message"] for line in lines] == [_cache.COMPILE_NOTICE]
+    assert json.loads(lines[0])["level"] == "warning"

@@ -48,7 +48,7 @@ use_writable_numba_cache()
 
 
 COMPILE_LOG = logging.getLogger("neardup.compile")
-COMPILE_NOTICE = ("neardup: compiling kernels for their first use on this machine (once: they are cached for "
+COMPILE_NOTICE = ("compiling neardup's kernels for their first use on this machine (once: they are cached for "
                   "later runs; up to about 30 s; `neardup warmup` does it ahead)…")
 _noticed = False
 

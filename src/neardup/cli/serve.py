@@ -158,7 +158,7 @@ def _log_lines(log_format: str, access_log: bool) -> logging.Logger:
     and the access log go to stderr, one line each, in ``log_format``; returns the service's logger."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonLines() if log_format == "json" else logging.Formatter("neardup serve: %(message)s"))
-    for name in ("neardup.service", "uvicorn"):
+    for name in ("neardup.service", "uvicorn", "neardup.compile"):      # (a first request may compile a kernel)
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(logging.INFO if name == "neardup.service" else logging.WARNING)
