@@ -53,7 +53,7 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
     \b
     Examples:
       neardup dedup docs.jsonl --id-field id -o out      # MinHash, Jaccard >= 0.8; open out/report.html
-      neardup dedup 'news/*.jsonl' -o news-out --method simhash --tokenizer jieba --top-n 20
+      neardup dedup 'news/*.jsonl' -o news-out --method simhash --tokenizer jieba    # Chinese: jieba's words
       neardup dedup docs.jsonl --id-field id -o out --index seen-idx   # also drops what earlier runs kept
     """
     ctx = click.get_current_context()
