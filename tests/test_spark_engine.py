@@ -239,9 +239,9 @@ def test_planted_corpus_matches_local(spark, planted, tmp_path, keep, linkage):
 def test_components_by_star_rounds_match_local(spark, planted, tmp_path, monkeypatch, linkage, drift):
     """Connected components on the executors (star rounds, used past DRIVER_EDGES edges) give what
     the driver's union–find gives: the local engine's outputs."""
-    import neardup.engines.spark.graph as graph
+    import neardup.engines.spark.finish as finish
 
-    monkeypatch.setattr(graph, "DRIVER_EDGES", 0)
+    monkeypatch.setattr(finish, "DRIVER_EDGES", 0)
     rep, report = _both(spark, [planted], tmp_path, linkage=linkage, max_drift=drift, on_error="skip")
     assert rep["counts"]["removed"] > 100
 
@@ -557,9 +557,9 @@ def test_pairs_decided_on_the_executors_match_local(spark, planted, tmp_path, mo
     """Past the driver's budget (DRIVER_SET_BYTES, a quarter of its memory) the pairs checked exactly
     (the borderline band, --verify exact) are decided on the executors, both documents' sets joined to
     each pair: the same outputs as the driver's chunks and the local engine."""
-    import neardup.engines.spark.graph as graph
+    import neardup.engines.spark.verify as spark_verify
 
-    monkeypatch.setattr(graph, "DRIVER_SET_BYTES", 0)
+    monkeypatch.setattr(spark_verify, "DRIVER_SET_BYTES", 0)
     rep, _ = _both(spark, [planted], tmp_path, verify=verify, on_error="skip", threshold=0.7, pairs=True)
     ra = json.loads((tmp_path / "local" / "report.json").read_text(encoding="utf-8"))
     if verify == "borderline":

@@ -82,12 +82,15 @@ def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str
     return df.join(info, row_col)
 
 
-def _decisions(cfg, removed, signed, part, m: int) -> dict:
-    """The report's ``decisions`` (:func:`~neardup.dedup.report.decisions_report`) of the removed rows
-    (row, rep, dec, ovr), as the local engine counts them."""
+def _decision_counts(removed: DataFrame) -> dict:
+    """Removed rows per decision code (one Spark action; their sum is the number removed)."""
+    return {int(r["dec"]): int(r["n"]) for r in removed.groupBy("dec").agg(F.count(F.lit(1)).alias("n")).collect()}
 
-    counts = {decision_name(r["dec"]): int(r["n"]) for r in
-              removed.groupBy("dec").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+def _decisions(cfg, removed, signed, part, m: int, by_code: dict) -> dict:
+    """The report's ``decisions`` (:func:`~neardup.dedup.report.decisions_report`) of the removed rows
+    (row, rep, dec, ovr), as the local engine counts them (``by_code``: :func:`_decision_counts`)."""
+    counts = {decision_name(code): n for code, n in by_code.items()}
     containment = cfg.method == "minhash" and cfg.metric == "containment"
     top, over = [], 0
     if containment:
@@ -247,16 +250,19 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             docs.unpersist()
     timings.update(found.timings)
     n_docs = int(st["docs"])
-    drop = removed = None
+    table = removed = None
     m = len(part.keys) if part is not None else 0
     try:
         _phase(spark, "write")
         t0 = time.perf_counter()
-        table = _per_row(signed, found, part.fixed.select("row", "id") if m else None)
-        drop = table.filter(~F.col("kept")).select("row").persist(StorageLevel.MEMORY_AND_DISK)
+        # every row's outcome, used four times (kept per input, the rows to drop, clusters, the index's add)
+        table = _per_row(signed, found, part.fixed.select("row", "id") if m else None).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        drop = table.filter(~F.col("kept")).select("row")
         ours = found.assign.filter(F.col("row") >= 0)    # an index's rows are not outputs
         removed = ours.filter(F.col("row") != F.col("rep")).persist(StorageLevel.MEMORY_AND_DISK)
-        n_removed = removed.count()
+        by_code = _decision_counts(removed)
+        n_removed = sum(by_code.values())
         parts = _join(out, "_spark") if local is not None else out
         if cfg.clusters_format == "parquet":
             _check_parquet_ids(signed, specs, num)
@@ -335,7 +341,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                           "added": 0 if part.rerun else int(n_kept), "rerun": part.rerun}
         skipped_rows = (signed.filter(F.col("err").isNotNull()).orderBy("row").select("row", "err")
                         .limit(SKIPPED_LISTED).collect()) if st["skipped"] else []
-        decisions = _decisions(cfg, removed, signed, part, m)
+        decisions = _decisions(cfg, removed, signed, part, m, by_code)
         timings["total"] = time.perf_counter() - t_start
         sc = spark.sparkContext
         report = build_report(RunSummary(
@@ -368,7 +374,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         return report
     finally:
         found.unpersist()
-        for df in (drop, removed):
+        for df in (table, removed):
             if df is not None:
                 df.unpersist()
 
