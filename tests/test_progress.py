@@ -80,6 +80,15 @@ def test_dedup_json_events_cover_every_stage(tmp_path, method, stages):
         assert cand["pairs"] == report["counts"]["candidate_pairs"] == _end(events, "verify")["total"]
         assert _end(events, "borderline")["accepted"] == report["counts"]["verified_pairs"] - 1    # (+ the copy)
         assert _end(events, "identical")["copies"] == 1
+        # candidates advance band by band (rows: the distinct documents bucketed); verify and borderline
+        # advance by pairs, and their advances add up to the candidates
+        bands = report["lsh"]["b"]
+        assert cand["unit"] == "band" and cand["total"] == cand["done"] == bands and cand["rows"] == 4
+        steps = [e for e in events if e["stage"] == "candidates" and e["event"] == "advance"]
+        assert [e["done"] for e in steps] == list(range(1, bands + 1))
+        for name in ("verify", "borderline"):
+            ups = [e for e in events if e["stage"] == name and e["event"] == "advance"]
+            assert ups and ups[-1]["done"] == cand["pairs"] and ups[-1]["eta"] == 0
     # the same run without progress: the same outputs, byte for byte
     plain = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "p"), "--progress", "none", "-q"])
     assert plain.exit_code == 0 and plain.stderr == ""

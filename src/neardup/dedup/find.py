@@ -65,6 +65,8 @@ __all__ = ["CANDIDATE", "ESTIMATE", "EXACT", "HOW", "IDENTICAL", "METRICS", "VER
            "find_equal_duplicates", "find_minhash_duplicates", "find_run", "find_simhash_duplicates",
            "fixed_aliases", "join_pairs", "known_similarity", "pairs_table"]
 
+VERIFY_CHUNK = 1 << 21      # candidate pairs estimated per call: a progress step, long enough for the threads
+
 
 @dataclass
 class DuplicateResult:
@@ -164,22 +166,29 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     timings["identical"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    step = begin("candidates", int(distinct.shape[0]), unit="doc")
     if metric == "containment" and params.mode != "explicit":
+        step = begin("candidates", int(distinct.shape[0]), unit="doc")
         lo, hi = containment_candidate_pairs(values, sizes, threshold, params.mode, recall, distinct)
         params = containment_lsh(threshold, sigs.num_perm, params.mode, recall)
-    else:
-        lo, hi = candidate_pairs(values, params.b, params.r, max_bucket=max_bucket, rows=distinct)
+        step.end(int(distinct.shape[0]), pairs=int(lo.shape[0]))
+    else:       # progress band by band: the rows are the distinct documents bucketed
+        step = begin("candidates", params.b, unit="band")
+        step.rows = int(distinct.shape[0])
+        lo, hi = candidate_pairs(values, params.b, params.r, max_bucket=max_bucket, rows=distinct, done=step.update)
+        step.end(params.b, pairs=int(lo.shape[0]))
     timings["candidates"] = time.perf_counter() - t0
     n_candidates = int(lo.shape[0])
-    step.end(int(distinct.shape[0]), pairs=n_candidates)
 
     t0 = time.perf_counter()
     step = begin("verify", n_candidates, unit="pair")
     exact = verify == "exact" and features is not None
     similarity = pair_similarity("minhash", metric, sigs.scheme, values, sizes, features, exact)
     border = {}
-    sim = similarity(lo, hi)
+    parts = []
+    for start in range(0, max(1, lo.shape[0]), VERIFY_CHUNK):   # in stretches: progress as pairs are estimated
+        parts.append(similarity(lo[start:start + VERIFY_CHUNK], hi[start:start + VERIFY_CHUNK]))
+        step.update(min(VERIFY_CHUNK, lo.shape[0] - start))
+    sim = parts[0] if len(parts) == 1 else np.concatenate(parts)
     how = np.full(lo.shape[0], {"none": CANDIDATE, "exact": EXACT}.get(verify, ESTIMATE), dtype=np.uint8)
     if verify == "none":
         ok = np.ones(lo.shape[0], dtype=bool)
@@ -189,7 +198,8 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
             step = begin("borderline", n_candidates, unit="pair")
             sim, border, checked = decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed,
                                                       features, exact_pairs, same,
-                                                      j=sim if metric == "jaccard" else None, copy=False)
+                                                      j=sim if metric == "jaccard" else None, copy=False,
+                                                      done=step.update)
             how[checked] = EXACT
         ok = sim >= threshold
     lo, hi, sim, how = lo[ok], hi[ok], sim[ok], how[ok]

@@ -21,6 +21,7 @@ import contextvars
 import json
 import os
 import sys
+import threading
 import time
 
 from ..config import DedupConfig
@@ -62,6 +63,7 @@ class Stage:
         self.rows = None
         self.t0 = time.perf_counter()
         self.closed = False
+        self.lock = threading.Lock()      # (a stage may advance from a kernel's threads)
         self.bar = None
         if reporter.mode == "bar" and bar:
             from tqdm import tqdm  # noqa: PLC0415  (tqdm: 78 ms of start-up, measured; bars only)
@@ -72,7 +74,11 @@ class Stage:
 
     def update(self, n: int = 1, rows: int | None = None) -> None:
         """``n`` more units done (``rows``: input rows among them, where the unit is not rows)."""
-        self.done += int(n)
+        with self.lock:
+            self._update(int(n), rows)
+
+    def _update(self, n: int, rows: int | None) -> None:
+        self.done += n
         if rows is not None:
             self.rows = (self.rows or 0) + int(rows)
         if self.bar is not None:

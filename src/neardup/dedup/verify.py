@@ -163,14 +163,16 @@ def fixed_aliases(same: np.ndarray, fixed: int) -> np.ndarray:
 
 
 def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed, features, exact_pairs,
-                       same=None, j=None, copy=True):
+                       same=None, j=None, copy=True, done=None):
     """``verify="borderline"``: the pairs within the band get their exact similarity (in a copy of
     ``sim``, or with ``copy=False`` in ``sim`` itself: 0.9 GB less at 10 M documents). Returns the
     similarities and what was done (z, band width at t, pairs, documents re-read, decisions changed).
     A fixed row is checked through the new row identical to it (:func:`fixed_aliases`); without one
     its pairs keep the estimate. Third value: a mask of the pairs checked exactly. ``j``: the
-    pairs' Jaccard estimates when the caller has them (``sim`` itself for the Jaccard metric)."""
+    pairs' Jaccard estimates when the caller has them (``sim`` itself for the Jaccard metric).
+    ``done(n)``: progress, the pairs outside the band once it is found, the band's once decided."""
     t0 = time.perf_counter()
+    done = done or (lambda n: None)
     if j is None:
         j = jaccard_rows(values, lo, hi, sigs.scheme)
     z = borderline_z(lo.shape[0])
@@ -184,6 +186,7 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
         mask &= (ea >= 0) & (eb >= 0) & (hi >= fixed)
     idx = np.flatnonzero(mask)
     n_idx = int(idx.shape[0])
+    done(lo.shape[0] - n_idx)
     if copy:
         sim = sim.copy()
     docs = flipped = 0
@@ -209,6 +212,7 @@ def decide_borderline(sim, values, lo, hi, sizes, sigs, threshold, metric, fixed
         flipped = int(((ex >= threshold) != (sim[idx] >= threshold)).sum())
         sim[idx] = ex
         del idx, ex
+        done(n_idx)
     return sim, {**borderline_band(lo.shape[0], threshold, sigs.num_perm), "pairs": n_idx,
                  "documents": docs, "flipped": flipped, "seconds": time.perf_counter() - t0,
                  **({"seconds_sets": parts[0], "seconds_pairs": parts[1]} if parts else {})}, mask

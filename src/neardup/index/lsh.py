@@ -170,8 +170,9 @@ def identical_rows(values: np.ndarray) -> np.ndarray:
 
 
 def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = MAX_BUCKET,
-                    rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct candidate pairs (lo < hi) among ``rows`` (default all) of a signature matrix."""
+                    rows: np.ndarray | None = None, done=None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct candidate pairs (lo < hi) among ``rows`` (default all) of a signature matrix.
+    ``done(1)`` is called as each band is bucketed (from the thread that did it)."""
     if b * r > values.shape[1]:
         raise ValueError(f"b*r = {b * r} exceeds the signature length {values.shape[1]}")
     ids = np.arange(values.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
@@ -190,6 +191,8 @@ def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = MAX_BU
             lo, hi = bucket_pairs(col, group_order(col), ids, max_bucket)      # (equal keys together: enough)
             del col
             code = merge_unique(code, sorted_unique(lo * n + hi))
+            if done is not None:
+                done(1)
         return code
 
     parts = in_threads(bands, b, min_chunk=1 if ids.shape[0] >= 1 << 18 else b)
