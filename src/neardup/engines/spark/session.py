@@ -152,6 +152,9 @@ def _session(spark, cfg: DedupConfig, conf: dict | None = None):
         if own:   # a failing task is neardup's one line, not pages of executor log (NEARDUP_SPARK_LOG_LEVEL)
             spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", "FATAL"))
     memory = conf.get("spark.driver.memory") or (local_driver_memory() if own and _local_master() else None)
+    # what exists now (modules, the session) is never garbage: each _release then walks only the run's own
+    # objects (on the 20k-document run its 12 collections took 4.3 s walking the whole heap)
+    gc.freeze()
     try:
         yield spark
     except PythonException as exc:
@@ -163,6 +166,7 @@ def _session(spark, cfg: DedupConfig, conf: dict | None = None):
             raise WorkerError(_jvm_died(memory)) from exc
         raise
     finally:
+        gc.unfreeze()
         if own:
             with contextlib.suppress(Exception):     # (a JVM that died cannot be stopped)
                 spark.stop()
