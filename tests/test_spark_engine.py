@@ -252,6 +252,35 @@ def test_demo_corpus_matches_local(spark, tmp_path, keep, linkage):
     assert rep["pairs"]["pairs"] > 100 and rep["counts"]["input_rows"] == 550 and rep["counts"]["removed"] > 100
 
 
+def test_progress_json_on_spark(spark, planted, tmp_path, capsys):
+    """--progress json on Spark: one stage per phase of the run (its job descriptions), each started,
+    advanced by completed Spark tasks and ended once, in order; the outputs are the local engine's."""
+    from neardup.engines.spark import run_spark_dedup
+
+    run_dedup([str(planted)], str(tmp_path / "local"), _config(on_error="skip"))
+    capsys.readouterr()
+    run_spark_dedup([str(planted)], str(tmp_path / "spark"), _config(on_error="skip", progress="json"), spark=spark)
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    _same_outputs(tmp_path / "local", tmp_path / "spark")
+    order, open_, last = [], None, 0
+    for e in events:
+        assert e["unit"] == "task" and "total" not in e        # (a phase's jobs are not known ahead)
+        if e["event"] == "start":
+            assert open_ is None
+            open_, last = e["stage"], 0
+            order.append(open_)
+            continue
+        assert e["stage"] == open_ and e["done"] >= last
+        last = e["done"]
+        if e["event"] == "end":
+            open_ = None
+    assert open_ is None
+    want = ["read + sign", "identical rows", "LSH candidates", "verify: estimates", "clusters", "write", "report"]
+    assert [name for name in order if name in want] == want
+    ends = {e["stage"]: e for e in events if e["event"] == "end"}
+    assert ends["read + sign"]["done"] >= 1 and ends["write"]["done"] >= 1
+
+
 def test_same_result_for_any_partitioning(spark, planted, tmp_path):
     """Other shuffle partitions, the plain JSONL cut into many splits, adaptive execution on: the same bytes."""
     from neardup.engines.spark import run_spark_dedup

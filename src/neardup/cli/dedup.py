@@ -79,9 +79,6 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
     if params["workers"] > cfg.workers and not quiet:
         click.echo(f"neardup: --workers {params['workers']} capped at {cfg.workers}, the CPUs this process may use "
                    f"(of {os.cpu_count()} on the machine; more processes than CPUs only add memory)", err=True)
-    if engine == "spark" and params["progress"] in ("bar", "json"):
-        raise ParameterError(f"progress (--progress) {params['progress']} reports the local engine's stages; with "
-                             "--engine spark, Spark shows its own (leave --progress out)")
     if engine == "spark" and outdir == "-":
         raise click.UsageError("-o - (kept rows to stdout) works with --engine local")
     extra = {}

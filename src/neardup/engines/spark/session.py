@@ -12,7 +12,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..._arrays import physical_memory
 from ...config import DedupConfig, check_banded, cpu_count, simhash_verified
+from ...dedup.progress import reporting
 from ...errors import ConfigError, WorkerError
+from .progress import PhaseProgress
 
 
 def _check_supported(cfg: DedupConfig) -> None:
@@ -58,6 +60,11 @@ def _phase(spark, what: str | None) -> None:
     first let the JVM drop the Datasets of the DataFrames the run no longer holds (:func:`_release`)."""
     _release()
     spark.sparkContext.setJobDescription(f"neardup: {what}" if what else None)
+    if _PHASES:
+        _PHASES[-1].phase(what)
+
+
+_PHASES: list[PhaseProgress] = []      # the progress of the run in this driver (--progress bar|json)
 
 
 def _release() -> None:
@@ -133,7 +140,7 @@ def _session(spark, cfg: DedupConfig, conf: dict | None = None):
         builder = SparkSession.builder.appName("neardup dedup")
         for key, value in conf.items():
             builder = builder.config(key, value)
-        if cfg.quiet or not sys.stderr.isatty():
+        if not _given("spark.ui.showConsoleProgress", conf):     # (neardup's own bars, --progress, instead)
             builder = builder.config("spark.ui.showConsoleProgress", "false")
         local = own and _local_master()
         if local and not os.environ.get("PYSPARK_PYTHON"):
@@ -155,6 +162,11 @@ def _session(spark, cfg: DedupConfig, conf: dict | None = None):
     # what exists now (modules, the session) is never garbage: each _release then walks only the run's own
     # objects (on the 20k-document run its 12 collections took 4.3 s walking the whole heap)
     gc.freeze()
+    progress = contextlib.ExitStack()
+    phases = None
+    if progress.enter_context(reporting(cfg)).mode != "none":
+        phases = PhaseProgress(spark.sparkContext)
+        _PHASES.append(phases)
     try:
         yield spark
     except PythonException as exc:
@@ -166,6 +178,10 @@ def _session(spark, cfg: DedupConfig, conf: dict | None = None):
             raise WorkerError(_jvm_died(memory)) from exc
         raise
     finally:
+        if phases is not None:
+            _PHASES.remove(phases)
+            phases.close()
+        progress.close()
         gc.unfreeze()
         if own:
             with contextlib.suppress(Exception):     # (a JVM that died cannot be stopped)
