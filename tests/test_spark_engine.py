@@ -499,22 +499,26 @@ def test_golden_outputs_on_spark(spark, tmp_path, monkeypatch, run):
 
 
 def _index_contents(path: Path, method: str) -> dict:
-    from neardup.index.disk import DiskIndex, SimHashDiskIndex
+    from neardup.index.disk import open_index
 
-    cls = DiskIndex if method == "minhash" else SimHashDiskIndex
-    with cls.open(path, readonly=True) as idx:
+    with open_index(path, readonly=True) as idx:        # (the class of its kind: MinHash, containment, SimHash)
         st = idx.store
         keys, raw = st.fetch_arrays(st.live_ids())
         return {k: bytes(r) for k, r in zip(keys, raw)}
 
 
-@pytest.mark.parametrize("method,keep,fmt", [("minhash", "first", "jsonl"), ("simhash", "longest", "parquet")])
+@pytest.mark.parametrize("method,keep,fmt", [("minhash", "first", "jsonl"), ("simhash", "longest", "parquet"),
+                                             ("containment", "longest", "jsonl")])
 def test_index_day1_then_day2_matches_local(spark, days, tmp_path, method, keep, fmt):
     """``--index`` on Spark: day 1 then day 2 give the local engine's outputs and index contents, and
-    (keep=first) keep what one run over both days keeps; a rerun writes the same and adds nothing."""
+    (keep=first) keep what one run over both days keeps; a rerun writes the same and adds nothing.
+    ``containment``: MinHash with --metric containment, whose index keeps each document's set size."""
     from neardup.engines.spark import run_spark_dedup
 
     kw = dict(method=method, keep=keep, id_field="id", clusters_format=fmt)
+    if method == "containment":
+        kw.update(method="minhash", metric="containment")
+        method = "minhash"
     if method == "simhash":             # (the classic rule: verified SimHash's index runs on the local engine)
         kw["bits"] = 3
     reports = {}

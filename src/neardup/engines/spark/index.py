@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from ...config import DedupConfig
 from ...dedup.incremental import add_kept, check_ids, is_key, matched_rows, rerun_view, run_key
-from ...index.disk import DiskIndex, SimHashDiskIndex
+from ...index.disk import open_index
 from ...kernels.lsh import row_keys
 from .columns import _SIGNED, _binary_array, _binary_rows, _cfg_json, _column, _dump_id
 from .graph import _sig_dtype
@@ -38,15 +38,14 @@ class _IndexPart:
 _READERS: dict = {}
 
 
-def _index_reader(path: str, method: str, token: str):
+def _index_reader(path: str, token: str):
     """The index opened read-only in this Python worker, once per run (``token``); a reader sees the
     manifest's newest generation at every probe, while the driver holds the writer's lock."""
     idx = _READERS.get((path, token))
     if idx is None:
         for old in list(_READERS):
             _READERS.pop(old).close()
-        cls = DiskIndex if method == "minhash" else SimHashDiskIndex
-        idx = _READERS[(path, token)] = cls.open(path, readonly=True)
+        idx = _READERS[(path, token)] = open_index(path, readonly=True)     # (the class of its stored kind)
     return idx
 
 
@@ -55,7 +54,7 @@ def _index_matches(batches, path, cfg_json, hidden, token):
     match any of them by the index's own probe (:func:`neardup.dedup.incremental.matched_rows`,
     what the local engine calls on all rows at once: a query's matches do not depend on the others)."""
     cfg = DedupConfig(**json.loads(cfg_json))
-    idx = _index_reader(path, cfg.method, token)
+    idx = _index_reader(path, token)
     dtype = _sig_dtype(cfg)
     idx.store.hide(hidden)
     try:
@@ -64,12 +63,18 @@ def _index_matches(batches, path, cfg_json, hidden, token):
                 continue
             values = _binary_rows(_column(batch, "sig"), dtype)
             empty = _column(batch, "empty").to_numpy(zero_copy_only=False).astype(bool)
+            contained = idx.kind == "containment"       # (probed with the rows' set sizes; matches come with theirs)
+            if contained:
+                values = idx._with_sizes(values, _column(batch, "size").to_numpy(zero_copy_only=False))[0]
             docs, keys, vals = matched_rows(idx, values, empty, cfg)
             if not keys:
                 continue
+            vals = np.asarray(vals, dtype=dtype).reshape(len(keys), -1)
+            size = vals[:, -1].astype(np.int64) if contained else np.zeros(len(keys), np.int64)
             yield pa.RecordBatch.from_arrays([
                 pa.array(docs, pa.int64()), pa.array([_dump_id(k) for k in keys], pa.string()),
-                _binary_array(np.asarray(vals, dtype=dtype).reshape(len(keys), -1))], names=["doc", "id", "sig"])
+                _binary_array(np.ascontiguousarray(vals[:, :-1] if contained else vals)), pa.array(size, pa.int64())],
+                names=["doc", "id", "sig", "size"])
     finally:
         idx.store.hide(())
 
@@ -103,7 +108,7 @@ def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConf
 
     fn = partial(_index_matches, path=os.path.abspath(cfg.index), cfg_json=_cfg_json(cfg), hidden=sorted(hidden),
                  token=uuid.uuid4().hex)
-    got = (docs.select("row", "sig", "empty").mapInArrow(fn, "doc long, id string, sig binary")
+    got = (docs.select("row", "sig", "empty", "size").mapInArrow(fn, "doc long, id string, sig binary, size long")
            .dropDuplicates(["doc"]).toArrow())
     m = got.num_rows
     if m == 0:
@@ -121,7 +126,7 @@ def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConf
         "err": pa.nulls(m, pa.string()), "blank": no, "fatal": no, "replaced": no,
         "length": pa.array(np.zeros(m, np.int64)),
         "score": pa.array(np.full(m, 0.0 if cfg.keep == "first" else np.inf)),   # they win their clusters
-        "sig": got.column("sig"), "empty": no, "sig_empty": no, "size": pa.array(np.zeros(m, np.int64)),
+        "sig": got.column("sig"), "empty": no, "sig_empty": no, "size": got.column("size"),
         "rk": pa.array(rk, pa.int64()), "sh": pa.nulls(m, pa.binary())})
     fixed = spark.createDataFrame(table, schema=_SIGNED)
     return _IndexPart(fixed, [json.loads(i) for i in ids], documents, rerun, key)
@@ -131,8 +136,9 @@ def _add_kept(signed: DataFrame, table: DataFrame, cfg: DedupConfig, index, key:
     """The kept new rows into the index as one segment with this run's record (the local
     :func:`neardup.dedup.incremental.add_kept`): their ids and signatures gathered on the driver
     in row order (k × 4 bytes each, no text)."""
-    kept = (table.filter(F.col("kept")).select("row").join(signed.select("row", "id", "sig", "empty"), "row")
+    kept = (table.filter(F.col("kept")).select("row").join(signed.select("row", "id", "sig", "empty", "size"), "row")
             .orderBy("row").toArrow())
     values = _binary_rows(kept.column("sig").combine_chunks(), _sig_dtype(cfg))
     empty = kept.column("empty").to_numpy(zero_copy_only=False).astype(bool)
-    add_kept(index, [json.loads(i) for i in kept.column("id").to_pylist()], values, empty, key, cfg)
+    sizes = kept.column("size").to_numpy(zero_copy_only=False).astype(np.int64) if index.kind == "containment" else None
+    add_kept(index, [json.loads(i) for i in kept.column("id").to_pylist()], values, empty, key, cfg, sizes)

@@ -31,9 +31,6 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.index is not None and simhash_verified(cfg):
         raise ConfigError("index (--index) with verified SimHash runs on the local engine (--engine local); on Spark "
                           "the index is probed with the classic rule only (give --bits K)")
-    if cfg.index is not None and cfg.method == "minhash" and cfg.metric == "containment":
-        raise ConfigError("index (--index) with --metric containment runs on the local engine (--engine local); "
-                          "on Spark the index is probed for Jaccard only")
 
 
 def _task_threads() -> None:
