@@ -60,8 +60,8 @@ benchmarks/data/synthetic_100000.jsonl``; it needs the real corpus of build_corp
     .venv/bin/python benchmarks/bench_spark_peers.py            # 100k synthetic documents, 1 run each
     .venv/bin/python benchmarks/bench_spark_peers.py --n 1000000 --runs 3
 
-Prints a markdown table; writes benchmarks/out/spark_peers.json (one entry per corpus, replaced when
-that corpus is measured again).
+Prints a markdown table; writes benchmarks/out/spark_peers.json (one entry per corpus and tool, with
+its date and neardup commit; a tool measured again replaces only its own).
 """
 from __future__ import annotations
 
@@ -374,6 +374,15 @@ def main() -> None:
     if os.path.exists(path):
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
+    # a tool measured now replaces its own entry for this corpus; the tools not run now keep theirs (each
+    # with its date and commit): `--tools neardup-spark` after a change keeps the peer's last figure
+    for tool in summary:
+        summary[tool]["date"] = entry["date"]
+        summary[tool]["neardup_commit"] = code["neardup_commit"]
+    old = doc.get(name, {})
+    if old.get("cores") == entry["cores"] and old.get("driver_memory") == entry["driver_memory"]:
+        entry["tools"] = {**old.get("tools", {}), **summary}
+        entry["overlap"] = {**old.get("overlap", {}), **overlap}
     doc[name] = entry
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=2)

@@ -16,22 +16,26 @@ from pyspark.sql import functions as F
 
 from ...config import DedupConfig, simhash_verified
 from ...dedup.candidates import MAX_BUCKET, choose_params, containment_candidate_pairs, containment_lsh
+from ...dedup.finish import pair_similarity
 from ...dedup.verify import (
     CANDIDATE,
     ESTIMATE,
     EXACT,
     IDENTICAL,
     borderline_band,
+    borderline_mask,
     borderline_z,
     verification_config,
 )
 from ...errors import ConfigError
+from ...index.lsh import candidate_pairs, identical_rows
 from ...index.simhash_index import plan_tables
 from ...kernels.lsh import band_keys, bucket_pairs
+from ...sketches.minhash import jaccard_rows
 from .columns import _binary_rows, _column
 from .finish import finish_clusters
-from .session import _check_supported, _phase, _shuffle_partitions
-from .verify import _decide_borderline, _exact, _how, _sig_dtype, _similarities
+from .session import _check_supported, _checkpoint, _phase, _shuffle_partitions
+from .verify import _budget, _decide_borderline, _exact, _how, _pairs_frame, _sig_dtype, _similarities
 
 
 def _band_batches(batches, b, r, dtype):
@@ -148,7 +152,10 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     first = live.select("row", "rk").withColumn("first", F.min("row").over(Window.partitionBy("rk")))
     same = first.filter(F.col("row") != F.col("first")).select(F.col("first").alias("lo"), F.col("row").alias("hi"))
     params: dict = {}
-    if cfg.method == "minhash":
+    if cfg.method == "minhash" and _budget(live, "sig")[0]:
+        edges, n_cand, n_edges, params = _minhash_edges_on_driver(spark, live, docs, cfg, timings, max_bucket,
+                                                                  exact_rows, fixed)
+    elif cfg.method == "minhash":
         lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
         params = {"b": lsh.b, "r": lsh.r, "lsh_mode": lsh.mode}
         # identical rows: equal 64-bit key, confirmed byte for byte against the group's first row
@@ -217,6 +224,89 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         edges.unpersist()
     timings["clusters"] = time.perf_counter() - t0
     return SparkClusters(assign, int(n_cand), int(n_edges), params, timings, rounds, edges if cfg.pairs else None)
+
+
+def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: DedupConfig, timings: dict,
+                             max_bucket: int, exact_rows, fixed: bool):
+    """MinHash's identical rows, candidates and estimates on the driver, by the local engine's own steps
+    (:func:`~neardup.index.lsh.identical_rows`, :func:`~neardup.index.lsh.candidate_pairs` or
+    :func:`~neardup.dedup.candidates.containment_candidate_pairs`, :func:`~neardup.dedup.finish.pair_similarity`,
+    :func:`~neardup.dedup.verify.borderline_mask`), when the signatures fit the driver's budget
+    (:func:`~.verify._budget`; n × k × 4 bytes: 0.5 GB at a million documents): one collect of the
+    signatures replaces three phases of joins and shuffles. The pairs go back as checkpointed
+    DataFrames; the borderline band, ``--verify exact`` and the finish step run as on the other path.
+    Returns the verified edges (lo, hi, sim, how) persisted, the candidate and edge counts and the
+    report's LSH parameters."""
+    t0 = time.perf_counter()
+    got = live.select("row", "sig", "size").toArrow()
+    order = np.argsort(got.column("row").to_numpy().astype(np.int64), kind="stable")
+    rows = got.column("row").to_numpy().astype(np.int64)[order]
+    dtype = _sig_dtype(cfg)
+    values = (np.ascontiguousarray(_binary_rows(got.column("sig").combine_chunks(), dtype)[order]) if rows.shape[0]
+              else np.zeros((0, cfg.num_perm), dtype=dtype))
+    sizes = got.column("size").to_numpy(zero_copy_only=False).astype(np.int64)[order]
+    del got
+    n = rows.shape[0]
+    same = identical_rows(values) if n else np.zeros(0, np.int64)
+    copies = np.flatnonzero(same != np.arange(n))
+    dup = _edges_frame(spark, rows[same[copies]], rows[copies], np.ones(copies.shape[0]), IDENTICAL)
+    timings["identical"] = time.perf_counter() - t0
+
+    _phase(spark, "LSH candidates")
+    t0 = time.perf_counter()
+    distinct = np.flatnonzero(same == np.arange(n))
+    lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
+    if cfg.metric == "containment" and lsh.mode != "explicit":
+        lo, hi = containment_candidate_pairs(values, sizes, cfg.threshold, cfg.lsh_mode, cfg.recall, distinct)
+        lsh = containment_lsh(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall)
+    else:
+        lo, hi = candidate_pairs(values, lsh.b, lsh.r, max_bucket=max_bucket, rows=distinct)
+    n_cand = int(lo.shape[0])
+    params = {"b": lsh.b, "r": lsh.r, "lsh_mode": lsh.mode}
+    timings["candidates"] = time.perf_counter() - t0
+
+    _phase(spark, "verify")
+    t0 = time.perf_counter()
+    if cfg.verify == "exact":          # on the shingle sets: as the other path does it
+        cands = _pairs_frame(spark, rows[lo], rows[hi], np.zeros(n_cand)).select("lo", "hi")
+        sims = _similarities(cands, docs, cfg, driver=True).select("*", _how(EXACT))
+    else:
+        sim = pair_similarity("minhash", cfg.metric, cfg.scheme, values, sizes)(lo, hi)
+        if cfg.verify == "borderline":
+            if exact_rows is None:
+                raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was "
+                                  "given none (exact_rows): pass exact_rows, or decide by the estimates with "
+                                  "verify='minhash'")
+            t = float(cfg.threshold)
+            params["borderline"] = borderline_band(n_cand, t, cfg.num_perm)
+            j = sim if cfg.metric == "jaccard" else jaccard_rows(values, lo, hi, cfg.scheme)
+            za, zb = (None, None) if cfg.metric == "jaccard" else (sizes[lo], sizes[hi])
+            border = borderline_mask(j, za, zb, t, cfg.num_perm, cfg.metric, borderline_z(n_cand))
+            est = _checkpoint(spark.createDataFrame(pa.table({
+                "lo": pa.array(rows[lo], pa.int64()), "hi": pa.array(rows[hi], pa.int64()),
+                "sim": pa.array(np.asarray(sim, dtype=np.float64), pa.float64()),
+                "border": pa.array(border, pa.bool_())})).repartition(_shuffle_partitions(spark), "lo"))
+            alias = (dup.filter((F.col("lo") < 0) & (F.col("hi") >= 0)).groupBy("lo").agg(F.min("hi").alias("alias"))
+                     if fixed else None)
+            sims = _decide_borderline(est, exact_rows, cfg, timings, params["borderline"], alias)
+        else:
+            how = CANDIDATE if cfg.verify == "none" else ESTIMATE
+            ok = np.ones(n_cand, bool) if cfg.verify == "none" else sim >= float(cfg.threshold)
+            sims = _edges_frame(spark, rows[lo[ok]], rows[hi[ok]], np.asarray(sim, dtype=np.float64)[ok], how)
+    del values
+    if cfg.verify != "none":
+        sims = sims.filter(F.col("sim") >= F.lit(float(cfg.threshold)))
+    edges = dup.unionByName(sims).persist(StorageLevel.MEMORY_AND_DISK)
+    n_edges = edges.count()
+    timings["verify"] = time.perf_counter() - t0
+    return edges, n_cand, n_edges, params
+
+
+def _edges_frame(spark, lo: np.ndarray, hi: np.ndarray, sim: np.ndarray, how: int) -> DataFrame:
+    """Verified pairs of the driver (lo, hi, sim, how), checkpointed (not a local relation in every
+    later plan) and partitioned by ``lo``."""
+    return _checkpoint(_pairs_frame(spark, lo, hi, sim).select("*", _how(how))
+                       .repartition(_shuffle_partitions(spark), "lo"))
 
 
 def _verified_simhash_edges(spark, live, same, cfg: DedupConfig, timings: dict, exact_rows):
