@@ -27,7 +27,9 @@ from ...dedup.report import (
     RunSummary,
     build_report,
     decisions_report,
+    distance_counts,
     sample_ranks,
+    similarity_counts,
     write_report,
 )
 from ...errors import ConfigError, InputFormatError
@@ -53,6 +55,7 @@ from .read import (
     sign_dataframe,
 )
 from .session import _check_supported, _first_message, _is_uri, _join, _phase, _session, _shuffle_partitions
+from .verify import _driver_budget
 from .write import _histogram_batches, _id_texts, _per_row, _write_clusters, _write_file, _write_kept, _write_pairs
 
 
@@ -308,22 +311,28 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
 
         # -- report ---------------------------------------------------------------------------------------
         _phase(spark, "report")
-        sizes = (ours.groupBy("rep").agg(F.count(F.lit(1)).alias("s")).filter(F.col("s") > 1).groupBy("s")
-                 .agg(F.count(F.lit(1)).alias("k")).collect())
-        hist = np.zeros(SIMILARITY_BINS, dtype=np.int64)
-        for r in removed.select("sim").mapInArrow(_histogram_batches, "bin int, n long").groupBy("bin") \
-                .agg(F.sum("n").alias("n")).collect():
-            hist[r["bin"]] = r["n"]
-        dist = None
+        fig = _removed_figures(removed, n_removed, cfg) if n_removed * 32 <= _driver_budget(spark) else None
+        if fig is not None:       # the removed rows on the driver: the local engine's own functions
+            sizes, hist, dist, samples, by_index = fig
+        else:
+            sizes = {int(r["s"]): int(r["k"]) for r in
+                     ours.groupBy("rep").agg(F.count(F.lit(1)).alias("s")).filter(F.col("s") > 1).groupBy("s")
+                     .agg(F.count(F.lit(1)).alias("k")).collect()}
+            hist = np.zeros(SIMILARITY_BINS, dtype=np.int64)
+            for r in removed.select("sim").mapInArrow(_histogram_batches, "bin int, n long").groupBy("bin") \
+                    .agg(F.sum("n").alias("n")).collect():
+                hist[r["bin"]] = r["n"]
+            dist = None
+            if cfg.method == "simhash" and not found.params.get("verified"):
+                d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
+                    .groupBy("d").count().collect()
+                dist = np.zeros(max([r["d"] for r in d], default=-1) + 1, dtype=np.int64)
+                for r in d:
+                    dist[r["d"]] = r["count"]
+            samples = _sample_pairs(removed, n_removed, cfg.samples)
+            by_index = None
         if cfg.method == "simhash" and found.params.get("verified"):
             dist = np.asarray(found.params["accepted_distances"], dtype=np.int64)
-        elif cfg.method == "simhash":
-            d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
-                .groupBy("d").count().collect()
-            dist = np.zeros(max([r["d"] for r in d], default=-1) + 1, dtype=np.int64)
-            for r in d:
-                dist[r["d"]] = r["count"]
-        samples = _sample_pairs(removed, n_removed, cfg.samples)
         want = {x for k, d, _ in samples for x in (k, d)}
         ids = {r["row"]: json.loads(r["id"]) for r in signed.filter(F.col("row").isin(list(want)))
                .select("row", "id").collect()} if want else {}
@@ -334,7 +343,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                 texts[r] = INDEXED_TEXT
         index_info = None
         if part is not None:
-            by_index = removed.filter(F.col("rep") < 0).count()
+            by_index = removed.filter(F.col("rep") < 0).count() if by_index is None else by_index
             n_kept = sum(o["kept"] for o in outputs)
             index_info = {"path": os.path.abspath(cfg.index), "documents_before": part.documents,
                           "matched_documents": m, "removed_by_index": int(by_index),
@@ -351,7 +360,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                      for r in skipped_rows],
             empty=int(st["empty"] or 0), replaced=int(st["replaced"] or 0), chars=int(st["chars"] or 0),
             candidates=found.candidates, verified=found.verified,
-            cluster_sizes={int(r["s"]): int(r["k"]) for r in sizes}, similarity_counts=hist.tolist(),
+            cluster_sizes=sizes, similarity_counts=[int(x) for x in hist],
             samples=[(ids.get(k), ids.get(d), s, texts.get(k, ""), texts.get(d, "")) for k, d, s in samples],
             timings=timings,
             lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
@@ -377,6 +386,25 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         for df in (table, removed):
             if df is not None:
                 df.unpersist()
+
+
+def _removed_figures(removed: DataFrame, n_removed: int, cfg: DedupConfig):
+    """The report's figures of the removed rows (row, rep, sim), collected (about 25 bytes a row), by the
+    local engine's functions: cluster sizes (a representative of this run counts itself), the
+    similarity histogram, SimHash's distances (classic rule), the sample pairs in (similarity, row)
+    order and the rows removed by an index's documents (rep < 0)."""
+    t = removed.select("row", "rep", "sim").toArrow()
+    row = t.column("row").to_numpy().astype(np.int64)
+    rep = t.column("rep").to_numpy().astype(np.int64)
+    sim = t.column("sim").to_numpy().astype(np.float64)
+    reps, members = np.unique(rep, return_counts=True)
+    size = members + (reps >= 0)
+    multi = size[size > 1]
+    sizes = {int(s): int(k) for s, k in zip(*np.unique(multi, return_counts=True))}
+    dist = np.asarray(distance_counts(sim), dtype=np.int64) if cfg.method == "simhash" else None
+    order = np.lexsort((row, sim))
+    samples = [(int(rep[i]), int(row[i]), float(sim[i])) for i in order[sample_ranks(n_removed, cfg.samples)].tolist()]
+    return sizes, np.asarray(similarity_counts(sim), dtype=np.int64), dist, samples, int((rep < 0).sum())
 
 
 def _sample_pairs(removed: DataFrame, n_removed: int, n: int) -> list[tuple[int, int, float]]:
