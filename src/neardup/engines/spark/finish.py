@@ -25,7 +25,7 @@ from ...dedup.verify import (
 from ...kernels.clusters import components
 from ...sketches.minhash import _DTYPES
 from .columns import _binary_rows, _cfg_json, _ragged_features
-from .session import _checkpoint, _shuffle_partitions, _task_threads
+from .session import _arrow_frame, _checkpoint, _shuffle_partitions, _task_threads
 from .verify import _budget, _driver_budget, _exact, _sig_dtype
 
 # Up to this many verified edges (16 bytes each on the driver: 320 MB), connected components are
@@ -48,7 +48,7 @@ def _components(edges: DataFrame, max_rounds: int = 200) -> tuple[DataFrame, int
         nodes = sorted_unique(np.concatenate([lo, hi]))
         labels = components(nodes.shape[0], np.searchsorted(nodes, lo), np.searchsorted(nodes, hi))
         table = pa.table({"row": pa.array(nodes, pa.int64()), "label": pa.array(nodes[labels], pa.int64())})
-        comps = spark.createDataFrame(table).repartition(_shuffle_partitions(spark), "row")
+        comps = _arrow_frame(spark, table).repartition(_shuffle_partitions(spark), "row")
         return _checkpoint(comps), 0
     e = _checkpoint(edges.select(F.col("lo").alias("u"), F.col("hi").alias("v")).distinct())
     for rounds in range(1, max_rounds + 1):
@@ -149,7 +149,7 @@ def _finish_on_driver(edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> Da
     if nodes.shape[0] * (width + 32) + lo.shape[0] * 32 > _driver_budget(spark):
         return None
     wanted = docs.select("row", "sig", "size", "score", "sh").join(
-        spark.createDataFrame(pa.table({"row": pa.array(nodes, pa.int64())})), "row", "left_semi")
+        _arrow_frame(spark, pa.table({"row": pa.array(nodes, pa.int64())})), "row", "left_semi")
     if _exact(cfg) or simhash_verified(cfg):    # the shingle sets travel too: their size is known only here
         fits, _ = _budget(wanted, "sh")
         if not fits:
@@ -170,7 +170,7 @@ def _finish_on_driver(edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> Da
     })
     del rows, e
     out = _finish_table(table, _cfg_json(cfg))
-    return _checkpoint(spark.createDataFrame(out).repartition(_shuffle_partitions(spark), "row"))
+    return _checkpoint(_arrow_frame(spark, out).repartition(_shuffle_partitions(spark), "row"))
 
 
 def _local_linkage(comps: DataFrame, edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> DataFrame:

@@ -34,7 +34,7 @@ from ...kernels.lsh import band_keys, bucket_pairs
 from ...sketches.minhash import jaccard_rows
 from .columns import _binary_rows, _column
 from .finish import finish_clusters
-from .session import _check_supported, _checkpoint, _phase, _shuffle_partitions
+from .session import _arrow_frame, _check_supported, _checkpoint, _phase, _shuffle_partitions
 from .verify import _budget, _decide_borderline, _exact, _how, _pairs_frame, _sig_dtype, _similarities
 
 
@@ -282,7 +282,7 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
             j = sim if cfg.metric == "jaccard" else jaccard_rows(values, lo, hi, cfg.scheme)
             za, zb = (None, None) if cfg.metric == "jaccard" else (sizes[lo], sizes[hi])
             border = borderline_mask(j, za, zb, t, cfg.num_perm, cfg.metric, borderline_z(n_cand))
-            est = _checkpoint(spark.createDataFrame(pa.table({
+            est = _checkpoint(_arrow_frame(spark, pa.table({
                 "lo": pa.array(rows[lo], pa.int64()), "hi": pa.array(rows[hi], pa.int64()),
                 "sim": pa.array(np.asarray(sim, dtype=np.float64), pa.float64()),
                 "border": pa.array(border, pa.bool_())})).repartition(_shuffle_partitions(spark), "lo"))

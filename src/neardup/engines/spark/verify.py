@@ -27,7 +27,7 @@ from ...similarity.estimates import minhash_similarity
 from ...sketches.minhash import _DTYPES, jaccard_rows
 from ...sketches.simhash import hamming_array
 from .columns import _binary_rows, _column, _ragged_features
-from .session import _checkpoint, _driver_memory, _phase, _shuffle_partitions, _task_threads
+from .session import _arrow_frame, _checkpoint, _driver_memory, _phase, _shuffle_partitions, _task_threads
 
 
 def _pair_similarity(batches, scheme, dtype, metric, method="minhash", exact=False, border=None):
@@ -148,7 +148,7 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
     lo, hi, ea, est = lo[checkable], hi[checkable], ea[checkable], est[checkable]
     rows = sorted_unique(np.concatenate([ea, hi]))
     _phase(spark, "verify: borderline texts")
-    sh = exact_rows(spark.createDataFrame(pa.table({"row": pa.array(rows, pa.int64())}))).persist(
+    sh = exact_rows(_arrow_frame(spark, pa.table({"row": pa.array(rows, pa.int64())}))).persist(
         StorageLevel.MEMORY_AND_DISK)
     _phase(spark, "verify: borderline exact")
     fits, n_docs = _budget(sh, "sh")
@@ -160,7 +160,7 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
         flipped = int(np.count_nonzero((decided_sim >= t) != (decided_est >= t)))
         n_pairs = int(decided_lo.shape[0])
     else:
-        border = spark.createDataFrame(pa.table({"lo": pa.array(lo), "hi": pa.array(hi), "ea": pa.array(ea),
+        border = _arrow_frame(spark, pa.table({"lo": pa.array(lo), "hi": pa.array(hi), "ea": pa.array(ea),
                                                  "est": pa.array(est)}))
         ex = _similarities(border.select(F.col("ea").alias("lo"), "hi").distinct(), sh, cfg, exact=True)
         both = border.join(ex.select(F.col("lo").alias("ea"), "hi", "sim"), ["ea", "hi"]).persist(
@@ -181,7 +181,7 @@ def _decide_borderline(sims: DataFrame, exact_rows, cfg: DedupConfig, timings: d
 
 def _pairs_frame(spark, lo: np.ndarray, hi: np.ndarray, sim: np.ndarray) -> DataFrame:
     """(lo, hi, sim) arrays of the driver as a DataFrame."""
-    return spark.createDataFrame(pa.table({"lo": pa.array(lo, pa.int64()), "hi": pa.array(hi, pa.int64()),
+    return _arrow_frame(spark, pa.table({"lo": pa.array(lo, pa.int64()), "hi": pa.array(hi, pa.int64()),
                                            "sim": pa.array(np.asarray(sim, dtype=np.float64), pa.float64())}))
 
 
@@ -271,7 +271,7 @@ def _similarities_on_driver(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig,
             out.append(r)
     table = pa.Table.from_batches(out, pa.schema(list(zip(names, types))))
     # checkpointed: the table would otherwise sit in every later plan as a local relation
-    return _checkpoint(spark.createDataFrame(table).repartition(_shuffle_partitions(spark), "lo"))
+    return _checkpoint(_arrow_frame(spark, table).repartition(_shuffle_partitions(spark), "lo"))
 
 
 def _csr_sets(values) -> Features:
