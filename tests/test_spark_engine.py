@@ -585,6 +585,20 @@ def test_index_refusals_on_spark(spark, days, tmp_path):
                         _config(index=str(tmp_path / "i4"), id_field="id", method="simhash"), spark=spark)
 
 
+@pytest.mark.parametrize("verify, budget", [("minhash", None), ("none", None), ("minhash", 0)])
+def test_unverified_and_estimated_pairs_match_local(spark, planted, tmp_path, monkeypatch, verify, budget):
+    """--verify minhash (the estimates decide) and none (every candidate is an edge) on Spark: the
+    local engine's outputs, with the candidates and estimates on the driver (the signatures fit its
+    budget) and, with a budget of 0, by the shuffle path on the executors."""
+    import neardup.engines.spark.verify as spark_verify
+
+    if budget is not None:
+        monkeypatch.setattr(spark_verify, "DRIVER_SET_BYTES", budget)
+    rep, _ = _both(spark, [planted], tmp_path, verify=verify, on_error="skip", pairs=True)
+    c = rep["counts"]
+    assert rep["parameters"]["verify"] == verify and c["removed"] > 50 and c["candidate_pairs"] > 0
+
+
 @pytest.mark.parametrize("verify", ["borderline", "exact"])
 def test_pairs_decided_on_the_executors_match_local(spark, planted, tmp_path, monkeypatch, verify):
     """Past the driver's budget (DRIVER_SET_BYTES, a quarter of its memory) the pairs checked exactly
