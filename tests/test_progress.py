@@ -151,9 +151,7 @@ def test_progress_refuses_other_values(tmp_path):
         assert got.exit_code == 2 and "'xml' is not one of 'auto', 'bar', 'json', 'none'" in got.output
     with pytest.raises(Exception, match=r"progress \(--progress\) must be one of auto, bar, json, none; got True"):
         run_dedup([str(src)], str(tmp_path / "o"), DedupConfig(progress=True))
-    got = CliRunner().invoke(main, ["dedup", str(src), "-o", str(tmp_path / "s"), "--engine", "spark",
-                                    "--progress", "json"])
-    assert got.exit_code == 2 and len(got.stderr.strip().splitlines()) == 1, got.output
+    # (--engine spark takes --progress too: tests/test_spark_engine.py::test_progress_json_on_spark)
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
