@@ -446,3 +446,22 @@ def test_merges_of_deleted_rows_and_compaction_leave_no_folders(tmp_path, kind):
     ix.close()
     again = cls.open(tmp_path / "ix", readonly=True)
     assert len(again) == 2
+
+
+@pytest.mark.parametrize("cls", [DiskIndex, SimHashDiskIndex])
+def test_get_is_the_same_on_both_stores(tmp_path, corpus, cls):
+    """``get(key)``: the stored signature, equal on the SQLite store of older indexes and on the folder
+    store; a key never added, or removed, is a KeyError on both."""
+    got = []
+    for name, store in (("sqlite.ndx", SQLiteStore), ("folder", None)):
+        opts = {"store": store} if store is not None else {}
+        with cls.create(tmp_path / name, **opts) as idx:
+            idx.add_batch([f"d{i}" for i in range(10)], corpus[:10])
+            idx.remove("d3")
+            got.append([idx.get(f"d{i}") for i in (0, 5, 9)])
+            for absent in ("d3", "nope"):
+                with pytest.raises(KeyError):
+                    idx.get(absent)
+        with cls.open(tmp_path / name, readonly=True) as idx:
+            assert all(np.array_equal(a, b) for a, b in zip(got[-1], [idx.get(f"d{i}") for i in (0, 5, 9)]))
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(*got))

@@ -415,7 +415,11 @@ class BaseDiskIndex:
                     raise KeyError(key)
                 _, raw = st.fetch_arrays([doc])
             return self._values_of(raw)[0]
-        raise NotImplementedError("get() needs the folder store")
+        with st.snapshot():         # the SQLite store of older indexes
+            raw = st.signature(key)
+        if raw is None:
+            raise KeyError(key)
+        return self._decode([raw])[0]
 
     def stats(self) -> dict:
         """documents, bytes on disk, segments, and the parameters the index was built with."""

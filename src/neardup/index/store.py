@@ -514,6 +514,13 @@ class SQLiteStore(IndexStore):
         return self._conn.execute("SELECT 1 FROM docs WHERE key = ?", (key,)).fetchone() is not None
 
     @_named
+    def signature(self, key) -> bytes | None:
+        """The stored signature bytes of ``key`` (None when it is not indexed)."""
+        key = check_key(key)
+        row = self._conn.execute("SELECT sig FROM docs WHERE key = ?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    @_named
     def get_meta(self, name: str):
         row = self._conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         return None if row is None else row[0]
