@@ -362,6 +362,12 @@ def test_dataframe_api(spark, planted):
     signed = {r["row"]: bytes(r["sig"]) for r in sign_dataframe(df.limit(5), cfg).collect()}
     for i in range(5):
         assert signed[i] == sigs.values[i].astype("<u4").tobytes()
+    # --verify borderline decides the band on the texts: without them, one ConfigError before any work
+    from neardup.engines.spark import find_clusters
+    from neardup.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="borderline needs the documents' texts"):
+        find_clusters(sign_dataframe(df.limit(5), cfg), cfg)
 
 
 def test_bad_row_stops_the_run_like_local(spark, planted, tmp_path):

@@ -183,6 +183,16 @@ def matched_rows(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig)
     return ids[used], [keys[c] for c in used.tolist()], vals
 
 
+def matched_sized(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, sizes=None):
+    """:func:`matched_rows` for any index: a containment index is probed with the new rows' set
+    ``sizes``, and its matches come back as (document ids, keys, signatures, set sizes); other
+    indexes give None for the sizes."""
+    if index.kind != "containment":
+        return (*matched_rows(index, values, empty, cfg), None)
+    ids, keys, vals = matched_rows(index, index._with_sizes(values, sizes)[0], empty, cfg)
+    return ids, keys, vals[:, :-1], vals[:, -1].astype(np.int64)        # (signature slots, set size) rows
+
+
 def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key: str, sizes=None) -> IndexPart:
     """Indexed documents within the run's threshold of any new row (a rerun hides its own segment);
     ``sizes``: the new rows' set sizes (a containment index, whose matches come with theirs)."""
@@ -190,14 +200,11 @@ def matched(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig, key:
     rerun, hidden = rerun_view(index, cfg, key)
     st.hide(hidden)
     try:
-        contained = index.kind == "containment"
-        _, keys, vals = matched_rows(index, index._with_sizes(values, sizes)[0] if contained else values, empty, cfg)
+        _, keys, vals, found_sizes = matched_sized(index, values, empty, cfg, sizes)
         documents = len(index)
     finally:
         st.hide(())
-    if contained:         # (signature slots, set size) rows
-        return IndexPart(keys, vals[:, :-1], rerun, documents, vals[:, -1].astype(np.int64))
-    return IndexPart(keys, vals, rerun, documents)
+    return IndexPart(keys, vals, rerun, documents, found_sizes)
 
 
 def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str, cfg: DedupConfig,

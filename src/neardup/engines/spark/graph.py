@@ -152,6 +152,9 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
     first = live.select("row", "rk").withColumn("first", F.min("row").over(Window.partitionBy("rk")))
     same = first.filter(F.col("row") != F.col("first")).select(F.col("first").alias("lo"), F.col("row").alias("hi"))
     params: dict = {}
+    if cfg.method == "minhash" and cfg.verify == "borderline" and exact_rows is None:
+        raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was given none "
+                          "(exact_rows): pass exact_rows, or decide by the estimates with verify='minhash'")
     if cfg.method == "minhash" and _budget(live, "sig")[0]:
         edges, n_cand, n_edges, params = _minhash_edges_on_driver(spark, live, docs, cfg, timings, max_bucket,
                                                                   exact_rows, fixed)
@@ -180,16 +183,10 @@ def find_clusters(sig_df: DataFrame, cfg: DedupConfig | None = None, max_bucket:
         _phase(spark, "verify")
         t0 = time.perf_counter()
         if cfg.verify == "borderline":
-            if exact_rows is None:
-                raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was "
-                                  "given none (exact_rows): pass exact_rows, or decide by the estimates with "
-                                  "verify='minhash'")
-
             z = borderline_z(n_cand)
             t = float(cfg.threshold)
             params["borderline"] = borderline_band(n_cand, t, cfg.num_perm)
-            alias = (dup.filter((F.col("lo") < 0) & (F.col("hi") >= 0)).groupBy("lo").agg(F.min("hi").alias("alias"))
-                     if fixed else None)
+            alias = _aliases(dup) if fixed else None
             est = _similarities(cands, docs, cfg, border=(t, cfg.num_perm, z))
             sims = _decide_borderline(est, exact_rows, cfg, timings, params["borderline"], alias)
         else:
@@ -239,8 +236,9 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
     report's LSH parameters."""
     t0 = time.perf_counter()
     got = live.select("row", "sig", "size").toArrow()
-    order = np.argsort(got.column("row").to_numpy().astype(np.int64), kind="stable")
-    rows = got.column("row").to_numpy().astype(np.int64)[order]
+    rows = got.column("row").to_numpy().astype(np.int64)
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
     dtype = _sig_dtype(cfg)
     values = (np.ascontiguousarray(_binary_rows(got.column("sig").combine_chunks(), dtype)[order]) if rows.shape[0]
               else np.zeros((0, cfg.num_perm), dtype=dtype))
@@ -273,10 +271,6 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
     else:
         sim = pair_similarity("minhash", cfg.metric, cfg.scheme, values, sizes)(lo, hi)
         if cfg.verify == "borderline":
-            if exact_rows is None:
-                raise ConfigError("verify (--verify) borderline needs the documents' texts; find_clusters was "
-                                  "given none (exact_rows): pass exact_rows, or decide by the estimates with "
-                                  "verify='minhash'")
             t = float(cfg.threshold)
             params["borderline"] = borderline_band(n_cand, t, cfg.num_perm)
             j = sim if cfg.metric == "jaccard" else jaccard_rows(values, lo, hi, cfg.scheme)
@@ -286,8 +280,7 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
                 "lo": pa.array(rows[lo], pa.int64()), "hi": pa.array(rows[hi], pa.int64()),
                 "sim": pa.array(np.asarray(sim, dtype=np.float64), pa.float64()),
                 "border": pa.array(border, pa.bool_())})).repartition(_shuffle_partitions(spark), "lo"))
-            alias = (dup.filter((F.col("lo") < 0) & (F.col("hi") >= 0)).groupBy("lo").agg(F.min("hi").alias("alias"))
-                     if fixed else None)
+            alias = _aliases(dup) if fixed else None
             sims = _decide_borderline(est, exact_rows, cfg, timings, params["borderline"], alias)
         else:
             how = CANDIDATE if cfg.verify == "none" else ESTIMATE
@@ -300,6 +293,12 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
     n_edges = edges.count()
     timings["verify"] = time.perf_counter() - t0
     return edges, n_cand, n_edges, params
+
+
+def _aliases(dup: DataFrame) -> DataFrame:
+    """(lo, alias): each fixed row's first new row with an identical signature, from the identical pairs
+    (the local :func:`~neardup.dedup.verify.fixed_aliases`)."""
+    return dup.filter((F.col("lo") < 0) & (F.col("hi") >= 0)).groupBy("lo").agg(F.min("hi").alias("alias"))
 
 
 def _edges_frame(spark, lo: np.ndarray, hi: np.ndarray, sim: np.ndarray, how: int) -> DataFrame:

@@ -15,12 +15,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...config import DedupConfig
-from ...dedup.incremental import add_kept, check_ids, is_key, matched_rows, rerun_view, run_key
+from ...dedup.incremental import add_kept, check_ids, is_key, matched_sized, rerun_view, run_key
 from ...index.disk import open_index
 from ...kernels.lsh import row_keys
 from .columns import _SIGNED, _binary_array, _binary_rows, _cfg_json, _column, _dump_id
 from .graph import _sig_dtype
 from .read import _Numbering, _row_place
+from .session import _arrow_frame
 
 
 @dataclass
@@ -50,8 +51,8 @@ def _index_reader(path: str, token: str):
 
 
 def _index_matches(batches, path, cfg_json, hidden, token):
-    """mapInArrow: (row, sig, empty) of new documents → (doc, id, sig) of the indexed documents that
-    match any of them by the index's own probe (:func:`neardup.dedup.incremental.matched_rows`,
+    """mapInArrow: (row, sig, empty, size) of new documents → (doc, id, sig, size) of the indexed documents that
+    match any of them by the index's own probe (:func:`neardup.dedup.incremental.matched_sized`,
     what the local engine calls on all rows at once: a query's matches do not depend on the others)."""
     cfg = DedupConfig(**json.loads(cfg_json))
     idx = _index_reader(path, token)
@@ -63,17 +64,14 @@ def _index_matches(batches, path, cfg_json, hidden, token):
                 continue
             values = _binary_rows(_column(batch, "sig"), dtype)
             empty = _column(batch, "empty").to_numpy(zero_copy_only=False).astype(bool)
-            contained = idx.kind == "containment"       # (probed with the rows' set sizes; matches come with theirs)
-            if contained:
-                values = idx._with_sizes(values, _column(batch, "size").to_numpy(zero_copy_only=False))[0]
-            docs, keys, vals = matched_rows(idx, values, empty, cfg)
+            docs, keys, vals, sizes = matched_sized(idx, values, empty, cfg,
+                                                    _column(batch, "size").to_numpy(zero_copy_only=False))
             if not keys:
                 continue
-            vals = np.asarray(vals, dtype=dtype).reshape(len(keys), -1)
-            size = vals[:, -1].astype(np.int64) if contained else np.zeros(len(keys), np.int64)
             yield pa.RecordBatch.from_arrays([
                 pa.array(docs, pa.int64()), pa.array([_dump_id(k) for k in keys], pa.string()),
-                _binary_array(np.ascontiguousarray(vals[:, :-1] if contained else vals)), pa.array(size, pa.int64())],
+                _binary_array(np.ascontiguousarray(np.asarray(vals, dtype=dtype).reshape(len(keys), -1))),
+                pa.array(np.zeros(len(keys), np.int64) if sizes is None else sizes, pa.int64())],
                 names=["doc", "id", "sig", "size"])
     finally:
         idx.store.hide(())
@@ -128,7 +126,7 @@ def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConf
         "score": pa.array(np.full(m, 0.0 if cfg.keep == "first" else np.inf)),   # they win their clusters
         "sig": got.column("sig"), "empty": no, "sig_empty": no, "size": got.column("size"),
         "rk": pa.array(rk, pa.int64()), "sh": pa.nulls(m, pa.binary())})
-    fixed = spark.createDataFrame(table, schema=_SIGNED)
+    fixed = _arrow_frame(spark, table, schema=_SIGNED)
     return _IndexPart(fixed, [json.loads(i) for i in ids], documents, rerun, key)
 
 

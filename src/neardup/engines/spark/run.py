@@ -312,8 +312,9 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         # -- report ---------------------------------------------------------------------------------------
         _phase(spark, "report")
         fig = _removed_figures(removed, n_removed, cfg) if n_removed * 32 <= _driver_budget(spark) else None
+        removed_sim = by_index = None
         if fig is not None:       # the removed rows on the driver: the local engine's own functions
-            sizes, hist, dist, samples, by_index = fig
+            sizes, hist, samples, by_index, removed_sim = fig
         else:
             sizes = {int(r["s"]): int(r["k"]) for r in
                      ours.groupBy("rep").agg(F.count(F.lit(1)).alias("s")).filter(F.col("s") > 1).groupBy("s")
@@ -322,17 +323,18 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             for r in removed.select("sim").mapInArrow(_histogram_batches, "bin int, n long").groupBy("bin") \
                     .agg(F.sum("n").alias("n")).collect():
                 hist[r["bin"]] = r["n"]
-            dist = None
-            if cfg.method == "simhash" and not found.params.get("verified"):
-                d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
-                    .groupBy("d").count().collect()
-                dist = np.zeros(max([r["d"] for r in d], default=-1) + 1, dtype=np.int64)
-                for r in d:
-                    dist[r["d"]] = r["count"]
             samples = _sample_pairs(removed, n_removed, cfg.samples)
-            by_index = None
+        dist = None
         if cfg.method == "simhash" and found.params.get("verified"):
             dist = np.asarray(found.params["accepted_distances"], dtype=np.int64)
+        elif cfg.method == "simhash" and removed_sim is not None:
+            dist = np.asarray(distance_counts(removed_sim), dtype=np.int64)
+        elif cfg.method == "simhash":
+            d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
+                .groupBy("d").count().collect()
+            dist = np.zeros(max([r["d"] for r in d], default=-1) + 1, dtype=np.int64)
+            for r in d:
+                dist[r["d"]] = r["count"]
         want = {x for k, d, _ in samples for x in (k, d)}
         ids = {r["row"]: json.loads(r["id"]) for r in signed.filter(F.col("row").isin(list(want)))
                .select("row", "id").collect()} if want else {}
@@ -391,8 +393,8 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
 def _removed_figures(removed: DataFrame, n_removed: int, cfg: DedupConfig):
     """The report's figures of the removed rows (row, rep, sim), collected (about 25 bytes a row), by the
     local engine's functions: cluster sizes (a representative of this run counts itself), the
-    similarity histogram, SimHash's distances (classic rule), the sample pairs in (similarity, row)
-    order and the rows removed by an index's documents (rep < 0)."""
+    similarity histogram, the sample pairs in (similarity, row) order, the rows removed by an index's
+    documents (rep < 0), and the removed rows' similarities (SimHash's distances come from them)."""
     t = removed.select("row", "rep", "sim").toArrow()
     row = t.column("row").to_numpy().astype(np.int64)
     rep = t.column("rep").to_numpy().astype(np.int64)
@@ -401,10 +403,9 @@ def _removed_figures(removed: DataFrame, n_removed: int, cfg: DedupConfig):
     size = members + (reps >= 0)
     multi = size[size > 1]
     sizes = {int(s): int(k) for s, k in zip(*np.unique(multi, return_counts=True))}
-    dist = np.asarray(distance_counts(sim), dtype=np.int64) if cfg.method == "simhash" else None
     order = np.lexsort((row, sim))
     samples = [(int(rep[i]), int(row[i]), float(sim[i])) for i in order[sample_ranks(n_removed, cfg.samples)].tolist()]
-    return sizes, np.asarray(similarity_counts(sim), dtype=np.int64), dist, samples, int((rep < 0).sum())
+    return sizes, np.asarray(similarity_counts(sim), dtype=np.int64), samples, int((rep < 0).sum()), sim
 
 
 def _sample_pairs(removed: DataFrame, n_removed: int, n: int) -> list[tuple[int, int, float]]:
