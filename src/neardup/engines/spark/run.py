@@ -327,7 +327,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
         dist = None
         if cfg.method == "simhash" and found.params.get("verified"):
             dist = np.asarray(found.params["accepted_distances"], dtype=np.int64)
-        elif cfg.method == "simhash" and removed_sim is not None:
+        elif cfg.method == "simhash" and removed_sim is not None:    # (collected already: no Spark job)
             dist = np.asarray(distance_counts(removed_sim), dtype=np.int64)
         elif cfg.method == "simhash":
             d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
