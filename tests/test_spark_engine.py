@@ -281,6 +281,16 @@ def test_progress_json_on_spark(spark, planted, tmp_path, capsys):
     assert ends["read + sign"]["done"] >= 1 and ends["write"]["done"] >= 1
 
 
+@pytest.mark.parametrize("texts", [["", "  ", "a"], ["one two three four five six seven eight"]])
+def test_nothing_to_compare_matches_local(spark, tmp_path, texts):
+    """Inputs with no pair to compare — only empty and too-short documents, or one document — go through
+    the driver path's empty arrays (no signature, no candidate) to the local engine's outputs."""
+    src = tmp_path / "tiny.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    rep, _ = _both(spark, [src], tmp_path)
+    assert rep["counts"]["removed"] == 0 and rep["counts"]["candidate_pairs"] == 0
+
+
 def test_same_result_for_any_partitioning(spark, planted, tmp_path):
     """Other shuffle partitions, the plain JSONL cut into many splits, adaptive execution on: the same bytes."""
     from neardup.engines.spark import run_spark_dedup
