@@ -43,6 +43,17 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(params=["driver", "executors"])
+def finish(request, monkeypatch):
+    """Both ways a Spark run ends: signatures collected and the local engine's steps on the driver (what
+    fits it), or every step on the executors (past the driver's budget: here forced, FINISH_BYTES = 0)."""
+    import neardup.engines.spark.driver as spark_driver
+
+    if request.param == "executors":
+        monkeypatch.setattr(spark_driver, "FINISH_BYTES", 0)
+    return request.param
+
+
 def _words(rng, vocab, n):
     return " ".join(rng.choice(vocab) for _ in range(n))
 
@@ -136,7 +147,7 @@ def _both(spark, inputs, tmp_path, **kw):
 @pytest.mark.parametrize("keep,linkage,drift,bits", [("first", "bounded", None, 3), ("longest", "components", None, 3),
                                                      ("first", "components", 0.05, 3), ("first", "bounded", None, None),
                                                      ("longest", "components", 0.1, None)])
-def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift, bits):
+def test_simhash_matches_local(spark, finish, planted, tmp_path, keep, linkage, drift, bits):
     """SimHash on Spark: the classic rule (``bits``: the permuted-table pairs within k bits, the identical
     fingerprints, drift rounded to whole bits) or the verified one (candidates within k_c checked on their
     re-read texts) and the local clustering give the local engine's outputs byte for byte."""
@@ -151,7 +162,7 @@ def test_simhash_matches_local(spark, planted, tmp_path, keep, linkage, drift, b
 
 @pytest.mark.parametrize("metric,linkage,scheme", [("jaccard", "bounded", "oph"), ("containment", "components", "oph"),
                                                    ("jaccard", "bounded", "datasketch-legacy")])
-def test_verify_borderline_matches_local(spark, planted, tmp_path, metric, linkage, scheme):
+def test_verify_borderline_matches_local(spark, finish, planted, tmp_path, metric, linkage, scheme):
     """--verify borderline on Spark: the same band, the same pairs decided exactly from re-read texts,
     the local engine's outputs byte for byte and the same report section — with a datasketch scheme too
     (its rows are re-read with the same shingles, signed as oph)."""
@@ -161,7 +172,7 @@ def test_verify_borderline_matches_local(spark, planted, tmp_path, metric, linka
     assert ra["borderline"] == rep["borderline"] and rep["borderline"]["pairs"] > 0
 
 
-def test_verify_borderline_with_an_index_matches_local(spark, days, tmp_path):
+def test_verify_borderline_with_an_index_matches_local(spark, finish, days, tmp_path):
     """With --index, an indexed document's pairs in the band are checked through the new row identical to
     it; the rerun of a changed day 2 then removes every row, on both engines alike."""
     import os
@@ -186,14 +197,14 @@ def test_verify_borderline_with_an_index_matches_local(spark, days, tmp_path):
 
 
 @pytest.mark.parametrize("opts", [{"compat": "yanyiwu", "top_n": 8}])
-def test_simhash_feature_options_match_local(spark, planted, tmp_path, opts):
+def test_simhash_feature_options_match_local(spark, finish, planted, tmp_path, opts):
     """The SimHash feature options (one definition: sketches.simhash.feature_signer) on Spark: the local
     engine's outputs byte for byte."""
     rep, _ = _both(spark, [planted], tmp_path, method="simhash", on_error="skip", **opts)
     assert rep["counts"]["removed"] > 20
 
 
-def test_simhash_word_files_match_local(spark, planted, tmp_path):
+def test_simhash_word_files_match_local(spark, finish, planted, tmp_path):
     """The user's word files (an IDF table, a user dictionary, stop words) reach the executors: the
     local engine's outputs byte for byte."""
     (tmp_path / "idf.txt").write_text("".join(f"w{i} {1 + i / 50}\n" for i in range(500)) + "去重 9\n",
@@ -206,7 +217,7 @@ def test_simhash_word_files_match_local(spark, planted, tmp_path):
     assert rep["counts"]["removed"] > 20 and rep["parameters"]["stop_words"] == str(tmp_path / "stop.txt")
 
 
-def test_minhash_user_dictionary_matches_local(spark, planted, tmp_path):
+def test_minhash_user_dictionary_matches_local(spark, finish, planted, tmp_path):
     """MinHash with the jieba tokenizer and a user dictionary (signing and the borderline re-shingling
     on the executors): the local engine's outputs byte for byte."""
     (tmp_path / "user.txt").write_text("文本去重 5 n\ncopy 3 n\n", encoding="utf-8")
@@ -217,7 +228,7 @@ def test_minhash_user_dictionary_matches_local(spark, planted, tmp_path):
 
 @pytest.mark.parametrize("metric,linkage,drift", [("jaccard", "bounded", 0.05), ("containment", "components", None),
                                                   ("jaccard", "components", 0.05)])
-def test_verify_exact_matches_local(spark, planted, tmp_path, metric, linkage, drift):
+def test_verify_exact_matches_local(spark, finish, planted, tmp_path, metric, linkage, drift):
     """--verify exact on Spark: each document's distinct shingle hashes travel beside its signature,
     candidate pairs and the bounded linkage's checks are decided on them exactly — the local outputs
     byte for byte."""
@@ -228,7 +239,7 @@ def test_verify_exact_matches_local(spark, planted, tmp_path, metric, linkage, d
 
 
 @pytest.mark.parametrize("keep,linkage", [("first", "bounded"), ("longest", "components")])
-def test_planted_corpus_matches_local(spark, planted, tmp_path, keep, linkage):
+def test_planted_corpus_matches_local(spark, finish, planted, tmp_path, keep, linkage):
     rep, _ = _both(spark, [planted], tmp_path, keep=keep, linkage=linkage, on_error="skip")
     c = rep["counts"]
     assert c["skipped_records"] == 3 and c["removed"] > 100 and c["empty_documents"] == 2
@@ -239,6 +250,9 @@ def test_planted_corpus_matches_local(spark, planted, tmp_path, keep, linkage):
 def test_components_by_star_rounds_match_local(spark, planted, tmp_path, monkeypatch, linkage, drift):
     """Connected components on the executors (star rounds, used past DRIVER_EDGES edges) give what
     the driver's union–find gives: the local engine's outputs."""
+    import neardup.engines.spark.driver as spark_driver
+
+    monkeypatch.setattr(spark_driver, "FINISH_BYTES", 0)
     import neardup.engines.spark.finish as finish
 
     monkeypatch.setattr(finish, "DRIVER_EDGES", 0)
@@ -247,24 +261,27 @@ def test_components_by_star_rounds_match_local(spark, planted, tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("keep,linkage", [("first", "components"), ("longest", "bounded")])
-def test_demo_corpus_matches_local(spark, tmp_path, keep, linkage):
+def test_demo_corpus_matches_local(spark, finish, tmp_path, keep, linkage):
     rep, _ = _both(spark, [DEMO], tmp_path, keep=keep, linkage=linkage, pairs=True)   # pairs.parquet alike too
     assert rep["pairs"]["pairs"] > 100 and rep["counts"]["input_rows"] == 550 and rep["counts"]["removed"] > 100
 
 
-def test_progress_json_on_spark(spark, planted, tmp_path, capsys):
-    """--progress json on Spark: one stage per phase of the run (its job descriptions), each started,
-    advanced by completed Spark tasks and ended once, in order; the outputs are the local engine's."""
+def test_progress_json_on_spark(spark, finish, planted, tmp_path, capsys):
+    """--progress json on Spark: one stage per phase, each started, advanced and ended once, in order;
+    the outputs are the local engine's. Spark's phases (its job descriptions) count completed tasks and
+    have no total (a phase's jobs are not known ahead); a run finished on the driver then reports the
+    local engine's own stages."""
     from neardup.engines.spark import run_spark_dedup
 
     run_dedup([str(planted)], str(tmp_path / "local"), _config(on_error="skip"))
     capsys.readouterr()
     run_spark_dedup([str(planted)], str(tmp_path / "spark"), _config(on_error="skip", progress="json"), spark=spark)
     events = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
-    _same_outputs(tmp_path / "local", tmp_path / "spark")
+    rows = _same_outputs(tmp_path / "local", tmp_path / "spark")["counts"]["input_rows"]
     order, open_, last = [], None, 0
     for e in events:
-        assert e["unit"] == "task" and "total" not in e        # (a phase's jobs are not known ahead)
+        if e["unit"] == "task":
+            assert "total" not in e
         if e["event"] == "start":
             assert open_ is None
             open_, last = e["stage"], 0
@@ -275,14 +292,20 @@ def test_progress_json_on_spark(spark, planted, tmp_path, capsys):
         if e["event"] == "end":
             open_ = None
     assert open_ is None
-    want = ["read + sign", "identical rows", "LSH candidates", "verify: estimates", "clusters", "write", "report"]
-    assert [name for name in order if name in want] == want
     ends = {e["stage"]: e for e in events if e["event"] == "end"}
-    assert ends["read + sign"]["done"] >= 1 and ends["write"]["done"] >= 1
+    assert ends["read + sign"]["done"] >= 1 and ends["read + sign"]["unit"] == "task"
+    if finish == "driver":
+        want = ["number rows", "read + sign", "identical", "candidates", "verify", "borderline", "clusters", "write",
+                "report"]
+        assert order == want and ends["write"]["unit"] == "row" and ends["write"]["done"] == rows
+    else:
+        want = ["read + sign", "identical rows", "LSH candidates", "verify: estimates", "clusters", "write", "report"]
+        assert [name for name in order if name in want] == want
+        assert all(e["unit"] == "task" for e in events) and ends["write"]["done"] >= 1
 
 
 @pytest.mark.parametrize("texts", [["", "  ", "a"], ["one two three four five six seven eight"]])
-def test_nothing_to_compare_matches_local(spark, tmp_path, texts):
+def test_nothing_to_compare_matches_local(spark, finish, tmp_path, texts):
     """Inputs with no pair to compare — only empty and too-short documents, or one document — go through
     the driver path's empty arrays (no signature, no candidate) to the local engine's outputs."""
     src = tmp_path / "tiny.jsonl"
@@ -291,7 +314,7 @@ def test_nothing_to_compare_matches_local(spark, tmp_path, texts):
     assert rep["counts"]["removed"] == 0 and rep["counts"]["candidate_pairs"] == 0
 
 
-def test_same_result_for_any_partitioning(spark, planted, tmp_path):
+def test_same_result_for_any_partitioning(spark, finish, planted, tmp_path):
     """Other shuffle partitions, the plain JSONL cut into many splits, adaptive execution on: the same bytes."""
     from neardup.engines.spark import run_spark_dedup
 
@@ -311,7 +334,7 @@ def test_same_result_for_any_partitioning(spark, planted, tmp_path):
     _same_outputs(tmp_path / "local", tmp_path / "spark")
 
 
-def test_every_input_format_through_the_cli(spark, planted, tmp_path):
+def test_every_input_format_through_the_cli(spark, finish, planted, tmp_path):
     """CSV (quoted newlines), Parquet, text lines, a directory, zstd JSONL — one `neardup dedup --engine
     spark` run beside the local engine."""
     import zstandard
@@ -380,7 +403,7 @@ def test_dataframe_api(spark, planted):
         find_clusters(sign_dataframe(df.limit(5), cfg), cfg)
 
 
-def test_bad_row_stops_the_run_like_local(spark, planted, tmp_path):
+def test_bad_row_stops_the_run_like_local(spark, finish, planted, tmp_path):
     from neardup.engines.spark import run_spark_dedup
     from neardup.io.formats import InputFormatError
 
@@ -393,7 +416,7 @@ def test_bad_row_stops_the_run_like_local(spark, planted, tmp_path):
     assert not (tmp_path / "err" / "report.json").exists()
 
 
-def test_byte_order_mark_and_bad_first_line_like_local(spark, tmp_path):
+def test_byte_order_mark_and_bad_first_line_like_local(spark, finish, tmp_path):
     """A UTF-8 BOM before the first record: both engines parse line 1 through the same
     function, so the records, the kept bytes (BOM included) and a line-1 error agree."""
     docs = ["the same licence text about permission to copy and modify the software freely"] * 3
@@ -411,7 +434,7 @@ def test_byte_order_mark_and_bad_first_line_like_local(spark, tmp_path):
     _same_outputs(out / "local", out / "spark")
 
 
-def test_io_edge_like_local(spark, tmp_path, monkeypatch):
+def test_io_edge_like_local(spark, finish, tmp_path, monkeypatch):
     """Issue 13 on Spark: duplicate ids (raise, and counted skips) and lone surrogates in ids give the
     local engine's messages and outputs; a truncated .gz is an error of the file; a foreign OUTDIR is
     refused untouched; stdin is spooled into the output folder's work area."""
@@ -500,7 +523,7 @@ def test_console_script_runs_spark_without_an_activated_venv(tmp_path):
 
 @pytest.mark.parametrize("run", ["minhash", "minhash-containment", "minhash-exact-verify", "minhash-datasketch",
                                  "minhash-parquet-records", "simhash", "simhash-bits-3", "sentences", "exact"])
-def test_golden_outputs_on_spark(spark, tmp_path, monkeypatch, run):
+def test_golden_outputs_on_spark(spark, finish, tmp_path, monkeypatch, run):
     """The golden digests of tests/test_golden.py, from the Spark engine."""
     from test_golden import GOLDEN, SPARK, _config, _digest, _write_inputs
 
@@ -525,7 +548,7 @@ def _index_contents(path: Path, method: str) -> dict:
 
 @pytest.mark.parametrize("method,keep,fmt", [("minhash", "first", "jsonl"), ("simhash", "longest", "parquet"),
                                              ("containment", "longest", "jsonl")])
-def test_index_day1_then_day2_matches_local(spark, days, tmp_path, method, keep, fmt):
+def test_index_day1_then_day2_matches_local(spark, finish, days, tmp_path, method, keep, fmt):
     """``--index`` on Spark: day 1 then day 2 give the local engine's outputs and index contents, and
     (keep=first) keep what one run over both days keeps; a rerun writes the same and adds nothing.
     ``containment``: MinHash with --metric containment, whose index keeps each document's set size."""
@@ -602,7 +625,7 @@ def test_index_refusals_on_spark(spark, days, tmp_path):
 
 
 @pytest.mark.parametrize("verify, budget", [("minhash", None), ("none", None), ("minhash", 0)])
-def test_unverified_and_estimated_pairs_match_local(spark, planted, tmp_path, monkeypatch, verify, budget):
+def test_unverified_and_estimated_pairs_match_local(spark, finish, planted, tmp_path, monkeypatch, verify, budget):
     """--verify minhash (the estimates decide) and none (every candidate is an edge) on Spark: the
     local engine's outputs, with the candidates and estimates on the driver (the signatures fit its
     budget) and, with a budget of 0, by the shuffle path on the executors."""
@@ -620,6 +643,9 @@ def test_pairs_decided_on_the_executors_match_local(spark, planted, tmp_path, mo
     """Past the driver's budget (DRIVER_SET_BYTES, a quarter of its memory) the pairs checked exactly
     (the borderline band, --verify exact) are decided on the executors, both documents' sets joined to
     each pair: the same outputs as the driver's chunks and the local engine."""
+    import neardup.engines.spark.driver as spark_driver
+
+    monkeypatch.setattr(spark_driver, "FINISH_BYTES", 0)
     import neardup.engines.spark.verify as spark_verify
 
     monkeypatch.setattr(spark_verify, "DRIVER_SET_BYTES", 0)

@@ -80,7 +80,7 @@ def _where(specs, corpus: Corpus, d: int) -> str:
     return row_place(_spec_of_row(specs, corpus, corpus.doc_row[d]), corpus.doc_line[d])
 
 
-def _drop_duplicate_ids(specs, cfg: DedupConfig, corpus: Corpus, arrays: tuple) -> tuple:
+def drop_duplicate_ids(specs, cfg: DedupConfig, corpus: Corpus, arrays: tuple) -> tuple:
     """Ids must name one row each. A repeated id stops the run naming both rows, or with
     ``--on-error skip`` the later rows become skipped rows (counted, listed) and leave the arrays."""
     dups = duplicate_ids(corpus.ids)
@@ -251,7 +251,7 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
 def _read(specs, cfg: DedupConfig, corpus: Corpus, edits=None, parts=None, spill: str | None = None) -> tuple:
     arrays = read_and_sign(specs, cfg, corpus, edits, parts, spill)
     if cfg.id_field is not None:
-        arrays = _drop_duplicate_ids(specs, cfg, corpus, arrays)
+        arrays = drop_duplicate_ids(specs, cfg, corpus, arrays)
     if corpus.payload_of_doc is None:
         corpus.payload_of_doc = np.arange(len(corpus.ids), dtype=np.int64)
     return arrays
@@ -311,6 +311,20 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     timings["read_sign"] = time.perf_counter() - t0
     if cfg.method in SPAN_METHODS:
         return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
+    return finish_run(specs, cfg, out, command, t_start, timings, corpus, (values, empty, sizes, features), index,
+                      work, span_cfg, stage, by_row)
+
+
+def finish_run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, timings: dict, corpus: Corpus,
+               signed: tuple, index=None, work: str | None = None, span_cfg=None, stage=None, by_row=None,
+               engine: tuple = ("local", None)) -> dict:
+    """Everything after pass 1, given its tables (``corpus``; ``signed`` = values, empty, sizes,
+    features): the index's matches, the clusters (:func:`~neardup.dedup.find.find_run`, texts re-read
+    for exact checks), pass 2 (kept rows, clusters, pairs), the report, the index's add. Both engines
+    end here: the Spark engine when the signatures it computed fit its driver. ``engine``: the
+    report's (name, its section). Returns the report."""
+    values, empty, sizes, features = signed
+    by_row = by_row or {}
     n_docs = len(corpus.ids)
 
     part = None
@@ -380,7 +394,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
                       "added": 0 if part.rerun else int(kept_doc.sum()), "rerun": part.rerun}
     timings["total"] = time.perf_counter() - t_start
     report = run_report(cfg, specs, corpus, result, removed, empty, timings, samples, texts, outputs, command,
-                     extra_ids, index_info)
+                        extra_ids, index_info, engine)
     if stage is not None:
         stage.add_to_report(report, corpus, duplicate=~kept_doc)
     if n_pairs is not None:
@@ -406,14 +420,15 @@ def sample_pairs(result: DuplicateResult, n: int) -> list[tuple[int, int, float]
 
 
 def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timings, samples, texts, outputs, command,
-            extra_ids=(), index_info=None):
+               extra_ids=(), index_info=None, engine: tuple = ("local", None)):
     c = result.clusters
     sizes = c.sizes()
     ids = list(corpus.ids) + list(extra_ids)
     multi = sizes[sizes > 1]
     lsh = (result.params["b"], result.params["r"], result.params["lsh_mode"]) if cfg.method == "minhash" else None
     return build_report(RunSummary(
-        cfg=cfg, command=command, engine="local", inputs=[s.label for s in specs], outputs=outputs,
+        cfg=cfg, command=command, engine=engine[0], engine_info=engine[1], inputs=[s.label for s in specs],
+        outputs=outputs,
         n_rows=corpus.n_rows, n_docs=len(corpus.ids), removed=removed, n_skipped=len(corpus.skipped),
         skipped=[(f, line, reason) for _, f, line, reason in corpus.skipped[:SKIPPED_LISTED]],
         empty=int(empty.sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=int(result.candidates),

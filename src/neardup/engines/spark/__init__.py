@@ -5,6 +5,14 @@ engine runs the same algorithm as DataFrame operations, so a corpus is limited b
 not by one machine; for the same input and parameters it writes the same ``clusters.jsonl``,
 the same kept rows and the same report counts.
 
+**Two ways to finish.** Spark always reads, numbers and signs the rows (stages 1–2 below: the work
+that grows with the text). When the OUTDIR and the inputs are local paths and the signatures fit the
+driver's budget (a quarter of ``spark.driver.memory``, at most 4 GB: a million documents at k = 128
+take 0.5 GB), they are collected in one job and the local engine's own steps finish the run on the
+driver (:mod:`.driver`, :func:`neardup.engines.local.run.finish_run`) — no rule after signing is
+written twice, and a run is two Spark jobs. Past the budget (or for a URI OUTDIR, or
+:func:`dedup_dataframe`) stages 3–8 run on the executors:
+
 Stages (every step is a DataFrame operation; only counts, a few histograms and the report's
 sample pairs reach the driver):
 
@@ -70,9 +78,10 @@ byte-order mark at the start of a file (restored for local plain and .gz files, 
 the JSON error position of a truncated final line of a *compressed* file may be reported one line
 later (the driver cannot see whether such a file ends with a newline without decompressing it).
 
-Modules: :mod:`.read` (1–2), :mod:`.graph` (3–7), :mod:`.write` (8), :mod:`.index` (``--index``),
-:mod:`.run` (the run, the report), over :mod:`.columns` (Arrow ↔ NumPy on the executors) and
-:mod:`.session`. Every rule they apply is a function of :mod:`neardup.dedup`.
+Modules: :mod:`.read` (1–2), :mod:`.driver` (the finish on the driver), :mod:`.graph` (3–7),
+:mod:`.write` (8), :mod:`.index` (``--index``), :mod:`.run` (the run, the report), over
+:mod:`.columns` (Arrow ↔ NumPy on the executors) and :mod:`.session`. Every rule they apply is a
+function of :mod:`neardup.dedup`.
 """
 try:
     import pyarrow  # noqa: F401  (probes: is the spark extra installed)

@@ -38,7 +38,9 @@ from ...io.formats import check_fields_apply, check_stamp, output_name
 from ...io.ids import json_default
 from ...io.outdir import StagedOutput
 from ...io.sources import spool
+from ..local.run import drop_duplicate_ids, finish_run
 from .columns import _column
+from .driver import fits_driver, pass1_on_driver
 from .graph import find_clusters
 from .index import _add_kept, _index_part
 from .read import (
@@ -134,17 +136,31 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
     with StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
         specs = spool(specs, stage.work)
         with _session(spark, cfg, spark_conf) as session:
-            report = _run(session, specs, cfg, stage.out, stage.out, command, t_start, index)
+            report = _run(session, specs, cfg, stage.out, stage.out, command, t_start, index, stage.work)
         shutil.rmtree(os.path.join(stage.out, "_spark"), ignore_errors=True)
         stage.commit()
     return report
 
 
 def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: str, t_start: float,
-         index=None) -> dict:
+         index=None, work: str | None = None) -> dict:
     timings: dict = {}
     t0 = time.perf_counter()
     signed, num = _read_signed(spark, specs, cfg)
+    if fits_driver(spark, specs, num, cfg, local):     # the local engine's steps after signing, on the driver
+        _phase(spark, "read + sign")
+        try:
+            corpus, arrays = pass1_on_driver(signed, specs, num, cfg)
+        finally:
+            _phase(spark, None)
+        if cfg.id_field is not None:
+            arrays = drop_duplicate_ids(specs, cfg, corpus, arrays)
+        timings["read_sign"] = time.perf_counter() - t0
+        sc = spark.sparkContext
+        info = {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
+                "shuffle_partitions": _shuffle_partitions(spark), "finished_on": "driver"}
+        return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
+                          engine=("spark", info))
     signed = signed.repartition(_shuffle_partitions(spark), "row").persist(StorageLevel.MEMORY_AND_DISK)
     _phase(spark, "read + sign")
     st = _signed_stats(signed)
