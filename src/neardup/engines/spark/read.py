@@ -112,14 +112,33 @@ def _parse_block(batch, spec, start, text_field, id_field, bom):
     return parse_jsonl_block(spec, 1 if lead else 2, block, text_field, id_field)
 
 
-def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, id_field, key_field, keep, bom=False):
-    """mapInArrow: numbered rows → signed rows (schema ``_SIGNED``)."""
+def _with_rows(batch, offsets: list):
+    """A scanned batch (``_nd_blk``, ``_nd_mid``, …) with its global ``row``: ``_nd_mid`` plus the base
+    of its (split, id group) in :func:`_number`'s table — what :func:`_numbered`'s broadcast join
+    gives, computed in the task (a Spark job fewer: the broadcast's)."""
+    blk = _column(batch, "_nd_blk").to_numpy(zero_copy_only=False).astype(np.int64)
+    mid = _column(batch, "_nd_mid").to_numpy(zero_copy_only=False).astype(np.int64)
+    grp = mid >> 33
+    base = {(b, g): x for b, g, x in offsets}
+    rows = np.empty_like(mid)
+    for b, g in np.unique(np.stack([blk, grp], axis=1), axis=0).tolist():     # (one pair, or a few)
+        m = (blk == b) & (grp == g)
+        rows[m] = mid[m] + base[(b, g)]
+    return pa.RecordBatch.from_arrays([*batch.columns, pa.array(rows, pa.int64())], names=[*batch.schema.names, "row"])
+
+
+def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, id_field, key_field, keep, bom=False,
+                offsets=None):
+    """mapInArrow: numbered rows → signed rows (schema ``_SIGNED``); with ``offsets`` (:func:`_number`'s
+    table of the input), scanned rows numbered here (:func:`_with_rows`)."""
 
     cfg = json.loads(cfg_json)
     sign = _signer(cfg_json)
     minhash = cfg["method"] == "minhash"
     exact = minhash and cfg["verify"] == "exact"
     for batch in batches:
+        if offsets is not None:
+            batch = _with_rows(batch, offsets)
         whole = _parse_block(batch, spec, start, text_field, id_field, bom) if kind == "jsonl" and keep != "key" \
             else None
         if whole is not None:           # every row a document, its text packed as the kernel left it
@@ -393,14 +412,17 @@ def _starts_with_bom(spec: InputSpec) -> bool:
         return fh.read(3) == _BOM
 
 
-def _sign_fn(spec: InputSpec, fi: int, num: _Numbering, cfg_json: str, cfg: DedupConfig, fields: bool = True):
+def _sign_fn(spec: InputSpec, fi: int, num: _Numbering, cfg_json: str, cfg: DedupConfig, fields: bool = True,
+             scanned: bool = False):
     """The mapInArrow function that parses and signs the numbered rows of input ``fi`` (``fields``:
-    also its id and keep-key fields; without, only the text)."""
+    also its id and keep-key fields; without, only the text; ``scanned``: rows straight from
+    :func:`_scan`, numbered in the task)."""
     keyed = fields and cfg.keep == "key"
     return partial(_parse_sign, kind=spec.fmt if _spark_reads(spec) else "parsed", spec=spec, start=num.starts[fi],
                    last_row_nl=num.last_nl.get(fi, -1), cfg_json=cfg_json, text_field=cfg.text_field,
                    id_field=cfg.id_field if fields else None, key_field=cfg.keep_field if keyed else None,
-                   keep=cfg.keep if fields else "first", bom=num.bom.get(fi, False))
+                   keep=cfg.keep if fields else "first", bom=num.bom.get(fi, False),
+                   offsets=num.offsets[fi] if scanned else None)
 
 
 def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataFrame, _Numbering]:
@@ -416,7 +438,7 @@ def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataF
             last = num.starts[fi] + num.rows[fi] - 1
         num.last_nl[fi] = last
         num.bom[fi] = kind in ("jsonl", "lines") and _starts_with_bom(spec)
-        signed.append(_numbered(spark, scan, num.offsets[fi]).mapInArrow(_sign_fn(spec, fi, num, cj, cfg), _SIGNED))
+        signed.append(scan.mapInArrow(_sign_fn(spec, fi, num, cj, cfg, scanned=True), _SIGNED))
     if not signed:
         return spark.createDataFrame([], _SIGNED), num
     out = signed[0]
