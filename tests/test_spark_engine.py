@@ -43,14 +43,18 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(params=["driver", "executors"])
+@pytest.fixture(params=["driver", "driver-files", "executors"])
 def finish(request, monkeypatch):
-    """Both ways a Spark run ends: signatures collected and the local engine's steps on the driver (what
-    fits it), or every step on the executors (past the driver's budget: here forced, FINISH_BYTES = 0)."""
+    """Every way a Spark run ends: the local engine's steps on the driver over the signed rows collected
+    through the JVM ("driver") or read back from the Parquet files the executors wrote
+    ("driver-files", what a run past the JVM's budget does: here forced), or every step on the
+    executors (past the driver's budget: here forced, FINISH_BYTES = 0)."""
     import neardup.engines.spark.driver as spark_driver
 
     if request.param == "executors":
         monkeypatch.setattr(spark_driver, "FINISH_BYTES", 0)
+    if request.param == "driver-files":
+        monkeypatch.setattr(spark_driver, "_collect_bytes", lambda spark: -1)
     return request.param
 
 
@@ -294,7 +298,7 @@ def test_progress_json_on_spark(spark, finish, planted, tmp_path, capsys):
     assert open_ is None
     ends = {e["stage"]: e for e in events if e["event"] == "end"}
     assert ends["read + sign"]["done"] >= 1 and ends["read + sign"]["unit"] == "task"
-    if finish == "driver":
+    if finish != "executors":
         want = ["number rows", "read + sign", "identical", "candidates", "verify", "borderline", "clusters", "write",
                 "report"]
         assert order == want and ends["write"]["unit"] == "row" and ends["write"]["done"] == rows

@@ -1,108 +1,204 @@
-"""A Spark run whose signatures fit its driver: Spark reads, numbers and signs the rows (the part that
-grows with the text), one collect brings pass 1's tables to the driver, and the local engine's own
-steps finish the run there (:func:`neardup.engines.local.run.finish_run`: index, candidates,
-verification with the texts re-read, clusters, kept rows, records, report) — one definition of every
-rule after signing, and two Spark jobs instead of dozens.
+"""A Spark run that finishes on its driver: Spark reads, numbers and signs the rows (the part that grows
+with the text), the signed rows come to the driver, and the local engine's own steps finish the run
+(:func:`neardup.engines.local.run.finish_run`: index, candidates, verification with the texts
+re-read, clusters, kept rows, records, report) — one definition of every rule after signing, and
+one Spark job after the numbering.
 
-Taken when the OUTDIR and every input are local paths (the local steps read and write files; a
-local OUTDIR lands on the driver's disk anyway) and the collected values fit the driver's budget
-(:func:`~.verify._driver_budget`: a quarter of ``spark.driver.memory``, at most 4 GB): rows × the
-signature's bytes, plus 8 bytes per input byte with ``--verify exact`` (its shingle sets, bounded
-by the text's length). Otherwise the run stays on the executors (:mod:`.graph`)."""
+Taken when the OUTDIR and every input are local paths (the local steps read and write files; the
+executors already write a local OUTDIR's part files, so it is local to them too: one machine or a
+shared mount) and the values fit :func:`finish_bytes`: rows × the signature's bytes (+ 64 for the
+other columns), plus 8 bytes per input byte with ``--verify exact`` (its shingle sets, bounded by
+the text's length). They reach the driver collected through its JVM when they fit its budget, else
+as Parquet files the executors write into the run's work folder (:func:`_signed_tables`).
+Otherwise the run stays on the executors (:mod:`.graph`)."""
 from __future__ import annotations
 
 import json
+import os
 from array import array
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
+from ..._arrays import physical_memory
 from ...config import DedupConfig
 from ...dedup.progress import plain_size
 from ...dedup.tables import Corpus
 from ...errors import InputFormatError
+from ...features.shingles import Features
 from ...io.formats import InputSpec
 from .columns import _binary_rows
 from .read import _Numbering
 from .session import _is_uri
 from .verify import _csr_sets, _driver_budget, _exact, _sig_dtype
 
-# The most bytes of collected values a run finishes on its driver with, below the driver's own budget
-# (:func:`~.verify._driver_budget`). 0 keeps every step on the executors (the tests run both ways).
-FINISH_BYTES = 4 << 30
+
+def finish_bytes() -> int:
+    """The most bytes of values a run finishes on its driver with: half the driver machine's memory
+    (the local engine's own scale: 10 M documents at k = 128 take 5.8 GB), or :data:`FINISH_BYTES`."""
+    return FINISH_BYTES if FINISH_BYTES is not None else physical_memory() // 2
 
 
-def fits_driver(spark, specs: list[InputSpec], num: _Numbering, cfg: DedupConfig, local: str | None) -> bool:
-    """Whether the run finishes on the driver (see the module's docstring); known before any row is
-    signed: the rows are counted, the signature's width is fixed."""
-    if local is None or any(_is_uri(s.path) for s in specs):
-        return False
+# None: :func:`finish_bytes` decides; 0 keeps every step on the executors (the tests run both ways).
+FINISH_BYTES: int | None = None
+
+
+def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | None:
+    """Bytes of the values a run finished on the driver holds (see the module's docstring); None when
+    unknown (``--verify exact`` over a compressed input)."""
     width = cfg.num_perm * np.dtype(_sig_dtype(cfg)).itemsize if cfg.method == "minhash" else 8
     need = num.total * (width + 64)             # (+ the row's other columns: id, length, flags)
     if _exact(cfg):
         size = plain_size(specs)
         if size is None:
-            return False
+            return None
         need += 8 * size
-    return need <= min(FINISH_BYTES, _driver_budget(spark))
+    return need
 
 
-def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, cfg: DedupConfig):
-    """The signed rows (``_SIGNED``) collected in one Spark job, as the local engine's pass 1 leaves
-    them: the :class:`~neardup.dedup.tables.Corpus` and the documents' (values, empty, sizes,
-    features). A broken row stops the run with the local engine's line (the first in row order),
-    unless ``--on-error skip``; blank rows are skipped rows."""
-    cols = ["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty", "size"]
+def fits_driver(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig, local: str | None) -> bool:
+    """Whether the run finishes on the driver (see the module's docstring); known before any row is
+    signed: the rows are counted, the signature's width is fixed."""
+    if local is None or any(_is_uri(s.path) for s in specs):
+        return False
+    need = _need(specs, num, cfg)
+    return need is not None and need <= finish_bytes()
+
+
+def _files(folder: str) -> list[str]:
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".parquet"))
+
+
+def _flags(t: pa.Table, name: str) -> np.ndarray:
+    return np.asarray(t.column(name).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _collect_bytes(spark) -> int:
+    """The most bytes the signed rows are collected through the driver's JVM with: its budget
+    (:func:`~.verify._driver_budget`) and at most three quarters of ``spark.driver.maxResultSize`` (1 GiB
+    unless set; 0 is no limit)."""
+    utils = spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils
+    cap = int(utils.byteStringAsBytes(str(spark.conf.get("spark.driver.maxResultSize", "1g"))))
+    return min(_driver_budget(spark), cap * 3 // 4 if cap else _driver_budget(spark))
+
+
+def _signed_tables(signed: DataFrame, cols: list, need: int, folder: str):
+    """(``tables(columns)``: the signed rows as Arrow tables of those columns, how they came: "collect" or
+    "parquet"), one Spark job for all.
+    Collected through the JVM when ``need`` bytes fit :func:`_collect_bytes` (faster: 100k documents
+    17.1 s against 20.9 s through files); else written by the executors as Parquet into ``folder``
+    and read back a file at a time (the values never sit in the JVM's heap)."""
+    frame = signed.select(*cols)
+    if need <= _collect_bytes(signed.sparkSession):
+        table = frame.toArrow()
+        return (lambda columns: [table.select(columns)]), "collect"
+    frame.write.mode("overwrite").option("compression", "none").parquet(os.path.abspath(folder))
+    files = _files(folder)
+    return (lambda columns: (pq.read_table(f, columns=columns) for f in files)), "parquet"
+
+
+def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, cfg: DedupConfig, folder: str):
+    """The signed rows (``_SIGNED``) brought to the driver (:func:`_signed_tables`) as what the local
+    engine's pass 1 leaves: the :class:`~neardup.dedup.tables.Corpus` and the documents' (values,
+    empty, sizes, features), in row order, assembled a table at a time. A broken row stops the run
+    with the local engine's line (the first in row order), unless ``--on-error skip``; blank rows are
+    skipped rows. Also returns how the rows came (:func:`_signed_tables`)."""
     exact = _exact(cfg)
-    t = signed.select(*cols, *(["sh"] if exact else [])).toArrow()
-    rows = t.column("row").to_numpy().astype(np.int64)
-    order = np.argsort(rows, kind="stable")
-    t = t.take(pa.array(order))
-    rows = rows[order]
-    if rows.shape[0] != num.total or (rows.shape[0] and (rows[0] != 0 or rows[-1] != num.total - 1)):
-        raise RuntimeError(f"Spark signed {rows.shape[0]} rows where {num.total} were numbered")   # (a bug)
-    bad = np.asarray(t.column("err").is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    fatal = np.asarray(t.column("fatal").to_numpy(zero_copy_only=False), dtype=bool)
-    blank = np.asarray(t.column("blank").to_numpy(zero_copy_only=False), dtype=bool)
-    errs = t.column("err")
+    cols = ["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty", "size"]
+    tables, how = _signed_tables(signed, cols + (["sh"] if exact else []), _need(specs, num, cfg), folder)
+    n = num.total
+    # first the rows' status (small columns): which rows are documents, and each document's place
+    bad, blank, fatal = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    seen = np.zeros(n, np.int64)
+    errs: dict = {}
+    for t in tables(["row", "err", "blank", "fatal"]):
+        rows = t.column("row").to_numpy().astype(np.int64)
+        if rows.shape[0] and (rows.min() < 0 or rows.max() >= n):
+            raise RuntimeError(f"Spark signed row {int(rows.max())} of {n} numbered rows")    # (a bug)
+        np.add.at(seen, rows, 1)
+        e = t.column("err")
+        has = np.asarray(e.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        bad[rows] = has
+        blank[rows], fatal[rows] = _flags(t, "blank"), _flags(t, "fatal")
+        errs.update(zip(rows[has].tolist(), e.filter(pa.array(has)).to_pylist()))
+    if not (seen == 1).all():
+        raise RuntimeError(f"Spark signed {int(seen.sum())} rows where {n} were numbered")    # (a bug)
     for stop in (fatal, (bad & ~blank) if cfg.on_error == "raise" else None):
         if stop is not None and stop.any():
-            raise InputFormatError(errs[int(np.argmax(stop))].as_py())
+            raise InputFormatError(errs[int(np.argmax(stop))])
     doc = ~bad
-    d = t.filter(pa.array(doc))
-    corpus = Corpus()
-    corpus.n_rows = num.total
-    corpus.row_source = list(num.rows)
+    place = np.cumsum(doc) - 1                      # each document's index, in row order
+    n_docs = int(doc.sum())
+    rows = np.arange(n, dtype=np.int64)
     starts = np.asarray(num.starts, dtype=np.int64)
-    fi = np.searchsorted(starts, rows, side="right") - 1 if rows.shape[0] else np.zeros(0, np.int64)
+    fi = np.searchsorted(starts, rows, side="right") - 1 if n else rows
     first_line = np.asarray([2 if s.fmt == "csv" else 1 for s in specs], dtype=np.int64)
-    line = rows - starts[fi] + first_line[fi] if rows.shape[0] else rows
-    for g in np.flatnonzero(bad).tolist():
-        corpus.skipped.append((g, specs[fi[g]].label, int(line[g]), errs[g].as_py()))
+    line = rows - starts[fi] + first_line[fi] if n else rows
+    corpus = Corpus()
+    corpus.n_rows = n
+    corpus.row_source = list(num.rows)
+    corpus.skipped = [(g, specs[fi[g]].label, int(line[g]), errs[g]) for g in np.flatnonzero(bad).tolist()]
     doc_rows = rows[doc]
     corpus.doc_row = array("q", doc_rows.tobytes())
     corpus.doc_line = array("q", line[doc].tobytes())
-    lengths = d.column("length").to_numpy().astype(np.int64)
+    del rows, fi, line, bad, blank, fatal, seen
+    # then the documents' columns, each file's scattered to its documents' places
+    minhash = cfg.method == "minhash"
+    dtype = _sig_dtype(cfg)
+    values = None                                   # (its width: the first file's signatures')
+    empty = np.zeros(n_docs, bool)
+    lengths = np.zeros(n_docs, np.int64)
+    sizes = np.zeros(n_docs, np.int64)
+    scores = np.zeros(n_docs, np.float64)
+    replaced = 0
+    named = cfg.id_field is not None or any(s.fmt == "dir" for s in specs)
+    ids: list = [None] * n_docs if named else []
+    sets = []
+    for t in tables(["row", "id", "replaced", "length", "score", "sig", "empty", "size", *(["sh"] if exact else [])]):
+        r = t.column("row").to_numpy().astype(np.int64)
+        mine = doc[r]
+        t = t.filter(pa.array(mine))
+        if not len(t):
+            continue
+        at = place[r[mine]]
+        sig = _binary_rows(t.column("sig").combine_chunks(), dtype)
+        if values is None:
+            values = np.zeros((n_docs, sig.shape[1]) if minhash else n_docs, dtype=dtype)
+        values[at] = sig if minhash else sig.reshape(-1)
+        empty[at] = _flags(t, "empty")
+        lengths[at] = t.column("length").to_numpy().astype(np.int64)
+        sizes[at] = t.column("size").to_numpy().astype(np.int64)
+        scores[at] = t.column("score").to_numpy(zero_copy_only=False).astype(np.float64)
+        replaced += int(_flags(t, "replaced").sum())
+        if named:
+            for k, i in zip(at.tolist(), t.column("id").to_pylist()):
+                ids[k] = json.loads(i)
+        if exact:
+            sets.append((at, _csr_sets(t.column("sh"))))
+    if values is None:
+        values = np.zeros((0, cfg.num_perm) if minhash else 0, dtype=dtype)
+    corpus.ids = ids if named else array("q", doc_rows.tobytes())      # (the local engine's ids: the rows)
     corpus.lengths = array("q", lengths.tobytes())
     corpus.n_chars = int(lengths.sum())
-    corpus.replaced = int(pc.sum(pc.cast(d.column("replaced"), pa.int64())).as_py() or 0)
-    corpus.keys = d.column("score").to_pylist() if cfg.keep == "key" else [None] * len(d)
-    if cfg.id_field is None and all(s.fmt != "dir" for s in specs):
-        corpus.ids = array("q", doc_rows.tobytes())          # (the local engine's ids: the rows)
-    else:
-        corpus.ids = [json.loads(i) for i in d.column("id").to_pylist()]
-    corpus.payload_of_doc = np.arange(len(d), dtype=np.int64)
-    dtype = _sig_dtype(cfg)
-    n = len(d)
-    if cfg.method == "minhash":
-        values = (np.ascontiguousarray(_binary_rows(d.column("sig").combine_chunks(), dtype)) if n
-                  else np.zeros((0, cfg.num_perm), dtype=dtype))
-        sizes = d.column("size").to_numpy().astype(np.int64)
-    else:
-        values = _binary_rows(d.column("sig").combine_chunks(), dtype).reshape(-1) if n else np.zeros(0, dtype)
-        sizes = None
-    empty = np.asarray(d.column("empty").to_numpy(zero_copy_only=False), dtype=bool)
-    features = _csr_sets(d.column("sh")) if exact else None
-    return corpus, (values, empty, sizes, features)
+    corpus.replaced = replaced
+    corpus.keys = scores.tolist() if cfg.keep == "key" else [None] * n_docs
+    corpus.payload_of_doc = np.arange(n_docs, dtype=np.int64)
+    features = _placed_sets(sets, n_docs) if exact else None
+    return corpus, (values, empty, sizes if minhash else None, features), how
+
+
+def _placed_sets(sets: list, n_docs: int) -> Features:
+    """Shingle sets read a file at a time ((places, :class:`Features`) pairs) as one CSR in document order."""
+    size = np.zeros(n_docs, np.int64)
+    for at, f in sets:
+        size[at] = np.diff(f.offsets)
+    offsets = np.zeros(n_docs + 1, np.int64)
+    np.cumsum(size, out=offsets[1:])
+    hashes = np.zeros(int(offsets[-1]), np.uint64)
+    for at, f in sets:
+        z = np.diff(f.offsets)
+        # each hash goes to its document's start there plus its position inside its own set
+        hashes[np.repeat(offsets[at] - f.offsets[:-1], z) + np.arange(f.hashes.shape[0])] = f.hashes
+    return Features.distinct(hashes, offsets)

@@ -147,10 +147,10 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
     timings: dict = {}
     t0 = time.perf_counter()
     signed, num = _read_signed(spark, specs, cfg)
-    if fits_driver(spark, specs, num, cfg, local):     # the local engine's steps after signing, on the driver
+    if fits_driver(specs, num, cfg, local):     # the local engine's steps after signing, on the driver
         _phase(spark, "read + sign")
         try:
-            corpus, arrays = pass1_on_driver(signed, specs, num, cfg)
+            corpus, arrays, how = pass1_on_driver(signed, specs, num, cfg, os.path.join(work or out, "_signed"))
         finally:
             _phase(spark, None)
         if cfg.id_field is not None:
@@ -158,7 +158,7 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         timings["read_sign"] = time.perf_counter() - t0
         sc = spark.sparkContext
         info = {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
-                "shuffle_partitions": _shuffle_partitions(spark), "finished_on": "driver"}
+                "shuffle_partitions": _shuffle_partitions(spark), "finished_on": "driver", "signed_rows": how}
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
                           engine=("spark", info))
     signed = signed.repartition(_shuffle_partitions(spark), "row").persist(StorageLevel.MEMORY_AND_DISK)
