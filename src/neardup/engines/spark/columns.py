@@ -19,7 +19,7 @@ from ...features.shingles import Features
 from ...io.ids import id_json
 
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
-           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary")
+           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary, nbytes long")
 
 
 _PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, err string, "

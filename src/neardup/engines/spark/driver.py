@@ -29,6 +29,7 @@ from ...dedup.tables import Corpus
 from ...errors import InputFormatError
 from ...features.shingles import Features
 from ...io.formats import InputSpec
+from ...io.formats.lines import BLOCK_BYTES
 from .columns import _binary_rows
 from .read import _Numbering
 from .session import _is_uri
@@ -106,14 +107,15 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     with the local engine's line (the first in row order), unless ``--on-error skip``; blank rows are
     skipped rows. Also returns how the rows came (:func:`_signed_tables`)."""
     exact = _exact(cfg)
-    cols = ["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty", "size"]
+    cols = ["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty", "size", "nbytes"]
     tables, how = _signed_tables(signed, cols + (["sh"] if exact else []), _need(specs, num, cfg), folder)
     n = num.total
     # first the rows' status (small columns): which rows are documents, and each document's place
     bad, blank, fatal = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
     seen = np.zeros(n, np.int64)
     errs: dict = {}
-    for t in tables(["row", "err", "blank", "fatal"]):
+    nbytes = np.zeros(n, np.int64)
+    for t in tables(["row", "err", "blank", "fatal", "nbytes"]):
         rows = t.column("row").to_numpy().astype(np.int64)
         if rows.shape[0] and (rows.min() < 0 or rows.max() >= n):
             raise RuntimeError(f"Spark signed row {int(rows.max())} of {n} numbered rows")    # (a bug)
@@ -122,6 +124,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
         has = np.asarray(e.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         bad[rows] = has
         blank[rows], fatal[rows] = _flags(t, "blank"), _flags(t, "fatal")
+        nbytes[rows] = t.column("nbytes").fill_null(0).to_numpy().astype(np.int64)
         errs.update(zip(rows[has].tolist(), e.filter(pa.array(has)).to_pylist()))
     if not (seen == 1).all():
         raise RuntimeError(f"Spark signed {int(seen.sum())} rows where {n} were numbered")    # (a bug)
@@ -143,7 +146,8 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     doc_rows = rows[doc]
     corpus.doc_row = array("q", doc_rows.tobytes())
     corpus.doc_line = array("q", line[doc].tobytes())
-    del rows, fi, line, bad, blank, fatal, seen
+    corpus.blocks = _blocks(specs, num, nbytes, cfg.batch_size)
+    del rows, fi, line, bad, blank, fatal, seen, nbytes
     # then the documents' columns, each file's scattered to its documents' places
     minhash = cfg.method == "minhash"
     dtype = _sig_dtype(cfg)
@@ -187,6 +191,33 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     corpus.payload_of_doc = np.arange(n_docs, dtype=np.int64)
     features = _placed_sets(sets, n_docs) if exact else None
     return corpus, (values, empty, sizes if minhash else None, features), how
+
+
+def _blocks(specs: list[InputSpec], num: _Numbering, nbytes: np.ndarray, max_lines: int) -> dict:
+    """The local engine's blocks (input → (first line, byte offset, byte length, lines), as
+    :func:`~neardup.io.formats.lines.file_blocks` cuts them: at most ``max_lines`` lines, about
+    :data:`~neardup.io.formats.lines.BLOCK_BYTES` bytes) of each plain JSON lines file Spark read,
+    from its lines' byte counts — so that the borderline band's sets are re-read by block on all
+    cores, as the local engine does. An input whose counts do not add up to its size gets none (its
+    texts are then re-read line by line)."""
+    out = {}
+    for fi, spec in enumerate(specs):
+        lo, n = num.starts[fi], num.rows[fi]
+        if spec.fmt != "jsonl" or spec.compression is not None or not n or not os.path.isfile(spec.path):
+            continue
+        size = nbytes[lo:lo + n]
+        if int(size.sum()) != os.path.getsize(spec.path) or (size <= 0).any():
+            continue
+        end = np.cumsum(size)
+        start = end - size
+        k = np.arange(n)
+        cut = np.flatnonzero((k[1:] // max_lines != k[:-1] // max_lines)
+                             | (start[1:] // BLOCK_BYTES != start[:-1] // BLOCK_BYTES)) + 1
+        firsts = np.concatenate([[0], cut])
+        lasts = np.concatenate([cut, [n]])
+        out[fi] = [(a + 1, int(start[a]), int(end[b - 1] - start[a]), b - a)
+                   for a, b in zip(firsts.tolist(), lasts.tolist())]
+    return out
 
 
 def _placed_sets(sets: list, n_docs: int) -> Features:

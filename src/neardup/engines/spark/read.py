@@ -192,15 +192,32 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
         nd = ~doc
         if sh is None:
             sh = pa.nulls(n, pa.binary())
+        nbytes = _line_bytes(batch, kind, start, last_row_nl, bom) if kind == "jsonl" else pa.nulls(n, pa.int64())
         yield pa.RecordBatch.from_arrays([
             pa.array(rows, pa.int64()), pa.array(id_out, pa.string()), pa.array(errs, pa.string()),
             pa.array(blank, pa.bool_()), pa.array(fatal, pa.bool_()), pa.array(repl, pa.bool_()),
             pa.array(length, pa.int64()), pa.array(score, pa.float64(), mask=nd),
             _binary_array(values, doc),
             pa.array(empty, pa.bool_(), mask=nd), pa.array(sig_empty, pa.bool_(), mask=nd),
-            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd), sh,
+            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd), sh, nbytes,
         ], names=["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty",
-                  "sig_empty", "size", "rk", "sh"])
+                  "sig_empty", "size", "rk", "sh", "nbytes"])
+
+
+def _line_bytes(batch, kind, start, last_row_nl, bom):
+    """Each line's bytes in its file, for a JSON lines file Spark read: the line, its "\\n" (not after a
+    final line without one) and the byte-order mark Spark's reader dropped (the file's first line)
+    — the driver cuts the file into the local engine's blocks from them (:func:`.driver._blocks`)."""
+    raws = _column(batch, "raw")
+    raws = raws.combine_chunks() if isinstance(raws, pa.ChunkedArray) else raws
+    rows = _column(batch, "row").to_numpy(zero_copy_only=False).astype(np.int64)
+    wide = pa.types.is_large_binary(raws.type)
+    offs = np.frombuffer(raws.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offs = offs[raws.offset: raws.offset + len(raws) + 1]
+    n = np.diff(offs).astype(np.int64) + (rows != last_row_nl)
+    if bom:
+        n += 3 * (rows == start)
+    return pa.array(n, pa.int64())
 
 
 def _py_read(batches, spec, text_field, id_field, key_field, keyed):
