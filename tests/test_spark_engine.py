@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup[spark]')")
 pytest.importorskip("pandas", reason="PySpark's mapInArrow needs pandas (pip install 'pandas>=2.2')")
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from click.testing import CliRunner
@@ -102,7 +103,7 @@ def planted(tmp_path_factory) -> Path:
 
 
 def _config(**kw) -> DedupConfig:
-    return DedupConfig(workers=1, quiet=True, html=False, **kw)
+    return DedupConfig(**{"workers": 1, "quiet": True, "html": False, **kw})
 
 
 def _files(root: Path) -> dict:
@@ -698,3 +699,99 @@ def test_a_batch_of_json_lines_signs_the_same_parsed_whole_or_line_by_line(monke
         slow = run(raws, bom)
         monkeypatch.setattr(R, "_parse_block", lambda *a: whole_calls.append(1) or real(*a))
         assert fast.equals(slow), (raws, bom)
+
+
+@pytest.mark.parametrize("bom, final_newline, crlf", [(False, True, False), (True, False, True)])
+def test_blocks_cut_on_the_driver_hold_whole_lines(tmp_path, bom, final_newline, crlf):
+    """A run finished on the driver re-reads a JSON lines file by the local engine's blocks, cut from
+    each signed line's byte count (the signer's ``nbytes``): the blocks tile the file, each holds
+    whole lines (its line count is its newlines), its first line is the one numbered; a byte-order
+    mark, a final line without its newline and CRLF line ends count. Counts that do not add up to
+    the file's size give no blocks (the texts are then re-read line by line)."""
+    from neardup.engines.spark import read as R
+    from neardup.engines.spark.driver import _blocks
+    from neardup.engines.spark.read import _Numbering
+    from neardup.io.formats import InputSpec
+
+    end = b"\r\n" if crlf else b"\n"
+    lines = [json.dumps({"text": f"line {i} " + "w" * (i % 7)}).encode() for i in range(53)]
+    data = (b"\xef\xbb\xbf" if bom else b"") + end.join(lines) + (end if final_newline else b"")
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(data)
+    # what Spark's line reader gives: lines split on "\n" (a "\r" kept), the byte-order mark dropped
+    raws = data[3:].split(b"\n") if bom else data.split(b"\n")
+    if final_newline:
+        raws = raws[:-1]
+    start = 7
+    rows = list(range(start, start + len(raws)))
+    batch = pa.RecordBatch.from_arrays([pa.array(rows, pa.int64()), pa.array(raws, pa.binary())], names=["row", "raw"])
+    last = -1 if final_newline else rows[-1]
+    nbytes = R._line_bytes(batch, "jsonl", start, last, bom).to_numpy()
+    assert int(nbytes.sum()) == len(data)
+    num = _Numbering([0, start], [start, len(raws)], {})
+    spec = InputSpec(str(path), "jsonl")
+    other = InputSpec(str(tmp_path / "absent.jsonl"), "jsonl")
+    counts = np.concatenate([np.ones(start, np.int64), nbytes])
+    blocks = _blocks([other, spec], num, counts, max_lines=10)[1]
+    assert len(blocks) == 6
+    at, line = 0, 1
+    for first, offset, length, n in blocks:
+        assert (first, offset) == (line, at) and n <= 10
+        piece = data[offset:offset + length]
+        assert piece.count(b"\n") == n or (not final_newline and offset + length == len(data)
+                                             and piece.count(b"\n") == n - 1)
+        at, line = offset + length, line + n
+    assert at == len(data) and line == len(raws) + 1
+    counts[start] += 1                     # a count off by one byte: no blocks for that input
+    assert 1 not in _blocks([other, spec], num, counts, max_lines=10)
+
+
+def test_resume_on_spark_from_its_own_or_the_local_engines_checkpoint(spark, planted, tmp_path, monkeypatch, capsys):
+    """--resume on Spark: a run stopped after pass 1 left its checkpoint beside OUTDIR (the local
+    engine's format: the engines' checkpoints are one); the next run with --resume signs nothing
+    (Spark's read is made to fail) and writes the local engine's outputs; the checkpoint goes once
+    they are in place. A local run's checkpoint serves a Spark run the same way. A run finished on
+    the executors keeps none and says so; a URI OUTDIR and dedup_dataframe refuse --resume."""
+    import neardup.dedup.resume as resume
+    import neardup.engines.spark.driver as spark_driver
+    import neardup.engines.spark.run as spark_run
+    from neardup.engines.spark import dedup_dataframe, run_spark_dedup
+    from neardup.errors import ConfigError
+
+    cfg = _config(on_error="skip", resume=True)
+    run_dedup([str(planted)], str(tmp_path / "local"), _config(on_error="skip"))
+    orig = resume.save
+
+    def save_then_stop(*a, **k):
+        assert orig(*a, **k)
+        raise KeyboardInterrupt
+
+    for engine in ("spark", "local"):
+        out = tmp_path / f"from-{engine}"
+        monkeypatch.setattr(resume, "save", save_then_stop)
+        with pytest.raises(KeyboardInterrupt):
+            if engine == "spark":
+                run_spark_dedup([str(planted)], str(out), cfg, spark=spark)
+            else:
+                run_dedup([str(planted)], str(out), cfg)
+        monkeypatch.setattr(resume, "save", orig)
+        ck = Path(resume.checkpoint_dir(str(out)))
+        assert ck.is_dir() and not (out / "report.json").exists()
+        with monkeypatch.context() as m:
+            m.setattr(spark_run, "_read_signed", lambda *a, **k: pytest.fail("signed again"))
+            report = run_spark_dedup([str(planted)], str(out), cfg, spark=spark)
+        assert report["spark"]["signed_rows"] == "checkpoint" and "resume_load" in report["timings"]
+        _same_outputs(tmp_path / "local", out)
+        assert not ck.exists()
+
+    monkeypatch.setattr(spark_driver, "FINISH_BYTES", 0)      # on the executors: no checkpoint, one note
+    capsys.readouterr()
+    run_spark_dedup([str(planted)], str(tmp_path / "executors"), _config(on_error="skip", resume=True, quiet=False),
+                    spark=spark)
+    assert "keeps no checkpoint" in capsys.readouterr().err
+    assert not Path(resume.checkpoint_dir(str(tmp_path / "executors"))).exists()
+    _same_outputs(tmp_path / "local", tmp_path / "executors")
+    with pytest.raises(ConfigError, match="local OUTDIR"):
+        run_spark_dedup([str(planted)], "hdfs://nowhere/out", cfg, spark=spark)
+    with pytest.raises(ConfigError, match="dedup_dataframe"):
+        dedup_dataframe(spark.createDataFrame([("a b c",)], "text string"), cfg)

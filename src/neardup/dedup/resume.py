@@ -3,7 +3,8 @@ so that a run interrupted after signing continues from them instead of reading a
 
 A run with ``--resume`` writes, once pass 1 is done, the folder ``.<OUTDIR name>.neardup-resume``
 next to OUTDIR: ``arrays.npz`` (signatures, empty flags, set sizes and — with ``--verify exact`` —
-the shingles) and ``state.json`` (the per-row bookkeeping and a fingerprint of the run). It is
+the shingles) and ``state.json`` (the per-row bookkeeping, the JSON lines files' blocks, and a
+fingerprint of the run; both engines write and read the same checkpoint). It is
 written to a temporary name and renamed, so it is whole or absent; it is removed when the outputs
 are in place. A later run with ``--resume`` and the same OUTDIR uses it when the fingerprint
 matches — neardup's version, every parameter that changes a result (the word files of ``--idf``,
@@ -185,7 +186,8 @@ def save(folder: str, cfg, specs, values, empty, sizes, features, corpus) -> boo
              "corpus": {"ids": None if "ids" in arrays else corpus.ids, "keys": corpus.keys,
                         "row_source": corpus.row_source,
                         "skipped": [list(x) for x in corpus.skipped], "replaced": corpus.replaced,
-                        "n_rows": corpus.n_rows, "n_chars": corpus.n_chars}}
+                        "n_rows": corpus.n_rows, "n_chars": corpus.n_chars,
+                        "blocks": {str(k): [list(p) for p in v] for k, v in corpus.blocks.items()}}}
     tmp = f"{folder}.tmp-{secrets.token_hex(4)}"
     if os.path.lexists(folder) and not owned(folder):
         raise ConfigError(f"resume (--resume): {folder} is not a neardup checkpoint (no {MARK}); it is left as it is")
@@ -230,6 +232,8 @@ def restore(arrays: dict, fields: dict, corpus_cls):
                         skipped=[tuple(x) for x in fields["skipped"]], replaced=fields["replaced"],
                         n_rows=fields["n_rows"], n_chars=fields["n_chars"])
     corpus.payload_of_doc = arrays["payload_of_doc"]
+    # the JSON lines files' blocks, where pass 1 cut them: the texts re-read by block (older checkpoints: none)
+    corpus.blocks = {int(k): [tuple(p) for p in v] for k, v in (fields.get("blocks") or {}).items()}
     features = None
     if "f_hashes" in arrays:
         features = (Features(arrays["f_hashes"], arrays["f_offsets"], arrays["f_counts"]) if "f_counts" in arrays

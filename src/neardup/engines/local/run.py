@@ -257,31 +257,51 @@ def _read(specs, cfg: DedupConfig, corpus: Corpus, edits=None, parts=None, spill
     return arrays
 
 
+def resumed_pass1(checkpoint: str | None, cfg: DedupConfig, specs, timings: dict):
+    """With ``--resume`` and a checkpoint of this very run (:mod:`neardup.dedup.resume`): pass 1's
+    results read back, ((values, empty, sizes, features), corpus), the inputs checked unchanged;
+    else None. Both engines."""
+    if checkpoint is None:
+        return None
+    found = resume.load(checkpoint, cfg, specs)
+    if found is None:
+        return None
+    t0 = time.perf_counter()
+    step = begin("read+sign", unit="B")
+    arrays, corpus = resume.restore(*found, Corpus)
+    for spec in specs:
+        check_stamp(spec)
+    step.end(rows=corpus.n_rows, documents=len(corpus.doc_row), skipped=len(corpus.skipped), resumed=True)
+    timings["resume_load"] = time.perf_counter() - t0     # (its presence: this run resumed)
+    return arrays, corpus
+
+
+def checkpoint_pass1(checkpoint: str | None, cfg: DedupConfig, specs, arrays: tuple, corpus: Corpus,
+                     timings: dict) -> None:
+    """With ``--resume``: pass 1's results kept for a run that stops later (a note when they cannot be).
+    Both engines."""
+    if checkpoint is None:
+        return
+    t0 = time.perf_counter()
+    if not resume.save(checkpoint, cfg, specs, *arrays, corpus) and not cfg.quiet:
+        print("neardup: --resume: ids or keep values that are not JSON values cannot be checkpointed; this run "
+              "keeps no checkpoint", file=sys.stderr)
+    timings["checkpoint"] = time.perf_counter() - t0
+
+
 def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | None, timings: dict,
                     work: str | None = None):
     """Pass 1 — or, with ``--resume`` and a checkpoint of this very run, its results read back
     (:mod:`neardup.dedup.resume`); a run with ``--resume`` checkpoints what it computed."""
-    if checkpoint is not None:
-        found = resume.load(checkpoint, cfg, specs)
-        if found is not None:
-            t0 = time.perf_counter()
-            step = begin("read+sign", unit="B")
-            (values, empty, sizes, features), corpus = resume.restore(*found, Corpus)
-            for spec in specs:
-                check_stamp(spec)
-            step.end(rows=corpus.n_rows, documents=len(corpus.doc_row), skipped=len(corpus.skipped), resumed=True)
-            timings["resume_load"] = time.perf_counter() - t0     # (its presence: this run resumed)
-            return values, empty, sizes, features, corpus
+    found = resumed_pass1(checkpoint, cfg, specs, timings)
+    if found is not None:
+        (values, empty, sizes, features), corpus = found
+        return values, empty, sizes, features, corpus
     parts = resume.Parts(checkpoint, cfg, specs) if checkpoint is not None else None
     values, empty, sizes, features = _read(specs, cfg, corpus, parts=parts, spill=work)
     if parts is not None and parts.taken_rows:
         timings["resume_rows"] = parts.taken_rows     # (its presence: pass 1 went on from a stopped run's parts)
-    if checkpoint is not None:
-        t0 = time.perf_counter()
-        if not resume.save(checkpoint, cfg, specs, values, empty, sizes, features, corpus) and not cfg.quiet:
-            print("neardup: --resume: ids or keep values that are not JSON values cannot be checkpointed; this run "
-                  "keeps no checkpoint", file=sys.stderr)
-        timings["checkpoint"] = time.perf_counter() - t0
+    checkpoint_pass1(checkpoint, cfg, specs, (values, empty, sizes, features), corpus, timings)
     return values, empty, sizes, features, corpus
 
 

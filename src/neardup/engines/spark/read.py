@@ -482,7 +482,9 @@ def sign_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str 
     input row with the columns of ``_SIGNED``: ``row``, ``id`` (the JSON of ``id_col``'s value,
     or of the row number), ``sig`` (binary: k little-endian uint32, uint64 for ``bottomk``;
     8 bytes for exact/sentences), ``empty``, ``sig_empty``, ``length``, ``size`` (distinct
-    shingles, for containment), ``score`` (keep policy), ``rk`` (64-bit key of the signature)."""
+    shingles, for containment), ``score`` (keep policy), ``rk`` (64-bit key of the signature),
+    ``sh`` (the distinct shingle hashes, ``verify="exact"``), ``nbytes`` (the line's bytes in its
+    file, for JSON lines files Spark read; null here)."""
     cfg = (cfg or DedupConfig()).resolved()
     _check_supported(cfg)
     if row_col not in df.columns:

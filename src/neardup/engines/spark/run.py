@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from functools import partial
 
@@ -16,6 +17,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ...config import DedupConfig
+from ...dedup import resume
 from ...dedup.finish import ROW_CONTAINED, decision_name
 from ...dedup.incremental import check_index_path, opened_index
 from ...dedup.records import check_parquet_ids
@@ -38,7 +40,7 @@ from ...io.formats import check_fields_apply, check_stamp, output_name
 from ...io.ids import json_default
 from ...io.outdir import StagedOutput
 from ...io.sources import spool
-from ..local.run import drop_duplicate_ids, finish_run
+from ..local.run import checkpoint_pass1, drop_duplicate_ids, finish_run, resumed_pass1
 from .columns import _column
 from .driver import fits_driver, pass1_on_driver
 from .graph import find_clusters
@@ -68,6 +70,9 @@ def dedup_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str
     the kept representative), ``cluster`` (its id: ``id_col``'s value as JSON text, or its row), ``kept``,
     ``similarity`` (to the representative) and ``empty``. Keep the rows with ``kept`` to deduplicate."""
     cfg = (cfg or DedupConfig()).resolved()
+    if cfg.resume:
+        raise ConfigError("resume (--resume) keeps pass 1 beside an output folder; dedup_dataframe writes none "
+                          "(persist or checkpoint the DataFrame instead)")
     if row_col is None:
         df = number_rows(df, "row")
         row_col = "row"
@@ -127,25 +132,40 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
 
         check_index_path(cfg.index, outdir, specs)
     if _is_uri(outdir):
+        if cfg.resume:
+            raise ConfigError(f"resume (--resume) keeps its checkpoint beside a local OUTDIR; got -o {outdir}")
         if any(s.pipe for s in specs):
             raise ConfigError("standard input or a pipe can be read by --engine spark only into a local OUTDIR "
                               "(it is copied there first)")
         with _session(spark, cfg, spark_conf) as session:
             return _run(session, specs, cfg, outdir, None, command, t_start)
 
+    resume.check_resumable(cfg, specs, outdir)
+    checkpoint = resume.checkpoint_dir(outdir) if cfg.resume else None
     with StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
         specs = spool(specs, stage.work)
         with _session(spark, cfg, spark_conf) as session:
-            report = _run(session, specs, cfg, stage.out, stage.out, command, t_start, index, stage.work)
+            report = _run(session, specs, cfg, stage.out, stage.out, command, t_start, index, stage.work,
+                          checkpoint)
         shutil.rmtree(os.path.join(stage.out, "_spark"), ignore_errors=True)
         stage.commit()
+    resume.remove(resume.checkpoint_dir(outdir))     # done: a checkpoint of this OUTDIR (any run's) is stale
     return report
 
 
 def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: str, t_start: float,
-         index=None, work: str | None = None) -> dict:
+         index=None, work: str | None = None, checkpoint: str | None = None) -> dict:
     timings: dict = {}
     t0 = time.perf_counter()
+    sc = spark.sparkContext
+    info = {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
+            "shuffle_partitions": _shuffle_partitions(spark), "finished_on": "driver"}
+    found = resumed_pass1(checkpoint, cfg, specs, timings)       # --resume: a stopped run's pass 1, if kept
+    if found is not None:
+        arrays, corpus = found
+        timings["read_sign"] = time.perf_counter() - t0
+        return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
+                          engine=("spark", {**info, "signed_rows": "checkpoint"}))
     signed, num = _read_signed(spark, specs, cfg)
     if fits_driver(specs, num, cfg, local):     # the local engine's steps after signing, on the driver
         _phase(spark, "read + sign")
@@ -155,12 +175,13 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
             _phase(spark, None)
         if cfg.id_field is not None:
             arrays = drop_duplicate_ids(specs, cfg, corpus, arrays)
+        checkpoint_pass1(checkpoint, cfg, specs, arrays, corpus, timings)
         timings["read_sign"] = time.perf_counter() - t0
-        sc = spark.sparkContext
-        info = {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
-                "shuffle_partitions": _shuffle_partitions(spark), "finished_on": "driver", "signed_rows": how}
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
-                          engine=("spark", info))
+                          engine=("spark", {**info, "signed_rows": how}))
+    if checkpoint is not None and not cfg.quiet:
+        print("neardup: --resume: this Spark run finishes on its executors (its values exceed what the driver "
+              "takes on) and keeps no checkpoint", file=sys.stderr)
     signed = signed.repartition(_shuffle_partitions(spark), "row").persist(StorageLevel.MEMORY_AND_DISK)
     _phase(spark, "read + sign")
     st = _signed_stats(signed)

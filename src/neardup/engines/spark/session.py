@@ -25,9 +25,6 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.method in ("lines", "substrings"):
         raise ConfigError(f"method (--method) {cfg.method} runs on the local engine (--engine local); on Spark it "
                           "is not built yet (see README, 'Duplicates inside documents')")
-    if cfg.resume:
-        raise ConfigError("resume (--resume) runs on the local engine (--engine local); Spark keeps no checkpoint "
-                          "of pass 1 yet")
     if cfg.index is not None and simhash_verified(cfg):
         raise ConfigError("index (--index) with verified SimHash runs on the local engine (--engine local); on Spark "
                           "the index is probed with the classic rule only (give --bits K)")
