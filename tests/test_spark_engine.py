@@ -552,19 +552,30 @@ def _index_contents(path: Path, method: str) -> dict:
 
 
 @pytest.mark.parametrize("method,keep,fmt", [("minhash", "first", "jsonl"), ("simhash", "longest", "parquet"),
-                                             ("containment", "longest", "jsonl")])
+                                             ("containment", "longest", "jsonl"), ("verified", "first", "jsonl")])
 def test_index_day1_then_day2_matches_local(spark, finish, days, tmp_path, method, keep, fmt):
     """``--index`` on Spark: day 1 then day 2 give the local engine's outputs and index contents, and
     (keep=first) keep what one run over both days keeps; a rerun writes the same and adds nothing.
-    ``containment``: MinHash with --metric containment, whose index keeps each document's set size."""
+    ``containment``: MinHash with --metric containment, whose index keeps each document's set size;
+    ``verified``: verified SimHash, whose index keeps each fingerprint's sketch — on the driver only
+    (on the executors: refused in one line, nothing written)."""
     from neardup.engines.spark import run_spark_dedup
+    from neardup.errors import ConfigError
 
     kw = dict(method=method, keep=keep, id_field="id", clusters_format=fmt)
     if method == "containment":
         kw.update(method="minhash", metric="containment")
         method = "minhash"
-    if method == "simhash":             # (the classic rule: verified SimHash's index runs on the local engine)
+    if method == "simhash":             # (the classic rule)
         kw["bits"] = 3
+    if method == "verified":
+        method = kw["method"] = "simhash"
+        if finish == "executors":
+            with pytest.raises(ConfigError, match="verified SimHash runs where the run finishes on the driver"):
+                run_spark_dedup([str(days / "day1.jsonl")], str(tmp_path / "o"),
+                                _config(index=str(tmp_path / "i"), **kw), spark=spark)
+            assert not (tmp_path / "o").exists() and not (tmp_path / "i").exists()
+            return
     reports = {}
     for engine in ("local", "spark"):
         idx = tmp_path / f"idx-{engine}"
@@ -624,9 +635,7 @@ def test_index_refusals_on_spark(spark, days, tmp_path):
                         spark=spark)
     assert str(sp.value) == str(local.value)
     assert not (tmp_path / "o").exists() and not (tmp_path / "i2").exists()   # a failed first run leaves neither
-    with pytest.raises(ConfigError, match="verified SimHash runs on the local engine"):
-        run_spark_dedup([str(days / "day1.jsonl")], str(tmp_path / "o4"),
-                        _config(index=str(tmp_path / "i4"), id_field="id", method="simhash"), spark=spark)
+
 
 
 @pytest.mark.parametrize("verify, budget", [("minhash", None), ("none", None), ("minhash", 0)])

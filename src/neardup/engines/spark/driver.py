@@ -23,11 +23,12 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
 from ..._arrays import physical_memory
-from ...config import DedupConfig
+from ...config import DedupConfig, simhash_verified
 from ...dedup.progress import plain_size
 from ...dedup.tables import Corpus
 from ...errors import InputFormatError
 from ...features.shingles import Features
+from ...index.disk_simhash import SKETCH_SLOTS
 from ...io.formats import InputSpec
 from ...io.formats.lines import BLOCK_BYTES
 from .columns import _binary_rows
@@ -50,6 +51,9 @@ def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | No
     """Bytes of the values a run finished on the driver holds (see the module's docstring); None when
     unknown (``--verify exact`` over a compressed input)."""
     width = cfg.num_perm * np.dtype(_sig_dtype(cfg)).itemsize if cfg.method == "minhash" else 8
+    if cfg.index is not None and simhash_verified(cfg):
+        width = 8 * (1 + SKETCH_SLOTS)            # the fingerprint and the sketch the index stores
+
     need = num.total * (width + 64)             # (+ the row's other columns: id, length, flags)
     if _exact(cfg):
         size = plain_size(specs)
@@ -168,9 +172,10 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
             continue
         at = place[r[mine]]
         sig = _binary_rows(t.column("sig").combine_chunks(), dtype)
+        wide = minhash or sig.shape[1] > 1          # (a verified SimHash index's rows: fingerprint and sketch)
         if values is None:
-            values = np.zeros((n_docs, sig.shape[1]) if minhash else n_docs, dtype=dtype)
-        values[at] = sig if minhash else sig.reshape(-1)
+            values = np.zeros((n_docs, sig.shape[1]) if wide else n_docs, dtype=dtype)
+        values[at] = sig if wide else sig.reshape(-1)
         empty[at] = _flags(t, "empty")
         lengths[at] = t.column("length").to_numpy().astype(np.int64)
         sizes[at] = t.column("size").to_numpy().astype(np.int64)

@@ -168,11 +168,11 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
             if minhash:
                 sig_empty_d = np.all(values == values.dtype.type(empty_value(cfg["scheme"])), axis=1)
                 rk_d = row_keys(np.ascontiguousarray(values)).view(np.int64)
-            else:
+            else:       # one word per row, or a verified index's fingerprint and sketch words per row
                 values = np.asarray(values, dtype=np.uint64)
+                values = values.reshape(-1, 1) if values.ndim == 1 else values
                 sig_empty_d = np.asarray(empty_d, dtype=bool)
-                rk_d = values.view(np.int64)
-                values = values.reshape(-1, 1)
+                rk_d = np.ascontiguousarray(values[:, 0]).view(np.int64)
         else:
             values = np.zeros((0, 1), dtype=np.uint64)
             empty_d, sizes_d, sig_empty_d, rk_d = (np.zeros(0, bool), None, np.zeros(0, bool),

@@ -16,7 +16,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ...config import DedupConfig
+from ...config import DedupConfig, simhash_verified
 from ...dedup import resume
 from ...dedup.finish import ROW_CONTAINED, decision_name
 from ...dedup.incremental import check_index_path, opened_index
@@ -179,6 +179,10 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         timings["read_sign"] = time.perf_counter() - t0
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
                           engine=("spark", {**info, "signed_rows": how}))
+    if cfg.index is not None and simhash_verified(cfg):
+        raise ConfigError("index (--index) with verified SimHash runs where the run finishes on the driver (its "
+                          "values within half the driver machine's memory and a local OUTDIR) or on the local "
+                          "engine; on the executors the index is probed with the classic rule only (give --bits K)")
     if checkpoint is not None and not cfg.quiet:
         print("neardup: --resume: this Spark run finishes on its executors (its values exceed what the driver "
               "takes on) and keeps no checkpoint", file=sys.stderr)

@@ -11,7 +11,7 @@ import sys
 from pyspark.sql import DataFrame, SparkSession
 
 from ..._arrays import physical_memory
-from ...config import DedupConfig, check_banded, cpu_count, simhash_verified
+from ...config import DedupConfig, check_banded, cpu_count
 from ...dedup.progress import reporting
 from ...errors import ConfigError, WorkerError
 from .progress import PhaseProgress
@@ -25,9 +25,6 @@ def _check_supported(cfg: DedupConfig) -> None:
     if cfg.method in ("lines", "substrings"):
         raise ConfigError(f"method (--method) {cfg.method} runs on the local engine (--engine local); on Spark it "
                           "is not built yet (see README, 'Duplicates inside documents')")
-    if cfg.index is not None and simhash_verified(cfg):
-        raise ConfigError("index (--index) with verified SimHash runs on the local engine (--engine local); on Spark "
-                          "the index is probed with the classic rule only (give --bits K)")
 
 
 def _task_threads() -> None:
