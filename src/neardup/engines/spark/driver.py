@@ -32,7 +32,7 @@ from ...index.disk_simhash import SKETCH_SLOTS
 from ...io.formats import InputSpec
 from ...io.formats.lines import BLOCK_BYTES
 from .columns import _binary_rows
-from .read import _Numbering
+from .read import _first_line, _Numbering
 from .session import _is_uri
 from .verify import _csr_sets, _driver_budget, _exact, _sig_dtype
 
@@ -50,6 +50,7 @@ FINISH_BYTES: int | None = None
 def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | None:
     """Bytes of the values a run finished on the driver holds (see the module's docstring); None when
     unknown (``--verify exact`` over a compressed input)."""
+    # (a MinHash row holds k slots; every other method's, one 8-byte word)
     width = cfg.num_perm * np.dtype(_sig_dtype(cfg)).itemsize if cfg.method == "minhash" else 8
     if cfg.index is not None and simhash_verified(cfg):
         width = 8 * (1 + SKETCH_SLOTS)            # the fingerprint and the sketch the index stores
@@ -141,7 +142,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     rows = np.arange(n, dtype=np.int64)
     starts = np.asarray(num.starts, dtype=np.int64)
     fi = np.searchsorted(starts, rows, side="right") - 1 if n else rows
-    first_line = np.asarray([2 if s.fmt == "csv" else 1 for s in specs], dtype=np.int64)
+    first_line = np.asarray([_first_line(s) for s in specs], dtype=np.int64)     # (_line_of's rule, per row)
     line = rows - starts[fi] + first_line[fi] if n else rows
     corpus = Corpus()
     corpus.n_rows = n
@@ -153,7 +154,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     corpus.blocks = _blocks(specs, num, nbytes, cfg.batch_size)
     del rows, fi, line, bad, blank, fatal, seen, nbytes
     # then the documents' columns, each file's scattered to its documents' places
-    minhash = cfg.method == "minhash"
+    minhash = cfg.method == "minhash"      # (the local engine's layout: k slots per row, and set sizes kept)
     dtype = _sig_dtype(cfg)
     values = None                                   # (its width: the first file's signatures')
     empty = np.zeros(n_docs, bool)

@@ -545,9 +545,14 @@ def _input_of(num: _Numbering, row: int) -> int:
     return fi
 
 
+def _first_line(spec: InputSpec) -> int:
+    """The line (record) number of an input's first row: 2 for CSV (its header is line 1), else 1."""
+    return 2 if spec.fmt == "csv" else 1
+
+
 def _line_of(specs, num: _Numbering, row: int) -> int:
     fi = _input_of(num, row)
-    return row - num.starts[fi] + (2 if specs[fi].fmt == "csv" else 1)
+    return row - num.starts[fi] + _first_line(specs[fi])
 
 
 def _fetch_texts(spark, specs, cfg: DedupConfig, num: _Numbering, rows: set) -> dict:

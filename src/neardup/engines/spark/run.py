@@ -157,9 +157,7 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
          index=None, work: str | None = None, checkpoint: str | None = None) -> dict:
     timings: dict = {}
     t0 = time.perf_counter()
-    sc = spark.sparkContext
-    info = {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
-            "shuffle_partitions": _shuffle_partitions(spark), "finished_on": "driver"}
+    info = {**_engine_info(spark), "finished_on": "driver"}
     found = resumed_pass1(checkpoint, cfg, specs, timings)       # --resume: a stopped run's pass 1, if kept
     if found is not None:
         arrays, corpus = found
@@ -205,6 +203,13 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
     finally:
         signed.unpersist()
         _phase(spark, None)
+
+
+def _engine_info(spark) -> dict:
+    """The report's ``spark`` section: the session's version, master, parallelism and shuffle partitions."""
+    sc = spark.sparkContext
+    return {"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
+            "shuffle_partitions": _shuffle_partitions(spark)}
 
 
 def _signed_stats(signed: DataFrame):
@@ -395,7 +400,6 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                         .limit(SKIPPED_LISTED).collect()) if st["skipped"] else []
         decisions = _decisions(cfg, removed, signed, part, m, by_code)
         timings["total"] = time.perf_counter() - t_start
-        sc = spark.sparkContext
         report = build_report(RunSummary(
             cfg=cfg, command=command, engine="spark", inputs=[s.label for s in specs], outputs=outputs,
             n_rows=num.total, n_docs=n_docs, removed=n_removed, n_skipped=int(st["skipped"]),
@@ -409,8 +413,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
             simhash=(dist.tolist(), found.params["fingerprints"]) if dist is not None else None,
             decisions=decisions,
-            engine_info={"version": spark.version, "master": sc.master, "default_parallelism": sc.defaultParallelism,
-                         "shuffle_partitions": _shuffle_partitions(spark), "component_rounds": found.rounds},
+            engine_info={**_engine_info(spark), "component_rounds": found.rounds},
             index=index_info,
             extra={"borderline": found.params["borderline"]} if "borderline" in found.params else {}),
             explain=compact_explanation)
