@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from neardup import run_dedup
 from neardup.cli import main
 from neardup.config import DedupConfig
-from neardup.errors import ConfigError
 from neardup.index.containment import (
     GRID,
     ContainmentIndex,
@@ -217,12 +216,9 @@ def test_hostile_use(tmp_path):
     from neardup.engines.spark.session import _check_supported
 
     # Spark probes a containment index too, and verified SimHash's where the run finishes on the driver
-    # (tests/test_spark_engine.py, day 1 then day 2; on the executors that one is refused there); the
-    # span methods are still the local engine's
+    # (tests/test_spark_engine.py, day 1 then day 2; on the executors that one is refused there)
     _check_supported(DedupConfig(metric="containment", id_field="id", index=str(idx)).resolved())
     _check_supported(DedupConfig(method="simhash", id_field="id", index=str(idx)).resolved())
-    with pytest.raises(ConfigError, match="local engine"):
-        _check_supported(DedupConfig(method="lines").resolved())
 
 
 def test_index_command_creates_queries_and_exports_a_containment_index(tmp_path):

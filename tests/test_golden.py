@@ -39,6 +39,12 @@ RUNS = {   # name → configuration; the Spark engine runs those it supports
     "simhash-bits-3": {"method": "simhash", "bits": 3},   # the classic rule (the default before verification)
     "sentences": {"method": "sentences"},
     "exact": {"method": "exact", "keep": "longest"},
+    "lines": {"method": "lines"},                                   # repeated spans inside documents
+    "lines-paragraph": {"method": "lines", "unit": "paragraph", "min_remaining": 30},
+    "substrings": {"method": "substrings", "min_length": 50},
+    "minhash-spans-lines": {"spans": "lines"},                      # both: documents, then spans in those kept
+    "simhash-spans-substrings-before": {"method": "simhash", "spans": "substrings", "spans_order": "before",
+                                        "min_length": 50},
 }
 INPUTS = ("a.jsonl", "b.jsonl.gz", "c.csv", "d.parquet", "e")
 SPARK = tuple(RUNS)   # every run is also checked on Spark (test_spark_engine.py)

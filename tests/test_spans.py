@@ -371,11 +371,16 @@ def test_refusals(tmp_path):
     assert os.path.exists(tmp_path / "o" / "edits.jsonl") and not os.path.exists(tmp_path / "o" / "clusters.jsonl")
 
 
-def test_spark_refuses_span_methods():
+def test_spark_runs_span_methods_only_as_whole_runs():
+    """A whole Spark run takes the span step (on its driver: tests/test_spark_engine.py); the DataFrame
+    steps (find_clusters, sign_dataframe) have none and say where it runs."""
     pytest.importorskip("pyspark")
     from neardup.engines.spark.session import _check_supported
-    with pytest.raises(ConfigError, match="local engine"):
-        _check_supported(DedupConfig(method="lines").resolved())
+    for kw in ({"method": "lines"}, {"method": "substrings"}, {"spans": "lines"}):
+        cfg = DedupConfig(**kw).resolved()
+        _check_supported(cfg, spans=True)
+        with pytest.raises(ConfigError, match="DataFrame steps have none"):
+            _check_supported(cfg)
 
 
 def test_cli_summary_and_html(tmp_path):

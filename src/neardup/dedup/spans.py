@@ -173,6 +173,8 @@ def _find(cfg: DedupConfig, payloads: list, alive: np.ndarray, out_docs: np.ndar
         units = Units.concat(parts)
         docs = remap[units.docs]
         units = replace(units, docs=docs).take(docs >= 0)
+        if len(units) and (np.diff(units.docs) < 0).any():    # payloads not in corpus order (Spark's tables):
+            units = units.take(np.argsort(units.docs, kind="stable"))   # each document's units keep their order
         removed, first = repeated_units(units, cfg.min_docs)
         r = np.flatnonzero(removed)
         distinct = int(sorted_unique(units.hashes).shape[0]) if len(units) else 0
@@ -368,8 +370,9 @@ def found_spans(cfg: DedupConfig, corpus, payload, keep: np.ndarray, where) -> S
 
 
 def run_spans(specs, cfg: DedupConfig, out: str, corpus, command: str, t_start: float, timings: dict,
-              where) -> dict:
-    """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``where(d)``: a row's place)."""
+              where, engine: tuple = ("local", None)) -> dict:
+    """Pass 2 and the outputs of a span method (``corpus`` from pass 1; ``where(d)``: a row's place;
+    ``engine``: the report's (name, its section)). Both engines."""
 
     n_docs = len(corpus.ids)
     stage = found_spans(cfg, corpus, corpus.payload_of_doc, np.ones(n_docs, dtype=bool), where)
@@ -382,7 +385,8 @@ def run_spans(specs, cfg: DedupConfig, out: str, corpus, command: str, t_start: 
     timings["write"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     report = build_report(RunSummary(
-        cfg=cfg, command=command, engine="local", inputs=[s.label for s in specs], outputs=outputs,
+        cfg=cfg, command=command, engine=engine[0], engine_info=engine[1], inputs=[s.label for s in specs],
+        outputs=outputs,
         n_rows=corpus.n_rows, n_docs=n_docs, removed=0, n_skipped=len(corpus.skipped),
         skipped=[(f, line, reason) for _, f, line, reason in corpus.skipped[:SKIPPED_LISTED]],
         empty=int((stage.nbytes == 0).sum()), replaced=corpus.replaced, chars=corpus.n_chars, candidates=0,

@@ -76,7 +76,8 @@ def _spec_of_row(specs, corpus: Corpus, g: int):
     return specs[-1]
 
 
-def _where(specs, corpus: Corpus, d: int) -> str:
+def doc_place(specs, corpus: Corpus, d: int) -> str:
+    """Document ``d``'s place in its input, as error lines name it ("file: line N")."""
     return row_place(_spec_of_row(specs, corpus, corpus.doc_row[d]), corpus.doc_line[d])
 
 
@@ -88,15 +89,15 @@ def drop_duplicate_ids(specs, cfg: DedupConfig, corpus: Corpus, arrays: tuple) -
         return arrays
     d, first = dups[0]
     if cfg.on_error != "skip":
-        raise InputFormatError(f"{_where(specs, corpus, d)}: id {corpus.ids[d]!r} is already the id of "
-                               f"{_where(specs, corpus, first)}; ids must be unique ({len(dups)} repeated; "
+        raise InputFormatError(f"{doc_place(specs, corpus, d)}: id {corpus.ids[d]!r} is already the id of "
+                               f"{doc_place(specs, corpus, first)}; ids must be unique ({len(dups)} repeated; "
                                "--on-error skip skips the later rows)")
     drop = np.zeros(len(corpus.ids), dtype=bool)
     for d, first in dups:
         drop[d] = True
         corpus.skipped.append((corpus.doc_row[d], _spec_of_row(specs, corpus, corpus.doc_row[d]).label,
-                               corpus.doc_line[d], f"{_where(specs, corpus, d)}: id {corpus.ids[d]!r} repeats the "
-                               f"id of {_where(specs, corpus, first)}"))
+                               corpus.doc_line[d], f"{doc_place(specs, corpus, d)}: id {corpus.ids[d]!r} repeats the "
+                               f"id of {doc_place(specs, corpus, first)}"))
     corpus.skipped.sort()
     keep = np.flatnonzero(~drop)
     corpus.n_chars -= sum(corpus.lengths[d] for d in np.flatnonzero(drop))
@@ -104,7 +105,7 @@ def drop_duplicate_ids(specs, cfg: DedupConfig, corpus: Corpus, arrays: tuple) -
         old = getattr(corpus, name)
         setattr(corpus, name, [old[k] for k in keep])
     corpus.doc_line = array("q", (corpus.doc_line[k] for k in keep))
-    corpus.payload_of_doc = keep
+    corpus.payload_of_doc = keep if corpus.payload_of_doc is None else corpus.payload_of_doc[keep]
     values, empty, sizes, features = arrays
     if features is not None:
         features = features.subset(keep)
@@ -305,6 +306,26 @@ def _read_or_resume(specs, cfg: DedupConfig, corpus: Corpus, checkpoint: str | N
     return values, empty, sizes, features, corpus
 
 
+def spans_before(specs, cfg: DedupConfig, read, timings: dict) -> tuple:
+    """``--spans-order before``: the spans found over every document of a first read, then the documents
+    read again and signed with them removed. ``read(config, edits)`` is an engine's pass 1 → (corpus,
+    arrays); ``edits``: None, or (input row → its ranges, rows per input). Returns (the span stage,
+    row → ranges, the second read's corpus and arrays). Both engines."""
+    span_cfg = stage_config(cfg)
+    first, _ = read(span_cfg, None)
+    stage = found_spans(span_cfg, first, first.payload_of_doc, np.ones(len(first.ids), dtype=bool),
+                        lambda d: doc_place(specs, first, d))
+    timings["spans"] = stage.seconds
+    for spec in specs:
+        check_stamp(spec)
+    by_row = stage.by_row(first.doc_row)
+    corpus, arrays = read(replace(cfg, spans=None), (by_row, first.row_source))
+    if not np.array_equal(np.asarray(corpus.doc_row, dtype=np.int64), np.asarray(first.doc_row, dtype=np.int64)):
+        raise InputChangedError("the inputs changed between the two reads of --spans-order before "
+                                f"({len(first.ids)} documents, then {len(corpus.ids)}); nothing was written")
+    return stage, by_row, corpus, arrays
+
+
 def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=None,
          compiled: float | None = None, checkpoint: str | None = None, work: str | None = None) -> dict:
     timings = {} if compiled is None else {"compile": compiled}   # apart from the run's own "total"
@@ -313,24 +334,15 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
     stage, by_row = None, {}
     if span_cfg is not None and cfg.spans_order == "before":
-        # the spans first (one read), then the documents signed with them removed (a second read)
-        _read(specs, span_cfg, corpus, spill=work)
-        stage = found_spans(span_cfg, corpus, corpus.payload_of_doc, np.ones(len(corpus.ids), dtype=bool),
-                            lambda d: _where(specs, corpus, d))
-        timings["spans"] = stage.seconds
-        first, corpus = corpus, Corpus()
-        for spec in specs:
-            check_stamp(spec)
-        by_row = stage.by_row(first.doc_row)
-        values, empty, sizes, features = _read(specs, replace(cfg, spans=None), corpus, (by_row, first.row_source))
-        if corpus.doc_row != first.doc_row:
-            raise InputChangedError("the inputs changed between the two reads of --spans-order before "
-                                    f"({len(first.ids)} documents, then {len(corpus.ids)}); nothing was written")
+        def read(c, edits):
+            got = Corpus()
+            return got, _read(specs, c, got, edits, spill=work)
+        stage, by_row, corpus, (values, empty, sizes, features) = spans_before(specs, cfg, read, timings)
     else:
         values, empty, sizes, features, corpus = _read_or_resume(specs, cfg, corpus, checkpoint, timings, work)
     timings["read_sign"] = time.perf_counter() - t0
     if cfg.method in SPAN_METHODS:
-        return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: _where(specs, corpus, d))
+        return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: doc_place(specs, corpus, d))
     return finish_run(specs, cfg, out, command, t_start, timings, corpus, (values, empty, sizes, features), index,
                       work, span_cfg, stage, by_row)
 
@@ -351,7 +363,7 @@ def finish_run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, 
     if index is not None:   # the indexed documents the new rows match join the clustering, first
         t0 = time.perf_counter()
         step = begin("index", n_docs, unit="doc")
-        check_ids(corpus.ids, lambda d: _where(specs, corpus, d))
+        check_ids(corpus.ids, lambda d: doc_place(specs, corpus, d))
         key = run_key(specs, cfg)
         part = matched(index, values, empty, cfg, key, sizes)
         step.end(n_docs, matched=len(part.keys))
@@ -378,9 +390,9 @@ def finish_run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, 
     for spec in specs:
         check_stamp(spec)
     if cfg.clusters_format == "parquet":
-        check_parquet_ids(corpus.ids, lambda d: _where(specs, corpus, d))
+        check_parquet_ids(corpus.ids, lambda d: doc_place(specs, corpus, d))
     if span_cfg is not None and stage is None:      # --spans-order after: spans among the documents kept
-        stage = found_spans(span_cfg, corpus, corpus.payload_of_doc, kept_doc, lambda d: _where(specs, corpus, d))
+        stage = found_spans(span_cfg, corpus, corpus.payload_of_doc, kept_doc, lambda d: doc_place(specs, corpus, d))
         timings["spans"] = stage.seconds
     step = begin("write", corpus.n_rows)
     if span_cfg is not None:

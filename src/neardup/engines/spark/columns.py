@@ -16,10 +16,12 @@ from ..._arrays import keep_freed_memory
 from ...config import DedupConfig
 from ...dedup.signing import make_signer
 from ...features.shingles import Features
+from ...features.units import Units
 from ...io.ids import id_json
 
 _SIGNED = ("row long, id string, err string, blank boolean, fatal boolean, replaced boolean, length long, "
-           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary, nbytes long")
+           "score double, sig binary, empty boolean, sig_empty boolean, size long, rk long, sh binary, nbytes long, "
+           "span binary, tbytes long")
 
 
 _PARSED = ("_nd_blk long, _nd_mid long, text binary, id string, keyv double, err string, "
@@ -143,3 +145,56 @@ def _arrow_text(text):
 
 def _cfg_json(cfg: DedupConfig) -> str:
     return json.dumps(asdict(cfg), sort_keys=True)
+
+
+# a line/paragraph unit on the wire: hash, start, end, tokens, digest (5 little-endian 64-bit words)
+_UNIT_WORDS = 5
+
+
+def _span_array(payload, method: str, valid: np.ndarray):
+    """A batch's span payload (:func:`neardup.dedup.spans.make_signer`: (units or the UTF-8 bytes, bytes
+    per document) of the valid rows) as per-row columns: ``span`` (binary: the document's units, 40
+    bytes each, or its UTF-8 bytes) and ``tbytes`` (its UTF-8 bytes' count); rows not valid are null."""
+    got, nbytes = payload
+    n, m = valid.shape[0], int(np.asarray(nbytes).shape[0])
+    if method == "lines":
+        u: Units = got
+        per_doc = np.bincount(u.docs, minlength=m).astype(np.int64) * (8 * _UNIT_WORDS)
+        data = np.stack([u.hashes.view(np.int64), u.starts, u.ends, u.tokens, u.digests.view(np.int64)], axis=1)
+        data = np.ascontiguousarray(data, dtype=np.int64)
+    else:
+        per_doc = np.asarray(nbytes, dtype=np.int64)
+        data = np.ascontiguousarray(got[:int(per_doc.sum())])
+    width = np.zeros(n, dtype=np.int64)
+    width[valid] = per_doc
+    offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(width, out=offs[1:])
+    if offs[-1] >= 2**31:
+        raise ValueError("a batch's span payload exceeds 2 GiB; use smaller batches")
+    bitmap = None if valid.all() else pa.array(valid).buffers()[1]
+    nulls = int(n - valid.sum())
+    span = pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs.astype(np.int32)),
+                                                  pa.py_buffer(data.view(np.uint8).tobytes())], null_count=nulls)
+    tb = np.zeros(n, dtype=np.int64)
+    tb[valid] = np.asarray(nbytes, dtype=np.int64)
+    return span, pa.array(tb, pa.int64(), mask=~valid)
+
+
+def _span_payload(span, tbytes, method: str) -> tuple:
+    """:func:`_span_array`'s columns (every row valid) back as one payload of the span step, in the
+    rows' order: (units, bytes per document) for ``lines``, (the UTF-8 bytes, bytes per document) else."""
+    span = span.combine_chunks() if isinstance(span, pa.ChunkedArray) else span
+    nbytes = np.asarray(tbytes.to_numpy(zero_copy_only=False), dtype=np.int64)
+    n = len(span)
+    bufs = span.buffers()
+    large = pa.types.is_large_binary(span.type)
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[span.offset: span.offset + n + 1]
+    offs = offs.astype(np.int64)
+    raw = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]] if n and bufs[2] is not None \
+        else np.zeros(0, np.uint8)
+    if method != "lines":
+        return raw, nbytes
+    words = raw.view(np.int64).reshape(-1, _UNIT_WORDS) if raw.shape[0] else np.zeros((0, _UNIT_WORDS), np.int64)
+    docs = np.repeat(np.arange(n, dtype=np.int64), np.diff(offs) // (8 * _UNIT_WORDS))
+    return Units(words[:, 0].view(np.uint64).copy(), docs, words[:, 1].copy(), words[:, 2].copy(),
+                 words[:, 3].copy(), words[:, 4].view(np.uint64).copy()), nbytes

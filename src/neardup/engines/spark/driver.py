@@ -25,13 +25,14 @@ from pyspark.sql import DataFrame
 from ..._arrays import physical_memory
 from ...config import DedupConfig, simhash_verified
 from ...dedup.progress import plain_size
+from ...dedup.spans import SPAN_METHODS, TextSpool
 from ...dedup.tables import Corpus
 from ...errors import InputFormatError
 from ...features.shingles import Features
 from ...index.disk_simhash import SKETCH_SLOTS
 from ...io.formats import InputSpec
 from ...io.formats.lines import BLOCK_BYTES
-from .columns import _binary_rows
+from .columns import _binary_rows, _span_payload
 from .read import _first_line, _Numbering
 from .session import _is_uri
 from .verify import _csr_sets, _driver_budget, _exact, _sig_dtype
@@ -47,28 +48,40 @@ def finish_bytes() -> int:
 FINISH_BYTES: int | None = None
 
 
+def _spanned(cfg: DedupConfig) -> str | None:
+    """The method of a run's span step (``--method lines|substrings``, or ``--spans``), or None."""
+    return cfg.method if cfg.method in SPAN_METHODS else cfg.spans
+
+
 def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | None:
     """Bytes of the values a run finished on the driver holds (see the module's docstring); None when
-    unknown (``--verify exact`` over a compressed input)."""
+    unknown (``--verify exact`` or a span step over a compressed input)."""
     # (a MinHash row holds k slots; every other method's, one 8-byte word)
     width = cfg.num_perm * np.dtype(_sig_dtype(cfg)).itemsize if cfg.method == "minhash" else 8
     if cfg.index is not None and simhash_verified(cfg):
         width = 8 * (1 + SKETCH_SLOTS)            # the fingerprint and the sketch the index stores
 
     need = num.total * (width + 64)             # (+ the row's other columns: id, length, flags)
-    if _exact(cfg):
+    # per input byte: 8 for a shingle hash (--verify exact); a span step's units (40 bytes per line of at
+    # least one byte, counted as 1 per byte: lines average ~80) or its text (substrings), 1 per byte
+    per_byte = (8 if _exact(cfg) else 0) + (1 if _spanned(cfg) else 0)
+    if per_byte:
         size = plain_size(specs)
         if size is None:
             return None
-        need += 8 * size
+        need += per_byte * size
     return need
 
 
 def fits_driver(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig, local: str | None) -> bool:
     """Whether the run finishes on the driver (see the module's docstring); known before any row is
-    signed: the rows are counted, the signature's width is fixed."""
+    signed: the rows are counted, the signature's width is fixed. A run with a span step finishes
+    there whenever its paths are local, whatever its size: the executors have no span step, and the
+    local engine would hold the same on one machine."""
     if local is None or any(_is_uri(s.path) for s in specs):
         return False
+    if _spanned(cfg):
+        return True
     need = _need(specs, num, cfg)
     return need is not None and need <= finish_bytes()
 
@@ -90,14 +103,14 @@ def _collect_bytes(spark) -> int:
     return min(_driver_budget(spark), cap * 3 // 4 if cap else _driver_budget(spark))
 
 
-def _signed_tables(signed: DataFrame, cols: list, need: int, folder: str):
+def _signed_tables(signed: DataFrame, cols: list, need: int | None, folder: str):
     """(``tables(columns)``: the signed rows as Arrow tables of those columns, how they came: "collect" or
     "parquet"), one Spark job for all.
-    Collected through the JVM when ``need`` bytes fit :func:`_collect_bytes` (faster: 100k documents
+    Collected through the JVM when ``need`` bytes are known and fit :func:`_collect_bytes` (faster: 100k documents
     17.1 s against 20.9 s through files); else written by the executors as Parquet into ``folder``
     and read back a file at a time (the values never sit in the JVM's heap)."""
     frame = signed.select(*cols)
-    if need <= _collect_bytes(signed.sparkSession):
+    if need is not None and need <= _collect_bytes(signed.sparkSession):
         table = frame.toArrow()
         return (lambda columns: [table.select(columns)]), "collect"
     frame.write.mode("overwrite").option("compression", "none").parquet(os.path.abspath(folder))
@@ -105,15 +118,21 @@ def _signed_tables(signed: DataFrame, cols: list, need: int, folder: str):
     return (lambda columns: (pq.read_table(f, columns=columns) for f in files)), "parquet"
 
 
-def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, cfg: DedupConfig, folder: str):
+def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, cfg: DedupConfig, folder: str,
+                    spill: str | None = None):
     """The signed rows (``_SIGNED``) brought to the driver (:func:`_signed_tables`) as what the local
     engine's pass 1 leaves: the :class:`~neardup.dedup.tables.Corpus` and the documents' (values,
     empty, sizes, features), in row order, assembled a table at a time. A broken row stops the run
     with the local engine's line (the first in row order), unless ``--on-error skip``; blank rows are
-    skipped rows. Also returns how the rows came (:func:`_signed_tables`)."""
+    skipped rows. With a span step, each table's payload joins ``corpus.spans`` as it comes
+    (``payload_of_doc``: each document's place there; substrings' text goes to a
+    :class:`~neardup.dedup.spans.TextSpool` in ``spill``). Also returns how the rows came
+    (:func:`_signed_tables`)."""
     exact = _exact(cfg)
+    spanned = _spanned(cfg)
     cols = ["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty", "size", "nbytes"]
-    tables, how = _signed_tables(signed, cols + (["sh"] if exact else []), _need(specs, num, cfg), folder)
+    extra = (["sh"] if exact else []) + (["span", "tbytes"] if spanned else [])
+    tables, how = _signed_tables(signed, cols + extra, _need(specs, num, cfg), folder)
     n = num.total
     # first the rows' status (small columns): which rows are documents, and each document's place
     bad, blank, fatal = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
@@ -165,28 +184,45 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     named = cfg.id_field is not None or any(s.fmt == "dir" for s in specs)
     ids: list = [None] * n_docs if named else []
     sets = []
-    for t in tables(["row", "id", "replaced", "length", "score", "sig", "empty", "size", *(["sh"] if exact else [])]):
-        r = t.column("row").to_numpy().astype(np.int64)
-        mine = doc[r]
-        t = t.filter(pa.array(mine))
-        if not len(t):
-            continue
-        at = place[r[mine]]
-        sig = _binary_rows(t.column("sig").combine_chunks(), dtype)
-        wide = minhash or sig.shape[1] > 1          # (a verified SimHash index's rows: fingerprint and sketch)
-        if values is None:
-            values = np.zeros((n_docs, sig.shape[1]) if wide else n_docs, dtype=dtype)
-        values[at] = sig if wide else sig.reshape(-1)
-        empty[at] = _flags(t, "empty")
-        lengths[at] = t.column("length").to_numpy().astype(np.int64)
-        sizes[at] = t.column("size").to_numpy().astype(np.int64)
-        scores[at] = t.column("score").to_numpy(zero_copy_only=False).astype(np.float64)
-        replaced += int(_flags(t, "replaced").sum())
-        if named:
-            for k, i in zip(at.tolist(), t.column("id").to_pylist()):
-                ids[k] = json.loads(i)
-        if exact:
-            sets.append((at, _csr_sets(t.column("sh"))))
+    payload_of_doc = np.zeros(n_docs, np.int64)
+    base = 0                                        # documents in corpus.spans so far
+    spool = TextSpool(spill) if spanned == "substrings" else None
+    corpus.span_text = spool
+    try:     # (a run stopped here leaves no spool file behind)
+        for t in tables(["row", "id", "replaced", "length", "score", "sig", "empty", "size", *extra]):
+            r = t.column("row").to_numpy().astype(np.int64)
+            mine = doc[r]
+            t = t.filter(pa.array(mine))
+            if not len(t):
+                continue
+            at = place[r[mine]]
+            if spanned:
+                got, nb = _span_payload(t.column("span"), t.column("tbytes"), spanned)
+                if spool is not None:
+                    spool.add(got)
+                    got = None
+                corpus.spans.append((got, nb))
+                payload_of_doc[at] = base + np.arange(at.shape[0])
+                base += at.shape[0]
+            sig = _binary_rows(t.column("sig").combine_chunks(), dtype)
+            wide = minhash or sig.shape[1] > 1          # (a verified SimHash index's rows: fingerprint and sketch)
+            if values is None:
+                values = np.zeros((n_docs, sig.shape[1]) if wide else n_docs, dtype=dtype)
+            values[at] = sig if wide else sig.reshape(-1)
+            empty[at] = _flags(t, "empty")
+            lengths[at] = t.column("length").to_numpy().astype(np.int64)
+            sizes[at] = t.column("size").to_numpy().astype(np.int64)
+            scores[at] = t.column("score").to_numpy(zero_copy_only=False).astype(np.float64)
+            replaced += int(_flags(t, "replaced").sum())
+            if named:
+                for k, i in zip(at.tolist(), t.column("id").to_pylist()):
+                    ids[k] = json.loads(i)
+            if exact:
+                sets.append((at, _csr_sets(t.column("sh"))))
+    except BaseException:
+        if spool is not None:
+            spool.close()
+        raise
     if values is None:
         values = np.zeros((0, cfg.num_perm) if minhash else 0, dtype=dtype)
     corpus.ids = ids if named else array("q", doc_rows.tobytes())      # (the local engine's ids: the rows)
@@ -194,8 +230,10 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     corpus.n_chars = int(lengths.sum())
     corpus.replaced = replaced
     corpus.keys = scores.tolist() if cfg.keep == "key" else [None] * n_docs
-    corpus.payload_of_doc = np.arange(n_docs, dtype=np.int64)
+    corpus.payload_of_doc = payload_of_doc if spanned else np.arange(n_docs, dtype=np.int64)
     features = _placed_sets(sets, n_docs) if exact else None
+    if cfg.method in SPAN_METHODS:          # (the local engine's pass 1 of a span method: no signatures)
+        values = np.arange(n_docs, dtype=np.int64)
     return corpus, (values, empty, sizes if minhash else None, features), how
 
 

@@ -125,7 +125,8 @@ def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConf
         "length": pa.array(np.zeros(m, np.int64)),
         "score": pa.array(np.full(m, 0.0 if cfg.keep == "first" else np.inf)),   # they win their clusters
         "sig": got.column("sig"), "empty": no, "sig_empty": no, "size": got.column("size"),
-        "rk": pa.array(rk, pa.int64()), "sh": pa.nulls(m, pa.binary()), "nbytes": pa.nulls(m, pa.int64())})
+        "rk": pa.array(rk, pa.int64()), "sh": pa.nulls(m, pa.binary()), "nbytes": pa.nulls(m, pa.int64()),
+        "span": pa.nulls(m, pa.binary()), "tbytes": pa.nulls(m, pa.int64())})
     fixed = _arrow_frame(spark, table, schema=_SIGNED)
     return _IndexPart(fixed, [json.loads(i) for i in ids], documents, rerun, key)
 

@@ -18,6 +18,8 @@ from pyspark.sql import functions as F
 
 from ...clusters.cluster import keep_score
 from ...config import DedupConfig, simhash_verified
+from ...dedup.signing import Both
+from ...dedup.spans import SPAN_METHODS, edited
 from ...dedup.verify import verification_config
 from ...errors import InputFormatError
 from ...io.compression import split_suffix
@@ -38,6 +40,7 @@ from .columns import (
     _lists,
     _ragged_array,
     _signer,
+    _span_array,
     _utf8,
 )
 from .session import _check_supported, _is_uri, _phase
@@ -128,19 +131,24 @@ def _with_rows(batch, offsets: list):
 
 
 def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, id_field, key_field, keep, bom=False,
-                offsets=None):
+                offsets=None, edits=None):
     """mapInArrow: numbered rows → signed rows (schema ``_SIGNED``); with ``offsets`` (:func:`_number`'s
-    table of the input), scanned rows numbered here (:func:`_with_rows`)."""
+    table of the input), scanned rows numbered here (:func:`_with_rows`); ``edits``: a broadcast of row →
+    the byte ranges removed from its text before it is signed (``--spans-order before``)."""
 
     cfg = json.loads(cfg_json)
     sign = _signer(cfg_json)
     minhash = cfg["method"] == "minhash"
     exact = minhash and cfg["verify"] == "exact"
+    spans = cfg["method"] if cfg["method"] in SPAN_METHODS else cfg["spans"]    # the span step's method, or None
+    cut = edits.value if edits is not None else None
     for batch in batches:
         if offsets is not None:
             batch = _with_rows(batch, offsets)
         whole = _parse_block(batch, spec, start, text_field, id_field, bom) if kind == "jsonl" and keep != "key" \
             else None
+        if cut and whole is not None and any(r in cut for r in _column(batch, "row").to_pylist()):
+            whole = None            # (rows to edit: their texts as strings)
         if whole is not None:           # every row a document, its text packed as the kernel left it
             rows = _column(batch, "row").to_numpy(zero_copy_only=False)
             n = rows.shape[0]
@@ -158,10 +166,20 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
             idx = np.flatnonzero(doc)
             doc_texts = [texts[j] for j in idx]
             length = np.zeros(n, dtype=np.int64)
-            length[idx] = [len(t) for t in doc_texts]
+            length[idx] = [len(t) for t in doc_texts]       # (the text's length as read, edited or not)
+            if cut:
+                doc_texts = [edited(t, cut[int(rows[j])]) if int(rows[j]) in cut else t
+                             for j, t in zip(idx.tolist(), doc_texts)]
         sh = None
+        span = pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64())
         if idx.shape[0]:
             out = sign(doc_texts)
+            if isinstance(out, Both):           # --spans: the documents' result and the span step's payload
+                span = _span_array(out.span, spans, doc)
+                out = out.doc
+            elif spans is not None:             # a span method: its payload, no signature
+                span = _span_array(out[0], spans, doc)
+                out = (np.zeros((idx.shape[0], 1), np.uint64), *out[1:])
             values, empty_d, sizes_d = out[:3]
             if exact:
                 sh = _ragged_array(out[3], sizes_d, doc)
@@ -199,9 +217,9 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
             pa.array(length, pa.int64()), pa.array(score, pa.float64(), mask=nd),
             _binary_array(values, doc),
             pa.array(empty, pa.bool_(), mask=nd), pa.array(sig_empty, pa.bool_(), mask=nd),
-            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd), sh, nbytes,
+            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd), sh, nbytes, *span,
         ], names=["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty",
-                  "sig_empty", "size", "rk", "sh", "nbytes"])
+                  "sig_empty", "size", "rk", "sh", "nbytes", "span", "tbytes"])
 
 
 def _line_bytes(batch, kind, start, last_row_nl, bom):
@@ -430,7 +448,7 @@ def _starts_with_bom(spec: InputSpec) -> bool:
 
 
 def _sign_fn(spec: InputSpec, fi: int, num: _Numbering, cfg_json: str, cfg: DedupConfig, fields: bool = True,
-             scanned: bool = False):
+             scanned: bool = False, edits=None):
     """The mapInArrow function that parses and signs the numbered rows of input ``fi`` (``fields``:
     also its id and keep-key fields; without, only the text; ``scanned``: rows straight from
     :func:`_scan`, numbered in the task)."""
@@ -439,10 +457,14 @@ def _sign_fn(spec: InputSpec, fi: int, num: _Numbering, cfg_json: str, cfg: Dedu
                    last_row_nl=num.last_nl.get(fi, -1), cfg_json=cfg_json, text_field=cfg.text_field,
                    id_field=cfg.id_field if fields else None, key_field=cfg.keep_field if keyed else None,
                    keep=cfg.keep if fields else "first", bom=num.bom.get(fi, False),
-                   offsets=num.offsets[fi] if scanned else None)
+                   offsets=num.offsets[fi] if scanned else None, edits=edits)
 
 
-def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataFrame, _Numbering]:
+def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig, edits: dict | None = None) -> tuple[DataFrame,
+                                                                                                      _Numbering]:
+    """Every input scanned, numbered and signed (``_SIGNED``); ``edits``: row → the byte ranges cut from its
+    text before it is signed (``--spans-order before``), sent to the executors once (a broadcast)."""
+    edits = spark.sparkContext.broadcast(edits) if edits else None
     scans = [_scan(spark, s, cfg) for s in specs]
     _phase(spark, "number rows")
     num = _number(spark, scans)
@@ -455,7 +477,7 @@ def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig) -> tuple[DataF
             last = num.starts[fi] + num.rows[fi] - 1
         num.last_nl[fi] = last
         num.bom[fi] = kind in ("jsonl", "lines") and _starts_with_bom(spec)
-        signed.append(scan.mapInArrow(_sign_fn(spec, fi, num, cj, cfg, scanned=True), _SIGNED))
+        signed.append(scan.mapInArrow(_sign_fn(spec, fi, num, cj, cfg, scanned=True, edits=edits), _SIGNED))
     if not signed:
         return spark.createDataFrame([], _SIGNED), num
     out = signed[0]

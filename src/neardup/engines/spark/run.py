@@ -34,15 +34,16 @@ from ...dedup.report import (
     similarity_counts,
     write_report,
 )
+from ...dedup.spans import SPAN_METHODS, run_spans, stage_config
 from ...errors import ConfigError, InputFormatError
 from ...explain import compact_explanation
 from ...io.formats import check_fields_apply, check_stamp, output_name
 from ...io.ids import json_default
 from ...io.outdir import StagedOutput
 from ...io.sources import spool
-from ..local.run import checkpoint_pass1, drop_duplicate_ids, finish_run, resumed_pass1
+from ..local.run import checkpoint_pass1, doc_place, drop_duplicate_ids, finish_run, resumed_pass1, spans_before
 from .columns import _column
-from .driver import fits_driver, pass1_on_driver
+from .driver import _spanned, fits_driver, pass1_on_driver
 from .graph import find_clusters
 from .index import _add_kept, _index_part
 from .read import (
@@ -120,8 +121,12 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
     that is stopped at the end). A local ``outdir`` gets the local engine's files (through a temporary
     folder, ``report.json`` last); a URI (``hdfs://…``) gets Spark part-file folders."""
     cfg = (config or DedupConfig()).resolved()
-    _check_supported(cfg)
+    _check_supported(cfg, spans=True)
     t_start = time.perf_counter()
+    if _spanned(cfg) and _is_uri(outdir):
+        raise ConfigError(f"{'method (--method)' if cfg.method in SPAN_METHODS else 'spans (--spans)'} "
+                          f"{_spanned(cfg)} on Spark runs its span step on the driver, which writes the outputs: it "
+                          f"needs a local (or mounted) OUTDIR; got -o {outdir}")
     specs = _expand(list(inputs), cfg.input_format)        # inputs and OUTDIR before the JVM starts
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
     if cfg.index is not None:
@@ -164,19 +169,34 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         timings["read_sign"] = time.perf_counter() - t0
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
                           engine=("spark", {**info, "signed_rows": "checkpoint"}))
+    span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
+    if span_cfg is not None and cfg.spans_order == "before" and local is not None:
+        hows = []
+
+        def read(c: DedupConfig, edits=None):   # one pass 1 on Spark, its tables on the driver
+            signed, num = _read_signed(spark, specs, c, edits[0] if edits else None)
+            corpus, arrays, how = _on_driver(spark, signed, specs, num, c, out, work)
+            hows.append(how)
+            return corpus, arrays
+
+        stage, by_row, corpus, arrays = spans_before(specs, cfg, read, timings)
+        timings["read_sign"] = time.perf_counter() - t0
+        return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work, span_cfg, stage,
+                          by_row, engine=("spark", {**info, "signed_rows": "+".join(hows)}))
     signed, num = _read_signed(spark, specs, cfg)
     if fits_driver(specs, num, cfg, local):     # the local engine's steps after signing, on the driver
-        _phase(spark, "read + sign")
-        try:
-            corpus, arrays, how = pass1_on_driver(signed, specs, num, cfg, os.path.join(work or out, "_signed"))
-        finally:
-            _phase(spark, None)
-        if cfg.id_field is not None:
-            arrays = drop_duplicate_ids(specs, cfg, corpus, arrays)
+        corpus, arrays, how = _on_driver(spark, signed, specs, num, cfg, out, work)
         checkpoint_pass1(checkpoint, cfg, specs, arrays, corpus, timings)
         timings["read_sign"] = time.perf_counter() - t0
-        return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
-                          engine=("spark", {**info, "signed_rows": how}))
+        engine = ("spark", {**info, "signed_rows": how})
+        if cfg.method in SPAN_METHODS:
+            return run_spans(specs, cfg, local, corpus, command, t_start, timings,
+                             lambda d: doc_place(specs, corpus, d), engine)
+        return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work, span_cfg,
+                          engine=engine)
+    if _spanned(cfg):       # (a URI OUTDIR was refused before the session started)
+        raise ConfigError(f"{_spanned(cfg)} on Spark runs its span step where the run finishes on the driver: "
+                          "a local OUTDIR and local inputs")
     if cfg.index is not None and simhash_verified(cfg):
         raise ConfigError("index (--index) with verified SimHash runs where the run finishes on the driver (its "
                           "values within half the driver machine's memory and a local OUTDIR) or on the local "
@@ -203,6 +223,19 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
     finally:
         signed.unpersist()
         _phase(spark, None)
+
+
+def _on_driver(spark, signed: DataFrame, specs, num, cfg: DedupConfig, out: str, work: str | None):
+    """Pass 1's tables on the driver (:func:`.driver.pass1_on_driver`), repeated ids dropped as the local
+    engine drops them: (corpus, arrays, how the rows came)."""
+    _phase(spark, "read + sign")
+    try:
+        corpus, arrays, how = pass1_on_driver(signed, specs, num, cfg, os.path.join(work or out, "_signed"), work)
+    finally:
+        _phase(spark, None)
+    if cfg.id_field is not None:
+        arrays = drop_duplicate_ids(specs, cfg, corpus, arrays)
+    return corpus, arrays, how
 
 
 def _engine_info(spark) -> dict:

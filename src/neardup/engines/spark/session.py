@@ -17,14 +17,18 @@ from ...errors import ConfigError, WorkerError
 from .progress import PhaseProgress
 
 
-def _check_supported(cfg: DedupConfig) -> None:
+def _check_supported(cfg: DedupConfig, spans: bool = False) -> None:
+    """What Spark's steps take; ``spans``: a whole run (:func:`~.run.run_spark_dedup`), whose span step
+    runs where the run finishes on its driver (the DataFrame steps have none)."""
     check_banded(cfg)
+    if spans:
+        return
     if cfg.spans is not None:
-        raise ConfigError(f"spans (--spans) {cfg.spans} runs on the local engine (--engine local); on Spark it is "
-                          "not built yet (see README, 'Duplicates inside documents')")
+        raise ConfigError(f"spans (--spans) {cfg.spans} on Spark runs in `neardup dedup --engine spark` (the span "
+                          "step runs on the driver); these DataFrame steps have none")
     if cfg.method in ("lines", "substrings"):
-        raise ConfigError(f"method (--method) {cfg.method} runs on the local engine (--engine local); on Spark it "
-                          "is not built yet (see README, 'Duplicates inside documents')")
+        raise ConfigError(f"method (--method) {cfg.method} on Spark runs in `neardup dedup --engine spark` (the "
+                          "span step runs on the driver); these DataFrame steps have none")
 
 
 def _task_threads() -> None:
