@@ -807,3 +807,136 @@ def test_resume_on_spark_from_its_own_or_the_local_engines_checkpoint(spark, pla
         run_spark_dedup([str(planted)], "hdfs://nowhere/out", cfg, spark=spark)
     with pytest.raises(ConfigError, match="dedup_dataframe"):
         dedup_dataframe(spark.createDataFrame([("a b c",)], "text string"), cfg)
+
+
+def _same_span_outputs(local: Path, spark_out: Path) -> dict:
+    """A run with a span step: every output file byte for byte (kept rows, edits.jsonl, clusters when a
+    document method ran too), the report's counts and spans section; returns the Spark report."""
+    a, b = _files(local), _files(spark_out)
+    assert sorted(a) == sorted(b) and "edits.jsonl" in a
+    for name in a:
+        assert a[name] == b[name], name
+    ra, rb = (json.loads((root / "report.json").read_text(encoding="utf-8")) for root in (local, spark_out))
+    assert ra["counts"] == rb["counts"] and ra["spans"] == rb["spans"] and ra["skipped"] == rb["skipped"]
+    assert rb["engine"] == "spark" and rb["spark"]["finished_on"] == "driver"
+    return rb
+
+
+def _shuffled_tables(monkeypatch, seed: int) -> None:
+    """The signed rows reach the driver in pieces of 17 rows in a shuffled order (what partitions packed
+    from several files give), so nothing may rely on their order."""
+    import neardup.engines.spark.driver as spark_driver
+
+    real = spark_driver._signed_tables
+
+    def shuffled(signed, cols, need, folder):
+        tables, how = real(signed, cols, need, folder)
+
+        def pieces(columns):
+            got = [t.slice(i, 17) for t in tables(columns) for i in range(0, t.num_rows, 17)]
+            random.Random(seed).shuffle(got)
+            return got
+        return pieces, how
+    monkeypatch.setattr(spark_driver, "_signed_tables", shuffled)
+
+
+SPAN_RUNS = {"lines": {"method": "lines", "min_docs": 2}, "paragraph": {"method": "lines", "unit": "paragraph"},
+             "substrings": {"method": "substrings", "min_length": 40},
+             "minhash+lines-before": {"spans": "lines", "spans_order": "before", "keep": "longest"},
+             "simhash+substrings": {"method": "simhash", "spans": "substrings", "min_length": 40}}
+
+
+@pytest.mark.parametrize("run", list(SPAN_RUNS))
+def test_span_methods_match_local_in_any_order(spark, finish, planted, tmp_path, monkeypatch, run):
+    """Repeated lines, paragraphs and substrings on Spark (signed on the executors, found on the driver)
+    give the local engine's kept rows, edits.jsonl and report over the planted corpus (bad rows
+    skipped, ids checked unique), with the signed rows arriving in pieces in a shuffled order and the
+    input cut into several splits."""
+    from neardup.engines.spark import run_spark_dedup
+
+    _shuffled_tables(monkeypatch, seed=len(run))
+    cfg = _config(on_error="skip", id_field="id", **SPAN_RUNS[run])
+    run_dedup([str(planted)], str(tmp_path / "local"), cfg)
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    try:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(16 * 1024))
+        rep = run_spark_dedup([str(planted)], str(tmp_path / "spark"), cfg, spark=spark)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+    _same_span_outputs(tmp_path / "local", tmp_path / "spark")
+    assert rep["counts"]["removed_spans"] > 0 and rep["counts"]["accounted"]
+
+
+def test_span_methods_on_every_input_format_and_repeated_ids(spark, tmp_path, monkeypatch):
+    """The golden inputs (JSON lines, gzip JSON lines, CSV with quoted newlines, Parquet, a folder) with
+    a repeated id skipped (``--on-error skip``): the local engine's outputs; without skip, its line."""
+    from test_golden import _write_inputs
+
+    from neardup.engines.spark import run_spark_dedup
+    from neardup.errors import InputFormatError
+
+    (tmp_path / "in").mkdir()
+    inputs = _write_inputs(tmp_path / "in")
+    with open(tmp_path / "in" / "a.jsonl", "a", encoding="utf-8") as fh:       # a1's id again
+        fh.write(json.dumps({"id": "a1", "text": "a line repeated\nand a line repeated"}) + "\n")
+    monkeypatch.chdir(tmp_path / "in")
+    for kw in ({"method": "lines"}, {"method": "substrings", "min_length": 30}):
+        method = kw["method"]
+        cfg = _config(id_field="id", on_error="skip", **kw)
+        run_dedup(inputs, str(tmp_path / method / "local"), cfg)
+        run_spark_dedup(inputs, str(tmp_path / method / "spark"), cfg, spark=spark)
+        rep = _same_span_outputs(tmp_path / method / "local", tmp_path / method / "spark")
+        assert any("repeats the id" in s["reason"] for s in rep["skipped"])
+    msgs = []
+    for run in (run_dedup, lambda i, o, c: run_spark_dedup(i, o, c, spark=spark)):
+        with pytest.raises(InputFormatError) as exc:
+            run(inputs, str(tmp_path / "err"), _config(method="lines", id_field="id"))
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1] and "already the id of" in msgs[0]
+    assert not (tmp_path / "err").exists()
+
+
+def test_span_methods_hostile_use_on_spark(spark, planted, tmp_path):
+    """A malformed row stops a span run with the local engine's line (nothing written); a URI OUTDIR is
+    refused before any Spark job (the span step writes from the driver); the DataFrame steps name
+    where the span step runs; ``--resume`` is refused as on the local engine."""
+    from neardup.engines.spark import dedup_dataframe, run_spark_dedup
+    from neardup.errors import ConfigError, InputFormatError
+
+    msgs = []
+    for run in (run_dedup, lambda i, o, c: run_spark_dedup(i, o, c, spark=spark)):
+        with pytest.raises(InputFormatError) as exc:
+            run([str(planted)], str(tmp_path / "err"), _config(method="substrings"))
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1] and "malformed JSON" in msgs[0]
+    assert not (tmp_path / "err").exists()
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    with pytest.raises(ConfigError, match="needs a local .or mounted. OUTDIR; got -o hdfs://nn/out"):
+        run_spark_dedup([str(planted)], "hdfs://nn/out", _config(spans="lines"), spark=spark)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs
+    df = spark.createDataFrame([("a\nb",), ("a\nb",)], "text string")
+    with pytest.raises(ConfigError, match="DataFrame steps have none"):
+        dedup_dataframe(df, _config(method="lines"))
+    with pytest.raises(ConfigError, match="resume"):
+        run_spark_dedup([str(planted)], str(tmp_path / "r"), _config(method="lines", resume=True), spark=spark)
+    assert not (tmp_path / "r").exists()
+
+
+def test_spans_before_cut_on_the_executors_through_the_cli(spark, tmp_path):
+    """``--spans lines --spans-order before`` through `neardup dedup --engine spark`: the lines a document
+    shares with an earlier one are cut before it is signed (on the executors), so documents that are
+    near-duplicates only through a shared header are not; with ``after`` they are — as on the local
+    engine, both ways."""
+    header = "\n".join(f"Copyright line {i} of the shared header text, all rights reserved by them" for i in range(6))
+    docs = [f"{header}\nbody {i} " + " ".join(f"w{i}x{j}" for j in range(2)) for i in range(4)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in docs), encoding="utf-8")
+    removed = {}
+    for order in ("before", "after"):
+        for engine in ("local", "spark"):
+            res = CliRunner().invoke(main, ["dedup", str(src), "-o", str(tmp_path / order / engine), "--engine",
+                                            engine, "-q", "--spans", "lines", "--spans-order", order, "--no-html"])
+            assert res.exit_code == 0, res.output
+        rep = _same_span_outputs(tmp_path / order / "local", tmp_path / order / "spark")
+        removed[order] = rep["counts"]["removed"]
+    assert removed == {"before": 0, "after": 3}
