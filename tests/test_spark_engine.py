@@ -940,3 +940,43 @@ def test_spans_before_cut_on_the_executors_through_the_cli(spark, tmp_path):
         rep = _same_span_outputs(tmp_path / order / "local", tmp_path / order / "spark")
         removed[order] = rep["counts"]["removed"]
     assert removed == {"before": 0, "after": 3}
+
+
+def test_resume_after_the_spark_driver_is_killed(spark, planted, tmp_path):
+    """kill -9 of a Spark run's driver (and its JVM) once pass 1 is checkpointed: OUTDIR holds nothing,
+    the checkpoint stays; `--resume` then signs nothing and writes the local engine's outputs, and
+    the checkpoint goes."""
+    import signal
+    import subprocess
+
+    import neardup.dedup.resume as resume
+
+    out = tmp_path / "out"
+    run_dedup([str(planted)], str(tmp_path / "local"), _config(on_error="skip"))
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_SUBMIT_ARGS": "--conf spark.sql.shuffle.partitions=4 --conf spark.ui.enabled=false pyspark-shell"}
+    cmd = [sys.executable, "-m", "neardup", "dedup", str(planted), "-o", str(out), "--engine", "spark", "--resume",
+           "--on-error", "skip", "--no-html", "--progress", "json"]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    killed = False
+    try:
+        for line in proc.stderr:       # the first stage after the checkpoint: pass 1 is on disk
+            if line.startswith("{") and json.loads(line).get("stage") == "identical":
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed = True
+                break
+    finally:
+        if not killed:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert killed and proc.returncode == -signal.SIGKILL
+    ck = Path(resume.checkpoint_dir(str(out)))
+    assert ck.is_dir() and not (out / "report.json").exists() and not (out / "kept").exists()
+    res = CliRunner().invoke(main, ["dedup", str(planted), "-o", str(out), "--engine", "spark", "--resume",
+                                    "--on-error", "skip", "--no-html", "-q"])
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["spark"]["signed_rows"] == "checkpoint" and "resume_load" in report["timings"]
+    _same_outputs(tmp_path / "local", out)
+    assert not ck.exists()
