@@ -913,7 +913,10 @@ def test_span_methods_hostile_use_on_spark(spark, planted, tmp_path):
     jobs = spark.sparkContext.statusTracker().getJobIdsForGroup()
     with pytest.raises(ConfigError, match="needs a local .or mounted. OUTDIR; got -o hdfs://nn/out"):
         run_spark_dedup([str(planted)], "hdfs://nn/out", _config(spans="lines"), spark=spark)
-    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs
+    with pytest.raises(ConfigError, match="must be local .or mounted. paths; got hdfs://nn/in.jsonl"):
+        run_spark_dedup([str(planted), "hdfs://nn/in.jsonl"], str(tmp_path / "remote"), _config(method="lines"),
+                        spark=spark)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs and not (tmp_path / "remote").exists()
     df = spark.createDataFrame([("a\nb",), ("a\nb",)], "text string")
     with pytest.raises(ConfigError, match="DataFrame steps have none"):
         dedup_dataframe(df, _config(method="lines"))
@@ -980,3 +983,38 @@ def test_resume_after_the_spark_driver_is_killed(spark, planted, tmp_path):
     assert report["spark"]["signed_rows"] == "checkpoint" and "resume_load" in report["timings"]
     _same_outputs(tmp_path / "local", out)
     assert not ck.exists()
+
+
+@pytest.mark.parametrize("method", ["lines", "substrings"])
+def test_span_payload_cut_into_pieces_and_read_back_by_chunks(method):
+    """A batch's span payload (the local signer's) goes into binary columns cut into pieces of at most
+    ``limit`` bytes (a batch of short lines can pass what one Arrow binary array holds), and comes
+    back, chunk by chunk of the table, as the same units or bytes in the same order — null rows
+    (not documents) anywhere, empty texts, non-ASCII, a lone surrogate."""
+    from neardup.dedup.spans import make_signer
+    from neardup.engines.spark.columns import _span_arrays, _span_payloads
+    from neardup.features.units import Units
+
+    texts = ["a b\nc\n\nd", "", "x\ny\ny\n", "中文\n文本\n", "solo \ud800 x", "", "p\n\nq r\n\n\ns"]
+    valid = np.array([True, False, True, True, False, True, True, True, False, True])
+    got_payload = make_signer(_config(method=method).resolved())(texts)[0]
+    want_units, want_nb = got_payload
+    for limit in (1, 17, 60, 1 << 30):
+        pieces = _span_arrays(got_payload, method, valid, limit)
+        assert [p[0] for p in pieces][0] == 0 and pieces[-1][1] == valid.shape[0]
+        assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+        assert all(p[2].nbytes <= limit + 4 * (p[1] - p[0] + 1) + 8 or p[1] - p[0] == 1 for p in pieces)
+        table = pa.table({"span": pa.chunked_array([p[2] for p in pieces]),
+                          "tbytes": pa.chunked_array([p[3] for p in pieces])}).filter(pa.array(valid))
+        back = list(_span_payloads(table.column("span"), table.column("tbytes"), method))
+        assert np.concatenate([nb for _, nb in back]).tolist() == want_nb.tolist()
+        if method == "lines":
+            base, parts = 0, []
+            for u, nb in back:
+                parts.append((base, u))
+                base += nb.shape[0]
+            units = Units.concat(parts)
+            for k in ("hashes", "docs", "starts", "ends", "tokens", "digests"):
+                assert getattr(units, k).tolist() == getattr(want_units, k).tolist(), k
+        else:
+            assert b"".join(b.tobytes() for b, _ in back) == want_units[:int(want_nb.sum())].tobytes()

@@ -334,9 +334,9 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
     stage, by_row = None, {}
     if span_cfg is not None and cfg.spans_order == "before":
-        def read(c, edits):
+        def read(c, edits):     # (the second read, with edits, keeps its signatures in memory, as it did)
             got = Corpus()
-            return got, _read(specs, c, got, edits, spill=work)
+            return got, _read(specs, c, got, edits, spill=work if edits is None else None)
         stage, by_row, corpus, (values, empty, sizes, features) = spans_before(specs, cfg, read, timings)
     else:
         values, empty, sizes, features, corpus = _read_or_resume(specs, cfg, corpus, checkpoint, timings, work)

@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..._arrays import keep_freed_memory
 from ...config import DedupConfig
 from ...dedup.signing import make_signer
+from ...errors import ConfigError
 from ...features.shingles import Features
 from ...features.units import Units
 from ...io.ids import id_json
@@ -56,13 +57,13 @@ def _binary_rows(arr, dtype) -> np.ndarray:
     if n == 0:
         return np.zeros((0, 0), dtype=dtype)
     if arr.null_count:
-        raise ValueError("signature column has nulls")
+        raise RuntimeError("signature column has nulls")
     large = pa.types.is_large_binary(arr.type)
     bufs = arr.buffers()
     offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[arr.offset: arr.offset + n + 1]
     data = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]]
     if data.shape[0] % n:
-        raise ValueError("signatures of different widths")
+        raise RuntimeError("signatures of different widths")
     return data.view(dtype).reshape(n, -1).copy()   # copy: aligned for the kernels
 
 
@@ -92,7 +93,7 @@ def _ragged_array(hashes: np.ndarray, sizes: np.ndarray, valid: np.ndarray):
     offs = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(width, out=offs[1:])
     if offs[-1] >= 2**31:
-        raise ValueError("a batch's shingle sets exceed 2 GiB; use smaller batches")
+        raise ConfigError("a batch's shingle sets exceed 2 GiB; use smaller batches")
     bitmap = None if valid.all() else pa.array(valid).buffers()[1]
     data = np.ascontiguousarray(hashes, dtype=np.uint64).tobytes()
     return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data)],
@@ -151,50 +152,73 @@ def _cfg_json(cfg: DedupConfig) -> str:
 _UNIT_WORDS = 5
 
 
-def _span_array(payload, method: str, valid: np.ndarray):
+# the most bytes of span payload in one output batch: Arrow's binary column has 32-bit offsets
+SPAN_BATCH_BYTES = 1 << 30
+
+
+def _span_arrays(payload, method: str, valid: np.ndarray, limit: int = SPAN_BATCH_BYTES) -> list:
     """A batch's span payload (:func:`neardup.dedup.spans.make_signer`: (units or the UTF-8 bytes, bytes
-    per document) of the valid rows) as per-row columns: ``span`` (binary: the document's units, 40
-    bytes each, or its UTF-8 bytes) and ``tbytes`` (its UTF-8 bytes' count); rows not valid are null."""
+    per document) of the valid rows) as per-row columns, cut where needed so that each piece holds at
+    most ``limit`` bytes: a list of (first row, end row, ``span``, ``tbytes``) — ``span`` (binary: the
+    document's units, 40 bytes each, or its UTF-8 bytes), ``tbytes`` (its UTF-8 bytes' count); rows not
+    valid are null. A line of at least one word takes at least 2 bytes of text, so lines' payload is
+    at most 20 bytes per byte of text: a batch of short-line documents can pass 2 GiB where its text
+    does not (hence the cuts)."""
     got, nbytes = payload
     n, m = valid.shape[0], int(np.asarray(nbytes).shape[0])
     if method == "lines":
         u: Units = got
         per_doc = np.bincount(u.docs, minlength=m).astype(np.int64) * (8 * _UNIT_WORDS)
         data = np.stack([u.hashes.view(np.int64), u.starts, u.ends, u.tokens, u.digests.view(np.int64)], axis=1)
-        data = np.ascontiguousarray(data, dtype=np.int64)
+        data = np.ascontiguousarray(data, dtype=np.int64).view(np.uint8).reshape(-1)
     else:
         per_doc = np.asarray(nbytes, dtype=np.int64)
-        data = np.ascontiguousarray(got[:int(per_doc.sum())])
+        data = np.ascontiguousarray(got[:int(per_doc.sum())]).reshape(-1)
     width = np.zeros(n, dtype=np.int64)
     width[valid] = per_doc
+    if n and int(width.max()) >= 2**31:
+        raise ConfigError(f"one document's span payload is {int(width.max()):,} bytes: more than a Spark binary "
+                          "value holds (2 GiB); run it on the local engine")
     offs = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(width, out=offs[1:])
-    if offs[-1] >= 2**31:
-        raise ValueError("a batch's span payload exceeds 2 GiB; use smaller batches")
-    bitmap = None if valid.all() else pa.array(valid).buffers()[1]
-    nulls = int(n - valid.sum())
-    span = pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offs.astype(np.int32)),
-                                                  pa.py_buffer(data.view(np.uint8).tobytes())], null_count=nulls)
     tb = np.zeros(n, dtype=np.int64)
     tb[valid] = np.asarray(nbytes, dtype=np.int64)
-    return span, pa.array(tb, pa.int64(), mask=~valid)
+    pieces, lo = [], 0
+    while lo < n or not pieces:
+        hi = max(lo + 1, int(np.searchsorted(offs, offs[lo] + limit, side="right")) - 1) if n else 0
+        hi = min(hi, n)
+        v = valid[lo:hi]
+        o = offs[lo:hi + 1] - offs[lo]
+        bitmap = None if v.all() else pa.array(v).buffers()[1]
+        span = pa.Array.from_buffers(pa.binary(), hi - lo, [bitmap, pa.py_buffer(o.astype(np.int32)),
+                                                            pa.py_buffer(data[offs[lo]:offs[hi]].tobytes())],
+                                     null_count=int((~v).sum()))
+        pieces.append((lo, hi, span, pa.array(tb[lo:hi], pa.int64(), mask=~v)))
+        lo = hi
+    return pieces
 
 
-def _span_payload(span, tbytes, method: str) -> tuple:
-    """:func:`_span_array`'s columns (every row valid) back as one payload of the span step, in the
-    rows' order: (units, bytes per document) for ``lines``, (the UTF-8 bytes, bytes per document) else."""
-    span = span.combine_chunks() if isinstance(span, pa.ChunkedArray) else span
-    nbytes = np.asarray(tbytes.to_numpy(zero_copy_only=False), dtype=np.int64)
-    n = len(span)
-    bufs = span.buffers()
-    large = pa.types.is_large_binary(span.type)
-    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[span.offset: span.offset + n + 1]
-    offs = offs.astype(np.int64)
-    raw = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]] if n and bufs[2] is not None \
-        else np.zeros(0, np.uint8)
-    if method != "lines":
-        return raw, nbytes
-    words = raw.view(np.int64).reshape(-1, _UNIT_WORDS) if raw.shape[0] else np.zeros((0, _UNIT_WORDS), np.int64)
-    docs = np.repeat(np.arange(n, dtype=np.int64), np.diff(offs) // (8 * _UNIT_WORDS))
-    return Units(words[:, 0].view(np.uint64).copy(), docs, words[:, 1].copy(), words[:, 2].copy(),
-                 words[:, 3].copy(), words[:, 4].view(np.uint64).copy()), nbytes
+def _span_payloads(span, tbytes, method: str):
+    """:func:`_span_arrays`' columns (every row valid) back as payloads of the span step, a chunk of the
+    column at a time (a whole table's can pass what one Arrow binary array holds), in the rows'
+    order: (units, bytes per document) for ``lines``, (the UTF-8 bytes, bytes per document) else."""
+    chunks = span.chunks if isinstance(span, pa.ChunkedArray) else [span]
+    nbytes_all = np.asarray(tbytes.to_numpy(zero_copy_only=False), dtype=np.int64)
+    at = 0
+    for chunk in chunks:
+        n = len(chunk)
+        nbytes = nbytes_all[at:at + n]
+        at += n
+        bufs = chunk.buffers()
+        large = pa.types.is_large_binary(chunk.type)
+        offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)[chunk.offset: chunk.offset + n + 1]
+        offs = offs.astype(np.int64)
+        raw = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]] if n and bufs[2] is not None \
+            else np.zeros(0, np.uint8)
+        if method != "lines":
+            yield raw, nbytes
+            continue
+        words = raw.view(np.int64).reshape(-1, _UNIT_WORDS) if raw.shape[0] else np.zeros((0, _UNIT_WORDS), np.int64)
+        docs = np.repeat(np.arange(n, dtype=np.int64), np.diff(offs) // (8 * _UNIT_WORDS))
+        yield Units(words[:, 0].view(np.uint64).copy(), docs, words[:, 1].copy(), words[:, 2].copy(),
+                    words[:, 3].copy(), words[:, 4].view(np.uint64).copy()), nbytes

@@ -32,7 +32,7 @@ from ...features.shingles import Features
 from ...index.disk_simhash import SKETCH_SLOTS
 from ...io.formats import InputSpec
 from ...io.formats.lines import BLOCK_BYTES
-from .columns import _binary_rows, _span_payload
+from .columns import _binary_rows, _span_payloads
 from .read import _first_line, _Numbering
 from .session import _is_uri
 from .verify import _csr_sets, _driver_budget, _exact, _sig_dtype
@@ -62,9 +62,9 @@ def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | No
         width = 8 * (1 + SKETCH_SLOTS)            # the fingerprint and the sketch the index stores
 
     need = num.total * (width + 64)             # (+ the row's other columns: id, length, flags)
-    # per input byte: 8 for a shingle hash (--verify exact); a span step's units (40 bytes per line of at
-    # least one byte, counted as 1 per byte: lines average ~80) or its text (substrings), 1 per byte
-    per_byte = (8 if _exact(cfg) else 0) + (1 if _spanned(cfg) else 0)
+    # per input byte, at most: 8 for a shingle hash (--verify exact); a span step's units (40 bytes per
+    # line, and a line of a word takes 2 bytes or more: 20) or its text (substrings: 1)
+    per_byte = (8 if _exact(cfg) else 0) + {None: 0, "substrings": 1}.get(_spanned(cfg), 20)
     if per_byte:
         size = plain_size(specs)
         if size is None:
@@ -197,11 +197,11 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
                 continue
             at = place[r[mine]]
             if spanned:
-                got, nb = _span_payload(t.column("span"), t.column("tbytes"), spanned)
-                if spool is not None:
-                    spool.add(got)
-                    got = None
-                corpus.spans.append((got, nb))
+                for got, nb in _span_payloads(t.column("span"), t.column("tbytes"), spanned):    # (in row order)
+                    if spool is not None:
+                        spool.add(got)
+                        got = None
+                    corpus.spans.append((got, nb))
                 payload_of_doc[at] = base + np.arange(at.shape[0])
                 base += at.shape[0]
             sig = _binary_rows(t.column("sig").combine_chunks(), dtype)

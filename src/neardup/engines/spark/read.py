@@ -40,7 +40,7 @@ from .columns import (
     _lists,
     _ragged_array,
     _signer,
-    _span_array,
+    _span_arrays,
     _utf8,
 )
 from .session import _check_supported, _is_uri, _phase
@@ -171,14 +171,14 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
                 doc_texts = [edited(t, cut[int(rows[j])]) if int(rows[j]) in cut else t
                              for j, t in zip(idx.tolist(), doc_texts)]
         sh = None
-        span = pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64())
+        span = [(0, n, pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64()))]     # (first row, end row, columns)
         if idx.shape[0]:
             out = sign(doc_texts)
             if isinstance(out, Both):           # --spans: the documents' result and the span step's payload
-                span = _span_array(out.span, spans, doc)
+                span = _span_arrays(out.span, spans, doc)
                 out = out.doc
             elif spans is not None:             # a span method: its payload, no signature
-                span = _span_array(out[0], spans, doc)
+                span = _span_arrays(out[0], spans, doc)
                 out = (np.zeros((idx.shape[0], 1), np.uint64), *out[1:])
             values, empty_d, sizes_d = out[:3]
             if exact:
@@ -211,15 +211,19 @@ def _parse_sign(batches, kind, spec, start, last_row_nl, cfg_json, text_field, i
         if sh is None:
             sh = pa.nulls(n, pa.binary())
         nbytes = _line_bytes(batch, kind, start, last_row_nl, bom) if kind == "jsonl" else pa.nulls(n, pa.int64())
-        yield pa.RecordBatch.from_arrays([
+        signed = pa.RecordBatch.from_arrays([
             pa.array(rows, pa.int64()), pa.array(id_out, pa.string()), pa.array(errs, pa.string()),
             pa.array(blank, pa.bool_()), pa.array(fatal, pa.bool_()), pa.array(repl, pa.bool_()),
             pa.array(length, pa.int64()), pa.array(score, pa.float64(), mask=nd),
             _binary_array(values, doc),
             pa.array(empty, pa.bool_(), mask=nd), pa.array(sig_empty, pa.bool_(), mask=nd),
-            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd), sh, nbytes, *span,
+            pa.array(size, pa.int64(), mask=nd), pa.array(rk, pa.int64(), mask=nd), sh, nbytes,
         ], names=["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty",
-                  "sig_empty", "size", "rk", "sh", "nbytes", "span", "tbytes"])
+                  "sig_empty", "size", "rk", "sh", "nbytes"])
+        for lo, hi, payload, tbytes in span:    # (one piece unless the span payload passes a binary column's size)
+            part = signed.slice(lo, hi - lo)
+            yield pa.RecordBatch.from_arrays([*part.columns, payload, tbytes], names=[*part.schema.names, "span",
+                                                                                     "tbytes"])
 
 
 def _line_bytes(batch, kind, start, last_row_nl, bom):
@@ -460,11 +464,9 @@ def _sign_fn(spec: InputSpec, fi: int, num: _Numbering, cfg_json: str, cfg: Dedu
                    offsets=num.offsets[fi] if scanned else None, edits=edits)
 
 
-def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig, edits: dict | None = None) -> tuple[DataFrame,
-                                                                                                      _Numbering]:
-    """Every input scanned, numbered and signed (``_SIGNED``); ``edits``: row → the byte ranges cut from its
-    text before it is signed (``--spans-order before``), sent to the executors once (a broadcast)."""
-    edits = spark.sparkContext.broadcast(edits) if edits else None
+def _read_signed(spark, specs: list[InputSpec], cfg: DedupConfig, edits=None) -> tuple[DataFrame, _Numbering]:
+    """Every input scanned, numbered and signed (``_SIGNED``); ``edits``: a broadcast of row → the byte
+    ranges cut from its text before it is signed (``--spans-order before``; the caller frees it)."""
     scans = [_scan(spark, s, cfg) for s in specs]
     _phase(spark, "number rows")
     num = _number(spark, scans)
@@ -506,7 +508,8 @@ def sign_dataframe(df: DataFrame, cfg: DedupConfig | None = None, text_col: str 
     8 bytes for exact/sentences), ``empty``, ``sig_empty``, ``length``, ``size`` (distinct
     shingles, for containment), ``score`` (keep policy), ``rk`` (64-bit key of the signature),
     ``sh`` (the distinct shingle hashes, ``verify="exact"``), ``nbytes`` (the line's bytes in its
-    file, for JSON lines files Spark read; null here)."""
+    file, for JSON lines files Spark read; null here), ``span`` and ``tbytes`` (a span step's payload
+    in whole runs: null here)."""
     cfg = (cfg or DedupConfig()).resolved()
     _check_supported(cfg)
     if row_col not in df.columns:

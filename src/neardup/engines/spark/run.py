@@ -128,6 +128,11 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
                           f"{_spanned(cfg)} on Spark runs its span step on the driver, which writes the outputs: it "
                           f"needs a local (or mounted) OUTDIR; got -o {outdir}")
     specs = _expand(list(inputs), cfg.input_format)        # inputs and OUTDIR before the JVM starts
+    remote = [s.label for s in specs if _is_uri(s.path)]
+    if _spanned(cfg) and remote:
+        raise ConfigError(f"{'method (--method)' if cfg.method in SPAN_METHODS else 'spans (--spans)'} "
+                          f"{_spanned(cfg)} on Spark runs its span step on the driver, which re-reads the inputs: "
+                          f"they must be local (or mounted) paths; got {remote[0]}")
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
     if cfg.index is not None:
         if _is_uri(outdir) or _is_uri(cfg.index):
@@ -174,8 +179,13 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         hows = []
 
         def read(c: DedupConfig, edits=None):   # one pass 1 on Spark, its tables on the driver
-            signed, num = _read_signed(spark, specs, c, edits[0] if edits else None)
-            corpus, arrays, how = _on_driver(spark, signed, specs, num, c, out, work)
+            cut = spark.sparkContext.broadcast(edits[0]) if edits and edits[0] else None     # (sent once)
+            try:
+                signed, num = _read_signed(spark, specs, c, cut)
+                corpus, arrays, how = _on_driver(spark, signed, specs, num, c, out, work)
+            finally:
+                if cut is not None:
+                    cut.destroy()
             hows.append(how)
             return corpus, arrays
 
@@ -194,9 +204,8 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
                              lambda d: doc_place(specs, corpus, d), engine)
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work, span_cfg,
                           engine=engine)
-    if _spanned(cfg):       # (a URI OUTDIR was refused before the session started)
-        raise ConfigError(f"{_spanned(cfg)} on Spark runs its span step where the run finishes on the driver: "
-                          "a local OUTDIR and local inputs")
+    if _spanned(cfg):       # (refused before the session started: a URI OUTDIR or input never gets here)
+        raise RuntimeError(f"a run with the span step {_spanned(cfg)} did not finish on the driver")
     if cfg.index is not None and simhash_verified(cfg):
         raise ConfigError("index (--index) with verified SimHash runs where the run finishes on the driver (its "
                           "values within half the driver machine's memory and a local OUTDIR) or on the local "
