@@ -173,7 +173,7 @@ def test_band_sets_take_batches_in_any_order_and_leave_unread_rows_empty(tmp_pat
     first, stop = row_ranges(rows, [], [], [])
     assert first.tolist() == stop.tolist() == [0] * 5
     for docs in ([np.array([1, 1])], [np.array([2])], [np.array([11])]):     # a caller's bug, never silent
-        with pytest.raises(ValueError, match="repeated, or not among the rows"):
+        with pytest.raises(RuntimeError, match="repeated, or not among the rows"):
             row_ranges(rows, docs, [np.zeros(len(docs[0]), np.int64)], [np.ones(len(docs[0]), np.int64)])
 
 

@@ -135,7 +135,7 @@ def test_click_options_refuses_overrides_outside_the_table():
 
     with pytest.raises(KeyError, match="not a parameter"):
         click_options(("text_field",), defaults={"no_such_option": 1})
-    with pytest.raises(ValueError, match="offers"):
+    with pytest.raises(RuntimeError, match="offers"):
         click_options(("tokenizer",), choices={"tokenizer": ("word", "nonsense")})
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._procs import cpu_count
-from .errors import ConfigError
+from .errors import ConfigError, InputFormatError
 from .index.lsh import choose_params
 from .io.formats import FORMATS
 from .similarity.simhash import candidate_radius
@@ -339,10 +339,8 @@ class DedupConfig:
         ``workers`` capped at the CPUs this process may use — all before any input is read."""
         try:
             return self._resolved()
-        except ConfigError:
-            raise
-        except (ValueError, TypeError, ImportError) as exc:   # a check made by the class it configures
-            raise ConfigError(str(exc)) from None
+        except (InputFormatError, ImportError) as exc:     # a file a parameter names (word lists, IDF tables)
+            raise ConfigError(str(exc)) from None           # or an optional dependency it needs
 
     def _resolved(self) -> DedupConfig:
         c = DedupConfig(**{p.name: p.check(getattr(self, p.name)) for p in PARAMS})
@@ -495,7 +493,7 @@ def click_options(names=None, exclude=(), all_schemes: bool = False, defaults: d
             raise KeyError(f"click_options: {name!r} is not a parameter of the table")
     for name, sub in choices.items():
         if not set(sub) <= set(BY_NAME[name].choices or ()):
-            raise ValueError(f"click_options: {name!r} offers {sorted(BY_NAME[name].choices or ())}, not {sub}")
+            raise RuntimeError(f"click_options: {name!r} offers {sorted(BY_NAME[name].choices or ())}, not {sub}")
     import click  # noqa: PLC0415  (the command line's dependency, not the library's)
 
     chosen = [p for p in PARAMS if p.option and p.name not in exclude and (names is None or p.name in names)]

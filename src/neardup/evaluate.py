@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ._arrays import sorted_unique, unique_pairs
+from .errors import ConfigError
 from .features.shingles import Features
 from .kernels.clusters import components
 from .similarity.jaccard import exact_jaccard_pairs
@@ -84,7 +85,7 @@ def scores_from_counts(tp: int, fp: int, fn: int) -> PairScores:
     F1 = 2PR/(P+R) (0.0 if P + R = 0)."""
     tp, fp, fn = int(tp), int(fp), int(fn)
     if min(tp, fp, fn) < 0:
-        raise ValueError(f"negative confusion count: tp={tp} fp={fp} fn={fn}")
+        raise ConfigError(f"negative confusion count: tp={tp} fp={fp} fn={fn}")
     p = tp / (tp + fp) if tp + fp else 1.0
     r = tp / (tp + fn) if tp + fn else 1.0
     f1 = 2 * p * r / (p + r) if p + r else 0.0
@@ -104,18 +105,18 @@ def _as_pair_columns(pairs) -> tuple[np.ndarray, np.ndarray]:
         if arr.size == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         if arr.ndim != 2 or arr.shape[1] != 2:
-            raise ValueError(f"pairs must be an (m, 2) array or 2-tuples, got shape {arr.shape}")
+            raise ConfigError(f"pairs must be an (m, 2) array or 2-tuples, got shape {arr.shape}")
         a, b = arr[:, 0], arr[:, 1]
     a = np.asarray(a)
     b = np.asarray(b)
     if a.shape != b.shape or a.ndim != 1:
-        raise ValueError("pair columns must be 1-d arrays of the same length")
+        raise ConfigError("pair columns must be 1-d arrays of the same length")
     if a.size and not (np.issubdtype(a.dtype, np.integer) and np.issubdtype(b.dtype, np.integer)):
         raise TypeError("pair ids must be integers (map other ids to 0..n-1 first)")
     a = a.astype(np.int64, copy=False)
     b = b.astype(np.int64, copy=False)
     if a.size and min(a.min(), b.min()) < 0:
-        raise ValueError("pair ids must be >= 0")
+        raise ConfigError("pair ids must be >= 0")
     return a, b
 
 
@@ -156,7 +157,7 @@ def decision_scores(predicted, actual) -> PairScores:
     p = np.asarray(predicted, dtype=bool)
     y = np.asarray(actual, dtype=bool)
     if p.shape != y.shape:
-        raise ValueError(f"predicted and actual differ in shape: {p.shape} vs {y.shape}")
+        raise ConfigError(f"predicted and actual differ in shape: {p.shape} vs {y.shape}")
     tp = int(np.count_nonzero(p & y))
     return scores_from_counts(tp, int(np.count_nonzero(p & ~y)), int(np.count_nonzero(~p & y)))
 
@@ -165,7 +166,7 @@ def decision_scores(predicted, actual) -> PairScores:
 def _labels(x, name: str) -> np.ndarray:
     x = np.asarray(x)
     if x.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d array of labels")
+        raise ConfigError(f"{name} must be a 1-d array of labels")
     return x
 
 
@@ -185,7 +186,7 @@ def contingency(pred, true) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pred = _labels(pred, "pred")
     true = _labels(true, "true")
     if pred.shape != true.shape:
-        raise ValueError(f"labelings differ in length: {pred.shape[0]} vs {true.shape[0]}")
+        raise ConfigError(f"labelings differ in length: {pred.shape[0]} vs {true.shape[0]}")
     if pred.size == 0:
         e = np.empty(0, np.int64)
         return e, e, e
@@ -305,9 +306,9 @@ def exact_jaccard_truth(features: Features, threshold: float, *, chunk_pairs: in
     """
     t = float(threshold)
     if not 0.0 < t <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+        raise ConfigError(f"threshold must be in (0, 1], got {threshold!r}")
     if chunk_pairs < 1:
-        raise ValueError("chunk_pairs must be >= 1")
+        raise ConfigError("chunk_pairs must be >= 1")
     u = features.unique()
     n = len(u)
     sizes = u.sizes().astype(np.int64)
@@ -401,7 +402,7 @@ def threshold_sweep(scores, actual, *, higher_is_similar: bool = True):
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(actual, dtype=bool)
     if s.shape != y.shape or s.ndim != 1:
-        raise ValueError("scores and actual must be 1-d arrays of the same length")
+        raise ConfigError("scores and actual must be 1-d arrays of the same length")
     key = s if higher_is_similar else -s
     order = np.argsort(-key, kind="stable")
     ks, ys = key[order], y[order]

@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from .._checks import as_int
+from ..errors import ConfigError
 from ..kernels.clusters import bounded_components, bounded_components_parts, components, pick_representatives
 
 KEEP_POLICIES = ("first", "longest", "key")
@@ -105,13 +106,13 @@ def keep_score(policy: str, n: int, lengths, keys) -> np.ndarray:
         return np.zeros(n, dtype=np.float64)
     if policy == "longest":
         if lengths is None:
-            raise ValueError("keep='longest' needs document lengths")
+            raise ConfigError("keep='longest' needs document lengths")
         return np.asarray(lengths, dtype=np.float64)
     if policy == "key":
         if keys is None:
-            raise ValueError("keep='key' needs a key per document (largest is kept)")
+            raise ConfigError("keep='key' needs a key per document (largest is kept)")
         return np.asarray(keys, dtype=np.float64)
-    raise ValueError(f"keep must be one of {', '.join(KEEP_POLICIES)}, got {policy!r}")
+    raise ConfigError(f"keep must be one of {', '.join(KEEP_POLICIES)}, got {policy!r}")
 
 
 def merge_order(n: int, lo: np.ndarray, hi: np.ndarray, edge_sim) -> np.ndarray:
@@ -167,13 +168,13 @@ def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray,
     ``linkage="bounded"`` needs ``threshold``, ``max_drift``, ``edge_sim`` and an ``oracle``.
     """
     if linkage not in LINKAGES:
-        raise ValueError(f"linkage must be one of {', '.join(LINKAGES)}, got {linkage!r}")
+        raise ConfigError(f"linkage must be one of {', '.join(LINKAGES)}, got {linkage!r}")
     score = keep_score(keep, n, lengths, keys)
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     if linkage == "bounded":
         if threshold is None or max_drift is None or edge_sim is None or oracle is None:
-            raise ValueError("linkage='bounded' needs threshold, max_drift, edge_sim and a similarity oracle")
+            raise ConfigError("linkage='bounded' needs threshold, max_drift, edge_sim and a similarity oracle")
         sample = as_int(sample, "sample", 1)
         order = merge_order(n, lo, hi, edge_sim)
         o = oracle
@@ -194,7 +195,7 @@ def build_clusters(n: int, lo: np.ndarray, hi: np.ndarray,
         sim[members] = similarity_to(members, rep[members])
     if max_drift is not None:
         if threshold is None:
-            raise ValueError("max_drift needs the threshold t")
+            raise ConfigError("max_drift needs the threshold t")
         floor = threshold - max_drift
         for _ in range(n):
             bad = np.zeros(n, dtype=bool)

@@ -23,6 +23,7 @@ from .._arrays import sorted_unique
 from ..clusters import Clusters, SimilarityOracle
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..config import DedupConfig, simhash_verified
+from ..errors import ConfigError
 from ..features.shingles import Features
 from ..index.disk_simhash import SKETCH_SLOTS, sketch_jaccard, unpack_sketches
 from ..index.simhash_index import all_pairs
@@ -136,20 +137,20 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     (an index's): never linked to each other, and kept over any other row of their cluster.
     """
     if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        raise ConfigError(f"metric must be one of {METRICS}, got {metric!r}")
     if sigs.scheme == "bottomk":
-        raise ValueError("bottom-k sketches hold the k smallest hashes in sorted order, so slot j of two "
-                         "sketches is not the same event and LSH banding does not apply; use scheme "
-                         "'oph' or 'permutation' to find duplicates (bottom-k is for estimation)")
+        raise ConfigError("bottom-k sketches hold the k smallest hashes in sorted order, so slot j of two "
+                          "sketches is not the same event and LSH banding does not apply; use scheme "
+                          "'oph' or 'permutation' to find duplicates (bottom-k is for estimation)")
     if verify not in VERIFY:
-        raise ValueError(f"verify must be one of {VERIFY}, got {verify!r}")
+        raise ConfigError(f"verify must be one of {VERIFY}, got {verify!r}")
     if verify == "exact" and features is None:
-        raise ValueError("verify='exact' needs the documents' features")
+        raise ConfigError("verify='exact' needs the documents' features")
     if verify == "borderline" and exact_pairs is None and features is None:
-        raise ValueError("verify='borderline' needs exact_pairs (exact similarity of given pairs) or features")
+        raise ConfigError("verify='borderline' needs exact_pairs (exact similarity of given pairs) or features")
     if metric == "containment" and sizes is None:
         if features is None:
-            raise ValueError("metric='containment' needs sizes (distinct shingles per document) or features")
+            raise ConfigError("metric='containment' needs sizes (distinct shingles per document) or features")
         sizes = features.unique().sizes()
     timings = {}
     t0 = time.perf_counter()
@@ -424,7 +425,7 @@ def pairs_table(result: DuplicateResult, ids=None):
     return pa.table(cols)
 
 
-class TooManyPairsError(ValueError):
+class TooManyPairsError(ConfigError):
     """A similarity join would write more pairs than allowed (``max_pairs``)."""
 
 
@@ -493,7 +494,7 @@ def find_run(values, empty, sizes, features, cfg: DedupConfig, corpus: Corpus, p
     band = None
     if simhash_verified(cfg):
         if texts_of is None:
-            raise ValueError("verified SimHash checks its candidates on their texts: give texts_of")
+            raise ConfigError("verified SimHash checks its candidates on their texts: give texts_of")
         band = band_features(cfg, texts_of, values.shape[0], m)
     result = _find_all(values, empty, sizes, features, cfg, lengths, keys, m, exact, band)
     return _without_fixed(result, m) if m else result

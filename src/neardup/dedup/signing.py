@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..config import DedupConfig, simhash_verified
+from ..errors import ConfigError
 from ..index.disk_simhash import SKETCH_SLOTS, pack_sketches, sketcher
 from ..sketches.minhash import MinHasher
 from ..sketches.sentences import SentenceSigner, exact_hash
@@ -52,7 +53,7 @@ def make_signer(cfg: DedupConfig):
         def sign(texts):
             if hasher.scheme.startswith("datasketch"):
                 if exact:
-                    raise ValueError("verify='exact' works with the native schemes (oph, permutation)")
+                    raise ConfigError("verify='exact' works with the native schemes (oph, permutation)")
                 sig = hasher.sign_batch(texts).values
                 sizes = np.array([len(set(hasher.shingler.shingles(t))) for t in texts], dtype=np.int64)
                 return sig, sizes == 0, sizes

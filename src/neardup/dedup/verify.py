@@ -563,7 +563,7 @@ def row_ranges(rows: np.ndarray, docs: list, starts: list, sizes: list) -> tuple
     if d.shape[0]:
         if (np.any(at >= rows.shape[0]) or np.any(rows[np.minimum(at, rows.shape[0] - 1)] != d)
                 or np.bincount(at, minlength=rows.shape[0]).max() > 1):
-            raise ValueError("row_ranges: a document repeated, or not among the rows")   # a bug, never input
+            raise RuntimeError("row_ranges: a document repeated, or not among the rows")   # a bug, never input
         first[at] = st
         stop[at] = st + z
     return first, stop

@@ -32,6 +32,7 @@ from numba import njit
 
 from .._seeds import scheme_salt
 from ..dedup.report import INDEXED_TEXT
+from ..errors import ConfigError
 from ..features.shingles import Shingler
 from ..kernels import minhash as K
 from ..kernels.hashing import fmix64
@@ -126,8 +127,8 @@ def explain_minhash(a: str, b: str, hasher: MinHasher | None = None, bands: tupl
     hasher = hasher or MinHasher()
     scheme, k, seed = hasher.scheme, hasher.num_perm, hasher.seed
     if scheme.startswith("datasketch"):
-        raise ValueError(f"explain covers the native schemes (oph, permutation, bottomk); {scheme} hashes token "
-                         "bytes with SHA-1 per slot — compare it with scheme 'permutation' instead")
+        raise ConfigError(f"explain covers the native schemes (oph, permutation, bottomk); {scheme} hashes token "
+                          "bytes with SHA-1 per slot — compare it with scheme 'permutation' instead")
     (ha, na), (hb, nb) = _shingle_table(hasher.shingler, a), _shingle_table(hasher.shingler, b)
     sig = hasher.sign_batch([a, b]).values
     estimate_sig = float(hasher.sign_batch([a, b]).jaccard_pairs([0], [1])[0])

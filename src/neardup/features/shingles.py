@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._arrays import utf8_buffer
+from ..errors import ConfigError
 from ..kernels.shingle import (
     append_block,
     char_shingles_batch,
@@ -169,9 +170,9 @@ class Shingler:
                  seed: int = 0, user_dict=None):
         self.tokenizer = check_tokenizer(tokenizer)
         if not isinstance(ngram, (int, np.integer)) or isinstance(ngram, bool) or ngram < 1:
-            raise ValueError(f"ngram must be an integer >= 1, got {ngram!r}")
+            raise ConfigError(f"ngram must be an integer >= 1, got {ngram!r}")
         if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
-            raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+            raise ConfigError(f"seed must be an integer in [0, 2**64), got {seed!r}")
         self.ngram = int(ngram)
         self.normalizer = Normalizer() if normalizer == "default" else normalizer
         self.seed = int(seed)
@@ -179,8 +180,8 @@ class Shingler:
         self._user_dict_sha = None
         if user_dict is not None:
             if self.tokenizer not in ("jieba", "auto"):
-                raise ValueError(f"a user dictionary is for the jieba tokenizer: use tokenizer='jieba' or 'auto' "
-                                 f"with user_dict, not {self.tokenizer!r}")
+                raise ConfigError(f"a user dictionary is for the jieba tokenizer: use tokenizer='jieba' or 'auto' "
+                                  f"with user_dict, not {self.tokenizer!r}")
 
             self.user_dict = os.fspath(user_dict)
             self._user_dict_sha = load_user_dict(self.user_dict).sha256

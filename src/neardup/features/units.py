@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..kernels.spans import first_occurrences, unit_hashes_batch
 from ..text.normalize import Normalizer, _pack, kernel_char_map
 from ..text.unicode import class_table
@@ -80,7 +81,7 @@ class UnitHasher:
 
     def __init__(self, unit: str = "line", seed: int = 0):
         if unit not in UNITS:
-            raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}")
+            raise ConfigError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}")
         self.unit = unit
         self.seed = int(seed)
         self._maps = kernel_char_map(_default_normalizer())
@@ -105,7 +106,7 @@ def repeated_units(units: Units, min_docs: int = 1) -> tuple[np.ndarray, np.ndar
     least ``min_docs`` documents; ``first[u]`` is the index of its first occurrence. Units must be
     in corpus order (documents non-decreasing), as :meth:`Units.concat` gives them."""
     if min_docs < 1:
-        raise ValueError(f"min_docs must be >= 1, got {min_docs!r}")
+        raise ConfigError(f"min_docs must be >= 1, got {min_docs!r}")
     if len(units) == 0:
         return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
     order = np.argsort(units.hashes, kind="stable")   # NumPy's radix sort: 64-bit keys in linear passes

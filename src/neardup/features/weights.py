@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from .._arrays import utf8_buffer
+from ..errors import ConfigError
 from ..kernels.shingle import token_shingles_batch
 from ..kernels.simhash import key_slots
 from ..text.dictionaries import MAX_IDF
@@ -85,10 +86,10 @@ class IdfTable:
         vals = np.array([float(idf[w]) for w in words], dtype=np.float64)
         bad = np.flatnonzero(~((vals >= 0.0) & (vals <= MAX_IDF)))
         if bad.shape[0]:
-            raise ValueError(f"the idf of {words[bad[0]]!r} must be a finite number in [0, {MAX_IDF:g}], got "
-                             f"{float(vals[bad[0]])!r}")
+            raise ConfigError(f"the idf of {words[bad[0]]!r} must be a finite number in [0, {MAX_IDF:g}], got "
+                              f"{float(vals[bad[0]])!r}")
         if default is not None and not 0.0 <= default <= MAX_IDF:
-            raise ValueError(f"the default idf must be a finite number in [0, {MAX_IDF:g}], got {default!r}")
+            raise ConfigError(f"the default idf must be a finite number in [0, {MAX_IDF:g}], got {default!r}")
         keys = hash_words(words, seed)
         return cls(keys, vals, float(np.median(vals)) if default is None else default)
 
@@ -163,7 +164,7 @@ def fit_idf_words(batches, tokenizer: str = "jieba", compat: str | None = None, 
                 df.update(words)
                 n += 1
     elif compat is not None:
-        raise ValueError(f"compat={compat!r} has no IDF table (only yanyiwu and jieba-analyse weigh words by IDF)")
+        raise ConfigError(f"compat={compat!r} has no IDF table (only yanyiwu and jieba-analyse weigh words by IDF)")
     elif tokenizer == "jieba" and user_dict is None:
         # the compiled cut over each batch; a document's distinct pieces as one bytes.split + set, and
         # only the corpus's distinct pieces decoded and checked for a word character

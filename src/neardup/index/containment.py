@@ -137,7 +137,7 @@ def containment_params(threshold: float, num_perm: int, query_size: int, doc_siz
     ``doc_size`` (those of its ratio class)."""
     t = _check_threshold(threshold)
     if not (query_size >= 1 and doc_size >= 1):
-        raise ValueError(f"sizes must be ≥ 1 (an empty set is in no pair); got {query_size}, {doc_size}")
+        raise ConfigError(f"sizes must be ≥ 1 (an empty set is in no pair); got {query_size}, {doc_size}")
     lay = tuple(layouts) if layouts is not None else tuple(range(1, num_perm + 1))
     m_lo, tab_r, tab_b = class_table(t, int(num_perm), lay, mode, float(recall), int(grid))
     m = math.ceil(grid * math.log2(doc_size / query_size) - 1e-9)
@@ -150,21 +150,22 @@ def _check_sizes(sizes, values: np.ndarray, empty=None) -> np.ndarray:
     slot value) 0 exactly on empty rows."""
     s = np.asarray(sizes)
     if s.ndim != 1 or s.shape[0] != values.shape[0]:
-        raise ValueError(f"sizes must be a 1-d array with one size per sketch ({values.shape[0]}); got shape {s.shape}")
+        raise ConfigError(f"sizes must be a 1-d array with one size per sketch ({values.shape[0]}); "
+                          f"got shape {s.shape}")
     if s.dtype.kind not in "iuf" and s.size:
-        raise ValueError(f"sizes must be numbers, got dtype {s.dtype}")
+        raise ConfigError(f"sizes must be numbers, got dtype {s.dtype}")
     sf = s.astype(np.float64)
     if s.size and not (np.all(np.isfinite(sf)) and np.all(sf >= 0) and np.all(sf == np.floor(sf))):
-        raise ValueError("sizes must be whole numbers ≥ 0 (distinct shingles per document); got NaN, "
-                         "infinite, negative or fractional values")
+        raise ConfigError("sizes must be whole numbers ≥ 0 (distinct shingles per document); got NaN, "
+                          "infinite, negative or fractional values")
     s = s.astype(np.int64)
     if empty is None:
         return s
     is_empty = np.all(values == empty, axis=1)
     bad = np.flatnonzero(is_empty != (s == 0))
     if bad.size:
-        raise ValueError(f"row {int(bad[0])}: size {int(s[bad[0]])} but the sketch is "
-                         f"{'empty' if is_empty[bad[0]] else 'not empty'} (size 0 ⇔ empty sketch)")
+        raise ConfigError(f"row {int(bad[0])}: size {int(s[bad[0]])} but the sketch is "
+                          f"{'empty' if is_empty[bad[0]] else 'not empty'} (size 0 ⇔ empty sketch)")
     return s
 
 
@@ -231,7 +232,7 @@ def containment_candidates(signatures, sizes, threshold: float, *, mode: str = "
     else:
         values = np.asarray(signatures)
         if values.ndim != 2 or values.dtype.kind not in "iu":
-            raise ValueError(f"signatures must be an n × k integer matrix; got shape {values.shape}, {values.dtype}")
+            raise ConfigError(f"signatures must be an n × k integer matrix; got shape {values.shape}, {values.dtype}")
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
     k = values.shape[1]
@@ -326,7 +327,7 @@ class ContainmentIndex:
         if not self.scheme.startswith("datasketch"):
             return self.hasher.sign_features(feats).values
         if texts is None:
-            raise ValueError(f"scheme {self.scheme!r} hashes shingle strings: give these documents as text")
+            raise ConfigError(f"scheme {self.scheme!r} hashes shingle strings: give these documents as text")
         return self.hasher.sign_batch(list(texts)).values
 
     def add_signatures(self, keys: Sequence, sketches, sizes) -> None:
@@ -334,8 +335,8 @@ class ContainmentIndex:
         objects) with their distinct-shingle counts. Only for an index with ``keep_shingles=False``:
         the others answer exactly and need every document's shingles."""
         if self.keep_shingles:
-            raise ValueError("this index keeps shingles for exact answers (keep_shingles=True): add documents "
-                             "by text or features, or create it with keep_shingles=False")
+            raise ConfigError("this index keeps shingles for exact answers (keep_shingles=True): add documents "
+                              "by text or features, or create it with keep_shingles=False")
         values = self._values(sketches)
         self._insert(keys, values, _check_sizes(sizes, values, self._empty), None)
 
@@ -413,7 +414,7 @@ class ContainmentIndex:
         """Queries given as sketches with their distinct-shingle counts (``verify`` ``"minhash"`` or
         ``"none"``: there are no shingles to check)."""
         if verify not in ("minhash", "none"):
-            raise ValueError(f"a query by sketch has no shingles: verify must be 'minhash' or 'none', got {verify!r}")
+            raise ConfigError(f"a query by sketch has no shingles: verify must be 'minhash' or 'none', got {verify!r}")
         values = self._values(sketches)
         return self._answer(values, _check_sizes(sizes, values, self._empty), None, threshold, verify, with_scores)
 
@@ -435,7 +436,7 @@ class ContainmentIndex:
             raise ConfigError(f"verify must be one of {VERIFY}, got {verify!r}")
         if verify == "exact" and not self.keep_shingles:
             raise ConfigError("verify='exact' needs the documents' shingles; this index was made with "
-                             "keep_shingles=False")
+                              "keep_shingles=False")
         nq = values.shape[0]
         out: list[list] = [[] for _ in range(nq)]
         qi, ri = self.candidates(values, qsizes, t)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._arrays import sorted_unique
 from .._version import __version__
-from ..errors import NeardupError
+from ..errors import ConfigError, NeardupError
 from .segments import SegmentStore
 from .store import (
     IndexStore,
@@ -197,14 +197,14 @@ class BaseDiskIndex:
     @property
     def _st(self) -> IndexStore:
         if self._store is None:
-            raise ValueError("operation on a closed index")
+            raise ConfigError("operation on a closed index")
         return self._store
 
     def _put(self, keys, values: np.ndarray, empty: np.ndarray, replace: bool, bulk: bool | None = None,
              meta: dict | None = None) -> None:
         keys = [check_key(k) for k in keys]
         if len(keys) != values.shape[0]:
-            raise ValueError(f"{len(keys)} keys for {values.shape[0]} documents")
+            raise ConfigError(f"{len(keys)} keys for {values.shape[0]} documents")
         st = self._st
         if hasattr(st, "add_segment") and (meta or (bulk if bulk is not None else len(keys) >= BULK_DOCS)):
             # a large batch becomes a segment at once (written once, not logged first)
@@ -240,7 +240,7 @@ class BaseDiskIndex:
             raise TypeError("add_batch() takes a sequence of texts; use add() for one")
         keys, texts = list(keys), list(texts)
         if len(keys) != len(texts):
-            raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
+            raise ConfigError(f"{len(keys)} keys for {len(texts)} texts")
         if not keys:
             return
         if self._st.readonly:
@@ -327,7 +327,7 @@ class BaseDiskIndex:
         st = self._st
         keys = [check_key(k) for k in keys]
         if len(keys) != values.shape[0]:
-            raise ValueError(f"{len(keys)} keys for {values.shape[0]} documents")
+            raise ConfigError(f"{len(keys)} keys for {values.shape[0]} documents")
         found = self._check(values, empty, accept)
         lo, hi, sc = self._within(values, empty, accept)
         by_hi: dict = {}
@@ -371,7 +371,7 @@ class BaseDiskIndex:
             raise TypeError("check_and_add() takes sequences of keys and texts")
         keys, texts = list(keys), list(texts)
         if len(keys) != len(texts):
-            raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
+            raise ConfigError(f"{len(keys)} keys for {len(texts)} texts")
         if self._st.readonly:
             raise ReadOnlyError(f"{self.path} was opened read-only")
         if not keys:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._arrays import unique_pairs
 from .._version import __version__
-from ..errors import InputFormatError
+from ..errors import ConfigError, InputFormatError
 from ..kernels.lsh import band_keys
 from ..similarity.estimates import containment_from_jaccard, minhash_similarity
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
@@ -54,7 +54,7 @@ class DiskIndex(BaseDiskIndex):
         user dictionary for the ``jieba`` tokenizer; the index stores its absolute path and
         SHA-256, and refuses to open once the file's content differs."""
         if not 0.0 < float(threshold) <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+            raise ConfigError(f"threshold must be in (0, 1], got {threshold!r}")
         user_dict = None if user_dict is None else os.path.abspath(user_dict)
         hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
                            user_dict=user_dict)
@@ -153,7 +153,7 @@ class DiskIndex(BaseDiskIndex):
         width = self._width if width is None else width
         a = np.asarray(values)
         if a.ndim != 2 or a.shape[1] != width:
-            raise ValueError(f"signatures must be an (n, {width}) array, got shape {a.shape}")
+            raise ConfigError(f"signatures must be an (n, {width}) array, got shape {a.shape}")
         if a.dtype != self._dtype:
             info = np.iinfo(self._dtype)
             if a.dtype.kind not in "iu" or (a.size and (a.min() < 0 or a.max() > info.max)):
@@ -164,7 +164,7 @@ class DiskIndex(BaseDiskIndex):
     def _threshold(self, threshold) -> float:
         t = self.threshold if threshold is None else float(threshold)
         if not 0.0 <= t <= 1.0:
-            raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+            raise ConfigError(f"threshold must be in [0, 1], got {threshold!r}")
         return t
 
     def query(self, text, threshold: float | None = None) -> list[tuple[object, float]]:
@@ -224,7 +224,7 @@ class ContainmentDiskIndex(DiskIndex):
         each size ratio is banded (``"recall"``: P(candidate | C = t) ≥ ``recall``; ``"ensemble"``:
         Zhu et al.'s criterion)."""
         if not 0.0 < float(threshold) <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+            raise ConfigError(f"threshold must be in (0, 1], got {threshold!r}")
         if scheme == "bottomk":
             raise IndexConfigError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
         if mode not in MODES:
@@ -264,8 +264,8 @@ class ContainmentDiskIndex(DiskIndex):
     def _with_sizes(self, sig: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray]:
         sizes = np.asarray(sizes, dtype=np.int64)
         if sizes.size and sizes.max() > np.iinfo(self._dtype).max:
-            raise ValueError(f"set sizes must be at most {np.iinfo(self._dtype).max} (stored as {self._dtype}), "
-                             f"got {int(sizes.max())}")
+            raise ConfigError(f"set sizes must be at most {np.iinfo(self._dtype).max} (stored as {self._dtype}), "
+                              f"got {int(sizes.max())}")
         out = np.empty((sig.shape[0], self._width), dtype=self._dtype)
         out[:, :-1] = sig
         out[:, -1] = sizes
@@ -312,7 +312,7 @@ class ContainmentDiskIndex(DiskIndex):
         """:meth:`DiskIndex._matches` for containment: each segment probed in the query's direction
         (``direction="in"``) or in both, candidates scored by the containment estimate."""
         if direction not in self.DIRECTIONS:
-            raise ValueError(f"direction must be one of {self.DIRECTIONS}, got {direction!r}")
+            raise ConfigError(f"direction must be one of {self.DIRECTIONS}, got {direction!r}")
         rows = np.flatnonzero(~empty)
         values = np.ascontiguousarray(values, dtype=self._dtype)
         st = self._st

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._checks import as_int
 from .._version import __version__
-from ..errors import InputFormatError
+from ..errors import ConfigError, InputFormatError
 from ..sketches.minhash import MinHasher
 from ..sketches.simhash import SimHasher, feature_signer, hamming_array
 from ..text.dictionaries import file_keys
@@ -66,8 +66,8 @@ class SimHashDiskIndex(BaseDiskIndex):
         ngram unused); the feature options are those of :func:`neardup.sketches.simhash.feature_signer`."""
         max_distance = as_int(max_distance, "max_distance", 0, 31)
         if weighting == "tfidf" and idf is None:
-            raise ValueError("weighting='tfidf' needs idf='jieba' or an IDF file (a fitted table is not stored by "
-                             "the index)")
+            raise ConfigError("weighting='tfidf' needs idf='jieba' or an IDF file (a fitted table is not stored by "
+                              "the index)")
         masks, layout = _block_masks(max_distance, expected_n)
         config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
                   "max_distance": max_distance, "tokenizer": tokenizer, "ngram": None if ngram is None else int(ngram),
@@ -157,8 +157,8 @@ class SimHashDiskIndex(BaseDiskIndex):
     def _distance(self, max_distance) -> int:
         k = self.max_distance if max_distance is None else int(max_distance)
         if not 0 <= k <= self.max_distance:
-            raise ValueError(f"max_distance must be in [0, {self.max_distance}] for this index (its "
-                             "block keys guarantee no more)")
+            raise ConfigError(f"max_distance must be in [0, {self.max_distance}] for this index (its "
+                              "block keys guarantee no more)")
         return k
 
     def query(self, text, max_distance: int | None = None) -> list[tuple[object, int]]:
@@ -246,10 +246,10 @@ class VerifiedSimHashDiskIndex(SimHashDiskIndex):
         candidate_bits = as_int(candidate_bits, "candidate_bits", 0, 31)
         slots = as_int(slots, "slots", 2, 1024)
         if not 0.0 < float(threshold) <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+            raise ConfigError(f"threshold must be in (0, 1], got {threshold!r}")
         if weighting == "tfidf" and idf is None:
-            raise ValueError("weighting='tfidf' needs idf='jieba' or an IDF file (a fitted table is not stored by "
-                             "the index)")
+            raise ConfigError("weighting='tfidf' needs idf='jieba' or an IDF file (a fitted table is not stored by "
+                              "the index)")
         masks, layout = _block_masks(candidate_bits, expected_n)
         config = {"kind": cls.kind, "format": INDEX_FORMAT, "neardup": __version__,
                   "max_distance": candidate_bits, "candidate_bits": candidate_bits, "threshold": float(threshold),
@@ -332,7 +332,7 @@ class VerifiedSimHashDiskIndex(SimHashDiskIndex):
     def _threshold(self, threshold) -> float:
         t = self.threshold if threshold is None else float(threshold)
         if not 0.0 <= t <= 1.0:
-            raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+            raise ConfigError(f"threshold must be in [0, 1], got {threshold!r}")
         return t
 
     def query(self, text, threshold: float | None = None) -> list[tuple[object, float]]:

@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._arrays import in_threads, sorted_unique
+from ..errors import ConfigError
 from ..kernels.lsh import band_key_rows, bucket_pairs, group_order, merge_unique, row_keys, rows_equal
 
 # A band bucket of m documents gives m(m−1)/2 pairs; past MAX_BUCKET only a star from its smallest
@@ -58,9 +59,9 @@ def false_negative_mass(t: float, b: int, r: int) -> float:
 
 def _check(threshold: float, num_perm: int) -> None:
     if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+        raise ConfigError(f"threshold must be in (0, 1], got {threshold!r}")
     if isinstance(num_perm, bool) or not isinstance(num_perm, (int, np.integer)) or num_perm < 2:
-        raise ValueError(f"num_perm must be an integer >= 2, got {num_perm!r}")
+        raise ConfigError(f"num_perm must be an integer >= 2, got {num_perm!r}")
 
 
 def _masses(t: float, b: int, rs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,7 +101,7 @@ def recall_params(threshold: float, num_perm: int, recall: float = 0.99) -> tupl
     """Cheapest (b, r), b r ≤ k, whose S-curve reaches ``recall`` at s = threshold."""
     _check(threshold, num_perm)
     if not 0.0 < recall < 1.0:
-        raise ValueError(f"recall must be in (0, 1), got {recall!r}")
+        raise ConfigError(f"recall must be in (0, 1), got {recall!r}")
     best, best_cost = None, None
     for r in range(1, num_perm + 1):
         b_max = num_perm // r
@@ -119,8 +120,8 @@ def recall_params(threshold: float, num_perm: int, recall: float = 0.99) -> tupl
         if best_cost is None or cost < best_cost:
             best, best_cost = (b, r), cost
     if best is None:
-        raise ValueError(f"no (b, r) with b*r <= {num_perm} reaches recall {recall} at threshold {threshold}; "
-                         "use more permutations or a lower recall target")
+        raise ConfigError(f"no (b, r) with b*r <= {num_perm} reaches recall {recall} at threshold {threshold}; "
+                          "use more permutations or a lower recall target")
     return best
 
 
@@ -144,13 +145,13 @@ def choose_params(threshold: float, num_perm: int, mode: str = "recall", recall:
     """(b, r) by ``mode`` ``"recall"`` (default), ``"datasketch"``, or explicit ``b`` and ``r``."""
     if b is not None or r is not None:
         if b is None or r is None or b < 1 or r < 1 or b * r > num_perm:
-            raise ValueError(f"explicit bands need b >= 1, r >= 1 and b*r <= num_perm ({num_perm}); got b={b}, r={r}")
+            raise ConfigError(f"explicit bands need b >= 1, r >= 1 and b*r <= num_perm ({num_perm}); got b={b}, r={r}")
         return LSHParams(int(b), int(r), threshold, "explicit")
     if mode == "recall":
         return LSHParams(*recall_params(threshold, num_perm, recall), threshold, f"recall≥{recall}")
     if mode == "datasketch":
         return LSHParams(*datasketch_params(threshold, num_perm), threshold, "datasketch")
-    raise ValueError(f"mode must be 'recall' or 'datasketch', got {mode!r}")
+    raise ConfigError(f"mode must be 'recall' or 'datasketch', got {mode!r}")
 
 
 def identical_rows(values: np.ndarray) -> np.ndarray:
@@ -174,7 +175,7 @@ def candidate_pairs(values: np.ndarray, b: int, r: int, max_bucket: int = MAX_BU
     """Distinct candidate pairs (lo < hi) among ``rows`` (default all) of a signature matrix.
     ``done(1)`` is called as each band is bucketed (from the thread that did it)."""
     if b * r > values.shape[1]:
-        raise ValueError(f"b*r = {b * r} exceeds the signature length {values.shape[1]}")
+        raise ConfigError(f"b*r = {b * r} exceeds the signature length {values.shape[1]}")
     ids = np.arange(values.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     if ids.shape[0] < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)

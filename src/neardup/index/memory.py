@@ -19,10 +19,12 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..kernels.jaccard import top_k_jaccard
 from ..kernels.lsh import band_keys
 from ..sketches.minhash import _DTYPES, MinHash, Signatures, empty_value, jaccard_rows
 from .lsh import choose_params
+from .store import DuplicateKeyError
 
 
 def new_keys(keys: Sequence, count: int, taken) -> list:
@@ -30,12 +32,12 @@ def new_keys(keys: Sequence, count: int, taken) -> list:
     in ``taken`` already (``ValueError`` otherwise)."""
     keys = list(keys)
     if len(keys) != count:
-        raise ValueError(f"{len(keys)} keys for {count} sketches")
+        raise ConfigError(f"{len(keys)} keys for {count} sketches")
     if len(set(keys)) != len(keys):
-        raise ValueError("a key appears twice in the batch")
+        raise DuplicateKeyError("a key appears twice in the batch")
     there = [k for k in keys if k in taken]
     if there:
-        raise ValueError(f"already in the index: {there[:5]!r}")
+        raise DuplicateKeyError(f"already in the index: {there[:5]!r}")
     return keys
 
 
@@ -46,13 +48,13 @@ class MinHashLSH:
                  lsh_mode: str = "recall", recall: float = 0.99, b: int | None = None, r: int | None = None,
                  trees: int = 8):
         if scheme == "bottomk":
-            raise ValueError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
+            raise ConfigError("bottom-k sketches cannot be banded; use scheme 'oph' or 'permutation'")
         params = choose_params(float(threshold), int(num_perm), lsh_mode, recall, b, r)
         self.threshold, self.num_perm, self.scheme, self.seed = float(threshold), int(num_perm), scheme, int(seed)
         self.b, self.r = params.b, params.r
         self.lsh_mode, self.recall = params.mode, recall
         if trees < 1 or num_perm // trees < 1:
-            raise ValueError(f"trees must be in [1, num_perm]; got {trees}")
+            raise ConfigError(f"trees must be in [1, num_perm]; got {trees}")
         self.trees = int(trees)
         self._dtype = np.dtype(_DTYPES[scheme])
         self._empty = self._dtype.type(empty_value(scheme))
@@ -82,10 +84,10 @@ class MinHashLSH:
             rows = np.stack([self._one(s) for s in sketches]) if len(sketches) else \
                 np.zeros((0, self.num_perm), self._dtype)
         if rows.shape[1:] != (self.num_perm,):
-            raise ValueError(f"sketches must have {self.num_perm} slots; got shape {rows.shape}")
+            raise ConfigError(f"sketches must have {self.num_perm} slots; got shape {rows.shape}")
         info = np.iinfo(self._dtype)
         if rows.size and rows.dtype != self._dtype and (rows.min() < 0 or rows.max() > info.max):
-            raise ValueError(f"sketch values out of range for {self._dtype} (scheme {self.scheme!r})")
+            raise ConfigError(f"sketch values out of range for {self._dtype} (scheme {self.scheme!r})")
         return np.ascontiguousarray(rows, dtype=self._dtype)
 
     def _one(self, s) -> np.ndarray:
@@ -98,16 +100,16 @@ class MinHashLSH:
             # default); earlier versions have only the legacy one
             scheme = "datasketch-" + str(getattr(s, "scheme", "legacy"))
             if scheme != self.scheme:
-                raise ValueError(f"a datasketch {type(s).__name__} of scheme {scheme!r} (neardup's name); this index "
-                                 f"uses {self.scheme!r} — create it with scheme={scheme!r}")
+                raise ConfigError(f"a datasketch {type(s).__name__} of scheme {scheme!r} (neardup's name); this index "
+                                  f"uses {self.scheme!r} — create it with scheme={scheme!r}")
             self._same(scheme, int(getattr(s, "seed", self.seed)), len(hv), f"datasketch {type(s).__name__}")
             return np.asarray(hv)
         return np.asarray(s)
 
     def _same(self, scheme, seed, num_perm, what) -> None:
         if (scheme, int(seed), int(num_perm)) != (self.scheme, self.seed, self.num_perm):
-            raise ValueError(f"{what} made with (scheme, seed, num_perm) = {(scheme, seed, num_perm)}; this index "
-                             f"uses {(self.scheme, self.seed, self.num_perm)}")
+            raise ConfigError(f"{what} made with (scheme, seed, num_perm) = {(scheme, seed, num_perm)}; this index "
+                              f"uses {(self.scheme, self.seed, self.num_perm)}")
 
     # -- writing ------------------------------------------------------------------------------------
     def insert(self, key: Hashable, sketch) -> None:
@@ -124,7 +126,7 @@ class MinHashLSH:
         if features is not None:
             features = features.unique()
             if len(features) != values.shape[0]:
-                raise ValueError(f"features of {len(features)} documents for {values.shape[0]} sketches")
+                raise ConfigError(f"features of {len(features)} documents for {values.shape[0]} sketches")
         if not keys:
             return
         start = self._n
@@ -240,7 +242,7 @@ class MinHashLSH:
         from ..kernels.forest import build_keys, build_perms, forest_top_k  # noqa: PLC0415  (numba kernels, 2-5 ms of import for every command: only top_k runs them)
 
         if k < 1:
-            raise ValueError(f"k must be ≥ 1; got {k}")
+            raise ConfigError(f"k must be ≥ 1; got {k}")
         q = self._values([sketch])[0]
         n = self._n
         if n == 0:
@@ -255,7 +257,7 @@ class MinHashLSH:
             return [(self._keys[r], float(e)) for r, e in zip(rows.tolist(), est.tolist())]
         u = features.unique()
         if len(u) != 1:
-            raise ValueError(f"features must be of the one query document; got {len(u)} documents")
+            raise ConfigError(f"features must be of the one query document; got {len(u)} documents")
         # 150 for k = 10: recall@10 0.937 at ~1,190 queries/s on the 92 MB corpus (200: 0.941 at
         # ~1,040; 100: 0.927 at ~1,300; benchmarks/INDEX.md)
         want = int(candidates or max(15 * k, 150))
@@ -263,8 +265,8 @@ class MinHashLSH:
                                self._empty)
         missing = rows[self._fstart[rows] < 0]
         if missing.shape[0]:
-            raise ValueError(f"no shingles kept for {self._keys[int(missing[0])]!r} (inserted without features): "
-                             "exact top-k needs every document's; insert_batch(keys, sketches, features=...)")
+            raise ConfigError(f"no shingles kept for {self._keys[int(missing[0])]!r} (inserted without features): "
+                              "exact top-k needs every document's; insert_batch(keys, sketches, features=...)")
         rows, exact = top_k_jaccard(u.hashes, self._fh, self._fstart, self._fend, rows, int(k))
         return [(self._keys[r], float(e)) for r, e in zip(rows.tolist(), exact.tolist())]
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputFormatError
 from . import wal
 from .disk import open_index_class
 from .files import digest, load_array
@@ -40,7 +41,7 @@ def _manifest(path: Path) -> dict:
         m = json.loads(p.read_bytes())
         why = manifest_shape_problem(m) if isinstance(m, dict) else "not a JSON object"
         if why:
-            raise ValueError(why)
+            raise InputFormatError(why)
     except (ValueError, RecursionError) as exc:
         raise IndexCorruptError(f"{p}: unreadable ({exc}); nothing can be verified or salvaged without it") from None
     return m
@@ -51,7 +52,7 @@ def _config(path: Path, m: dict) -> dict:
     try:
         config = json.loads(m["meta"]["config"])
         if not isinstance(config, dict):
-            raise ValueError("not a JSON object")
+            raise InputFormatError("not a JSON object")
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexCorruptError(f"{path / MANIFEST}: the index's parameters are unreadable ({exc}); nothing can be "
                                 "salvaged without them") from None

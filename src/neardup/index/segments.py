@@ -56,6 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ConfigError
 from . import wal
 from .files import fsync_dir, remove_owned, save_array, write_new
 from .segment import Segment, _pack_keys, decode_key, encode_key, merge
@@ -114,11 +115,11 @@ class SegmentStore(Opening, Reading, IndexStore):
         else:
             widths = {len(s) for s in signatures}
             if len(widths) > 1:
-                raise ValueError("signatures of different lengths in one batch")
+                raise ConfigError("signatures of different lengths in one batch")
             sigs = np.frombuffer(b"".join(signatures), np.uint8).reshape(n, -1) if n else np.zeros((0, 0), np.uint8)
         have = self._width()
         if n and have is not None and sigs.shape[1] != have:
-            raise ValueError(f"signatures of {sigs.shape[1]} bytes; this index stores {have}")
+            raise ConfigError(f"signatures of {sigs.shape[1]} bytes; this index stores {have}")
         _, _, hashes = _pack_keys(raw)
         dead = self._dead()
         where = self._locate_many(raw, hashes, dead)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ConfigError
 from . import wal
 from .files import digest, fsync_dir, load_array, remove_owned, write_atomic, write_new
 from .segment import VERIFY_ON_OPEN, Segment, merge
@@ -101,9 +102,9 @@ class Opening:
             raise NotAnIndexError(f"{p} is not a neardup index folder (no {MANIFEST})")
         synchronous = str(synchronous).upper()
         if synchronous not in ("NORMAL", "FULL"):
-            raise ValueError(f"synchronous must be one of ('NORMAL', 'FULL'), got {synchronous!r}")
+            raise ConfigError(f"synchronous must be one of ('NORMAL', 'FULL'), got {synchronous!r}")
         if verify not in ("auto", "full", "cheap"):
-            raise ValueError(f"verify must be one of ('auto', 'full', 'cheap'), got {verify!r}")
+            raise ConfigError(f"verify must be one of ('auto', 'full', 'cheap'), got {verify!r}")
         st = cls(p, readonly, synchronous, timeout, verify)
         try:
             if not readonly:

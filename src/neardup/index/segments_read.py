@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from .._arrays import unique_pairs
+from ..errors import ConfigError
 from ..kernels.containment import probe
 from .segment import Segment, _pack_keys, encode_key, fold32
 
@@ -179,7 +180,7 @@ class Reading:
         columns; ``qkeys``: the queries' layout band keys (unfolded), ``tab``: the class table
         (m_lo, r per class, b per class) of ``layouts`` at ``num_perm`` slots; ``reverse`` as there."""
         if not self.sized:
-            raise ValueError(f"{self.path}: not a containment index (its band columns are not sorted by size)")
+            raise ConfigError(f"{self.path}: not a containment index (its band columns are not sorted by size)")
         m_lo, tab_r, tab_b = tab
         lay_r = np.asarray(layouts, dtype=np.int64)
         lay_start = np.concatenate([[0], np.cumsum(num_perm // lay_r)]).astype(np.int64)

@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..kernels import hamming_tables as _k
 
 __all__ = ["TablePlan", "CollapsedPairs", "plan_tables", "layout", "all_pairs", "SimHashIndex"]
@@ -264,11 +265,11 @@ def plan_tables(f: int = 64, k: int = 3, n: int = 1_000_000, workload: str = "ba
     (``c_cand`` ~ 30 ns, about n / 2^b per table), so it prefers longer keys sooner.
     """
     if workload not in ("batch", "online"):
-        raise ValueError("workload must be 'batch' or 'online'")
+        raise ConfigError("workload must be 'batch' or 'online'")
     if not 1 <= f <= 64:
-        raise ValueError("f must be in 1..64")
+        raise ConfigError("f must be in 1..64")
     if not 0 <= k < f:
-        raise ValueError(f"k must be in 0..{f - 1} (need more blocks than differing bits)")
+        raise ConfigError(f"k must be in 0..{f - 1} (need more blocks than differing bits)")
     n = max(int(n), 2)
     best = None
     for levels, hist in _layouts(f, k, max_tables):
@@ -277,7 +278,7 @@ def plan_tables(f: int = 64, k: int = 3, n: int = 1_000_000, workload: str = "ba
         if best is None or (cost, t) < (best[0], best[1]):
             best = (cost, t, levels)
     if best is None:  # only when max_tables < C(k + 1, k) = k + 1
-        raise ValueError(f"max_tables={max_tables} is below the minimum of {k + 1} tables")
+        raise ConfigError(f"max_tables={max_tables} is below the minimum of {k + 1} tables")
     return _build_plan(f, k, n, workload, best[2], best[0])
 
 
@@ -285,16 +286,16 @@ def layout(f: int, k: int, levels: tuple[int, ...], n: int = 1_000_000,
            workload: str = "batch") -> TablePlan:
     """A plan with a fixed layout, e.g. ``layout(64, 3, (5,))`` (simhash-py's 5 blocks)."""
     if not 0 <= k < f <= 64:
-        raise ValueError("need 0 <= k < f <= 64")
+        raise ConfigError("need 0 <= k < f <= 64")
     if not 1 <= len(levels) <= 2 or any(b <= k for b in levels) or levels[0] > f:
-        raise ValueError("levels must be (B,) or (B1, B2) with every B > k")
+        raise ConfigError("levels must be (B,) or (B1, B2) with every B > k")
     for lv, hist in _layouts(f, k, 10**9):
         if lv == tuple(levels):
             cost = sum(c * _table_cost(kb, max(n, 2), workload) for kb, c in hist.items())
             return _build_plan(f, k, max(n, 2), workload, tuple(levels), cost)
         if lv[0] > levels[0]:
             break
-    raise ValueError(f"layout {levels} does not fit f={f}")
+    raise ConfigError(f"layout {levels} does not fit f={f}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +346,7 @@ class CollapsedPairs(NamedTuple):
 def _check_size(total: int, max_pairs: int | None) -> None:
     if max_pairs is not None and total > max_pairs:
         gb = total * 17 / 1e9
-        raise ValueError(
+        raise ConfigError(
             f"the answer has {total:,} index pairs (~{gb:,.1f} GB), more than max_pairs="
             f"{max_pairs:,}; identical fingerprints make every copy pair an answer. Use "
             "all_pairs(..., collapse_identical=True) to get the groups of identical values "
@@ -364,14 +365,14 @@ def _as_fps(fps) -> np.ndarray:
         try:
             return np.fromiter(map(operator.index, fps), dtype=np.uint64)
         except OverflowError:
-            raise ValueError("fingerprints must be integers in 0..2**64-1") from None
+            raise ConfigError("fingerprints must be integers in 0..2**64-1") from None
     if fps.ndim != 1:
-        raise ValueError("fingerprints must be a 1-D array")
+        raise ConfigError("fingerprints must be a 1-D array")
     if fps.dtype != np.uint64:
         if fps.dtype.kind not in "iu" and fps.size:
             raise TypeError(f"fingerprints must be unsigned 64-bit integers, got {fps.dtype}")
         if fps.dtype.kind == "i" and fps.size and fps.min() < 0:
-            raise ValueError("fingerprints must be non-negative (or already uint64)")
+            raise ConfigError("fingerprints must be non-negative (or already uint64)")
         fps = fps.astype(np.uint64)
     return np.ascontiguousarray(fps)
 
@@ -430,10 +431,10 @@ def all_pairs(fps, k: int = 3, plan: TablePlan | None = None, *,
     a = _as_fps(fps)
     n = a.shape[0]
     if k < 0:
-        raise ValueError("k must be >= 0")
+        raise ConfigError("k must be >= 0")
     if plan is not None:
         if plan.k < k:
-            raise ValueError(f"plan was built for k={plan.k} < k={k}: pairs could be missed")
+            raise ConfigError(f"plan was built for k={plan.k} < k={k}: pairs could be missed")
     s = np.sort(a)
     has_dup = n > 1 and bool(np.any(s[1:] == s[:-1]))
     if not has_dup:
@@ -472,7 +473,7 @@ def _u64(fp) -> int:
     """``fp`` as a Python int in 0..2**64-1 (ValueError otherwise)."""
     v = operator.index(fp)
     if not 0 <= v <= _U64_MAX:
-        raise ValueError(f"fingerprint {fp!r} is not an unsigned 64-bit integer")
+        raise ConfigError(f"fingerprint {fp!r} is not an unsigned 64-bit integer")
     return v
 
 
@@ -505,7 +506,7 @@ class SimHashIndex:
         if plan is None:
             plan = plan_tables(f, k, max(int(expected_n), 2), workload="online")
         elif plan.k < k:
-            raise ValueError(f"plan was built for k={plan.k} < k={k}: matches could be missed")
+            raise ConfigError(f"plan was built for k={plan.k} < k={k}: matches could be missed")
         self.k = int(k)
         self.f = int(f)
         self.plan = plan
@@ -578,7 +579,7 @@ class SimHashIndex:
         keys = list(keys)
         a = _as_fps(fps)
         if len(keys) != a.shape[0]:
-            raise ValueError("keys and fingerprints differ in length")
+            raise ConfigError("keys and fingerprints differ in length")
         slots = np.empty(len(keys), np.int64)
         pending: dict[Hashable, int] = {}
         for pos, key in enumerate(keys):
@@ -602,7 +603,7 @@ class SimHashIndex:
         """All stored ``(key, distance)`` with distance <= k (default: the index's k)."""
         kk = self.k if k is None else int(k)
         if not 0 <= kk <= self.plan.k:
-            raise ValueError(f"k must be in 0..{self.plan.k} for this index")
+            raise ConfigError(f"k must be in 0..{self.plan.k} for this index")
         q = _as_i64(_u64(fp))
         n = _k.online_query(q, kk, self._masks, self._heads, self._links, self._same,
                             self._fps, self._hbits, self._qbuf)
@@ -617,7 +618,7 @@ class SimHashIndex:
         """``query`` for each fingerprint, in one kernel call."""
         kk = self.k if k is None else int(k)
         if not 0 <= kk <= self.plan.k:
-            raise ValueError(f"k must be in 0..{self.plan.k} for this index")
+            raise ConfigError(f"k must be in 0..{self.plan.k} for this index")
         a = _as_fps(fps)
         offsets = np.empty(a.shape[0] + 1, np.int64)
         out = np.empty(max(16, 2 * a.shape[0]), np.int64)

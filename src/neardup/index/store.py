@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import NeardupError
+from ..errors import ConfigError, NeardupError
 
 APPLICATION_ID = 0x4E445849   # "NDXI" in the SQLite header: marks the file as a neardup index
 FORMAT_VERSION = 1            # PRAGMA user_version: the layout below
@@ -118,8 +118,8 @@ def check_batch(keys, signatures, band_keys, banded):
     n = len(keys)
     band_keys = np.asarray(band_keys, dtype=np.uint64)
     if len(signatures) != n or band_keys.ndim != 2 or band_keys.shape[0] != n:
-        raise ValueError(f"put_batch: {n} keys, {len(signatures)} signatures, band keys "
-                         f"{band_keys.shape} — need one of each per document")
+        raise ConfigError(f"put_batch: {n} keys, {len(signatures)} signatures, band keys "
+                          f"{band_keys.shape} — need one of each per document")
     banded = np.ones(n, dtype=bool) if banded is None else np.asarray(banded, dtype=bool)
     if len(set(keys)) != n:
         seen, twice = set(), []
@@ -272,7 +272,7 @@ class SQLiteStore(IndexStore):
     def _connect(path, mode: str, synchronous: str, timeout: float, immutable: bool = False) -> sqlite3.Connection:
         synchronous = str(synchronous).upper()
         if synchronous not in SYNCHRONOUS:
-            raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, got {synchronous!r}")
+            raise ConfigError(f"synchronous must be one of {SYNCHRONOUS}, got {synchronous!r}")
         uri = _uri(path, mode) + ("&immutable=1" if immutable else "")
         conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         try:

@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from .._arrays import physical_memory, release_pages, sorted_unique
+from ..errors import ConfigError
 from ..features.units import utf8
 from ..kernels.spans import (
     equal_documents,
@@ -63,7 +64,7 @@ class Spans:
 
 def _check_length(min_length) -> int:
     if not isinstance(min_length, (int, np.integer)) or isinstance(min_length, bool) or min_length < 1:
-        raise ValueError(f"min_length must be an integer >= 1 (bytes), got {min_length!r}")
+        raise ConfigError(f"min_length must be an integer >= 1 (bytes), got {min_length!r}")
     return int(min_length)
 
 
@@ -139,7 +140,7 @@ def repeated_in_buffer(text: np.ndarray, starts: np.ndarray, min_length: int, pa
     of at most L bytes per first occurrence."""
     _check_length(min_length)
     if parts is not None and (not isinstance(parts, (int, np.integer)) or isinstance(parts, bool) or parts < 1):
-        raise ValueError(f"parts must be an integer >= 1, got {parts!r}")
+        raise ConfigError(f"parts must be an integer >= 1, got {parts!r}")
     if text.shape[0] == 0:
         e = np.zeros(0, dtype=np.int64)
         return Spans(e, e, e, np.zeros(0, dtype=np.uint64))

@@ -39,6 +39,7 @@ import zlib
 import numpy as np
 import xxhash
 
+from ..errors import ConfigError, InputFormatError
 from .store import IndexCorruptError
 
 MAGIC = b"NDW2"
@@ -75,7 +76,7 @@ def encode_body(first_id: int, raw_keys: list[bytes], sigs: np.ndarray, band_key
 def encode(seq: int, salt: int, body: bytes) -> bytes:
     """The bytes of record number ``seq`` of the log salted ``salt``."""
     if len(body) > MAX_BODY:
-        raise ValueError(f"a log record of {len(body)} bytes; at most {MAX_BODY}")
+        raise ConfigError(f"a log record of {len(body)} bytes; at most {MAX_BODY}")
     head16 = struct.pack("<4sIQ", MAGIC, len(body), seq)
     return head16 + struct.pack("<Q", checksum(head16, body, salt)) + body + FOOT.pack(len(body), FOOT_MAGIC)
 
@@ -86,17 +87,17 @@ def decode_body(body) -> dict:
     hl = struct.unpack_from("<I", body, 0)[0]
     h = json.loads(bytes(body[4:4 + hl]))
     if not isinstance(h, dict):
-        raise ValueError("the record's header is not an object")
+        raise InputFormatError("the record's header is not an object")
     n, w, b, kb, nd, first = (h.get(k) for k in ("n", "w", "b", "kb", "del", "first_id"))
     if not all(type(v) is int and v >= 0 for v in (n, w, b, kb, nd, first)):
-        raise ValueError("the record's header has a missing or negative count")
+        raise InputFormatError("the record's header has a missing or negative count")
     p = 4 + hl
     if p + 8 * (n + 1) + kb + n * w + 8 * n * b + n + 8 * nd != len(body):
-        raise ValueError("the record's counts do not add up to its length")
+        raise InputFormatError("the record's counts do not add up to its length")
     off = np.frombuffer(body, "<i8", n + 1, p).astype(np.int64)
     p += 8 * (n + 1)
     if off[0] != 0 or off[-1] != kb or (n and (np.diff(off) < 0).any()):
-        raise ValueError("the record's key offsets are not increasing within its key bytes")
+        raise InputFormatError("the record's key offsets are not increasing within its key bytes")
     kbytes = bytes(body[p:p + kb])
     p += kb
     sigs = np.frombuffer(body, np.uint8, n * w, p).reshape(n, w)
@@ -108,7 +109,7 @@ def decode_body(body) -> dict:
     dele = np.frombuffer(body, "<i8", nd, p).astype(np.int64)
     keys = [kbytes[off[i]:off[i + 1]] for i in range(n)]
     if any(len(k) == 0 or k[:1] not in (b"s", b"b", b"i") or k[:1] == b"i" and len(k) != 9 for k in keys):
-        raise ValueError("the record holds a key that is not a tagged id")
+        raise InputFormatError("the record holds a key that is not a tagged id")
     return {"first_id": first, "keys": keys, "sigs": sigs, "bands": bk, "banded": banded, "deleted": dele}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..errors import InputFormatError
+from ..errors import ConfigError, InputFormatError
 from .formats import check_fields_apply, read_rows
 from .sources import expand_inputs
 
@@ -33,7 +33,7 @@ def iter_documents(paths: Iterable[str], jsonl: bool | None = None, text_field: 
     lines are skipped (listed in ``blank`` as ``(file, line)``, when given). A document without an
     id field gets ``file:line`` (``file`` for a whole file, its path for a file of a folder)."""
     if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        raise ConfigError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     if fmt is None and jsonl is not None:
         fmt = "jsonl" if jsonl else "file"
     specs = expand_inputs(list(paths), fmt)

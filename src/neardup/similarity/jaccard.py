@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import numba
 import numpy as np
 
+from ..errors import ConfigError
 from ..features.shingles import Features, Shingler
 from ..kernels.jaccard import pair_stats, pair_stats_parallel
 from ..text.tokenize import signing_tokenizer
@@ -31,7 +32,7 @@ def range_stats(h: np.ndarray, first: np.ndarray, stop: np.ndarray, ii, jj):
     jj = np.asarray(jj, dtype=np.int64)
     n = first.shape[0]
     if ii.shape != jj.shape:
-        raise ValueError("row index arrays must have the same shape")
+        raise ConfigError("row index arrays must have the same shape")
     if ii.size and (ii.min() < 0 or jj.min() < 0 or ii.max() >= n or jj.max() >= n):
         raise IndexError(f"row index out of range for {n} documents")
     if ii.shape[0] >= PARALLEL_PAIRS and threading.current_thread() is threading.main_thread():

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from .._arrays import utf8_buffer
+from ..errors import ConfigError
 from ..kernels.hashing import xxh64
 
 
@@ -61,7 +62,7 @@ def item_bytes(items: Iterable) -> list[bytes]:
         elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
             v = int(it)
             if not -(2**63) <= v < 2**64:
-                raise ValueError(f"integer item {v} does not fit in 64 bits")
+                raise ConfigError(f"integer item {v} does not fit in 64 bits")
             parts.append((v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little"))
         else:
             raise TypeError(f"set items must be str, bytes or int, got {type(it).__name__}")

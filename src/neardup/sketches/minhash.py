@@ -23,6 +23,7 @@ import numpy as np
 from .._arrays import in_threads
 from .._seeds import scheme_salt
 from .._version import __version__
+from ..errors import ConfigError, InputFormatError
 from ..features.shingles import Features, Shingler, sorted_distinct
 from ..kernels import minhash as K
 from ..kernels.sha1 import datasketch_shingle_hashes
@@ -42,12 +43,12 @@ _MAGIC = b"NDMH"
 
 def _check(num_perm, scheme, seed) -> None:
     if scheme not in SCHEMES:
-        raise ValueError(f"unknown MinHash scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+        raise ConfigError(f"unknown MinHash scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
     if isinstance(num_perm, bool) or not isinstance(num_perm, (int, np.integer)) or not 1 <= num_perm <= 1 << 16:
-        raise ValueError(f"num_perm must be an integer in [1, 65536], got {num_perm!r}")
+        raise ConfigError(f"num_perm must be an integer in [1, 65536], got {num_perm!r}")
     hi = 2**32 if scheme.startswith("datasketch") else 2**64
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < hi:
-        raise ValueError(f"seed must be an integer in [0, {hi}) for scheme {scheme!r}, got {seed!r}")
+        raise ConfigError(f"seed must be an integer in [0, {hi}) for scheme {scheme!r}, got {seed!r}")
 
 
 def empty_value(scheme: str) -> int:
@@ -64,7 +65,7 @@ def sign_features(features: Features, num_perm: int, scheme: str, seed: int) -> 
         return K.permutation_batch(h, off, a, b)
     if scheme == "bottomk":
         return K.bottomk_batch(h, off, num_perm, scheme_salt(seed))
-    raise ValueError(f"scheme {scheme!r} hashes token bytes, not 64-bit features")
+    raise ConfigError(f"scheme {scheme!r} hashes token bytes, not 64-bit features")
 
 
 def _datasketch_values(token_lists: Sequence[Sequence[bytes]], num_perm: int, scheme: str, seed: int) -> np.ndarray:
@@ -76,7 +77,7 @@ def jaccard_rows(values: np.ndarray, ii, jj, scheme: str) -> np.ndarray:
     ii = np.asarray(ii, dtype=np.int64)
     jj = np.asarray(jj, dtype=np.int64)
     if ii.shape != jj.shape:
-        raise ValueError("row index arrays must have the same shape")
+        raise ConfigError("row index arrays must have the same shape")
     if scheme == "bottomk":
         def run(a, b):
             return K.bottomk_pairs(values, ii[a:b], jj[a:b])
@@ -141,7 +142,7 @@ class MinHash:
             a, b = K.permutation_params(self.seed, self.num_perm)
             np.minimum(self._state, K.permutation_batch(hashes, off, a, b)[0], out=self._state)
         else:
-            raise ValueError(f"scheme {self.scheme!r} hashes item bytes; use update()")
+            raise ConfigError(f"scheme {self.scheme!r} hashes item bytes; use update()")
         return self
 
     # -- reading ------------------------------------------------------------------------------
@@ -163,7 +164,7 @@ class MinHash:
         if not isinstance(other, MinHash):
             raise TypeError(f"expected a MinHash, got {type(other).__name__}")
         if (self.scheme, self.seed, self.num_perm) != (other.scheme, other.seed, other.num_perm):
-            raise ValueError(
+            raise ConfigError(
                 "MinHash sketches differ in (scheme, seed, num_perm): "
                 f"{(self.scheme, self.seed, self.num_perm)} vs {(other.scheme, other.seed, other.num_perm)}")
 
@@ -177,8 +178,8 @@ class MinHash:
         """Sketch of the union (in place; returns self)."""
         self._check_compatible(other)
         if not (self._mergeable and other._mergeable):
-            raise ValueError("a densified OPH row taken from a signature matrix cannot be merged; "
-                             "build the sketch with MinHasher.sign() or MinHash.update() instead")
+            raise ConfigError("a densified OPH row taken from a signature matrix cannot be merged; "
+                              "build the sketch with MinHasher.sign() or MinHash.update() instead")
         if self.scheme == "bottomk":
             self._state = K.bottomk_merge(self._state, other._state, self.num_perm)
         else:
@@ -210,18 +211,18 @@ class MinHash:
     @classmethod
     def from_bytes(cls, data: bytes) -> MinHash:
         if len(data) < 8 or data[:4] != _MAGIC:
-            raise ValueError("not a serialised neardup MinHash (bad magic)")
+            raise InputFormatError("not a serialised neardup MinHash (bad magic)")
         n = int.from_bytes(data[4:8], "little")
         try:
             header = json.loads(data[8:8 + n])
         except ValueError as exc:
-            raise ValueError(f"corrupt MinHash header: {exc}") from None
+            raise InputFormatError(f"corrupt MinHash header: {exc}") from None
         if header.get("format") != 1:
-            raise ValueError(f"unsupported MinHash format {header.get('format')!r}")
+            raise InputFormatError(f"unsupported MinHash format {header.get('format')!r}")
         dtype = np.dtype(header["dtype"])
         state = np.frombuffer(data[8 + n:], dtype=dtype).astype(dtype.newbyteorder("="))
         if state.shape[0] != header["num_perm"]:
-            raise ValueError(f"MinHash payload has {state.shape[0]} values, header says {header['num_perm']}")
+            raise InputFormatError(f"MinHash payload has {state.shape[0]} values, header says {header['num_perm']}")
         return cls(header["num_perm"], header["scheme"], header["seed"], _state=state.copy(),
                    _mergeable=header.get("mergeable", True))
 

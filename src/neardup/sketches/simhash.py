@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._checks import as_int
+from ..errors import ConfigError
 from ..features.shingles import Features, Shingler
 from ..features.weights import IdfTable, hash_words, top_n_mask
 from ..kernels.simhash import (
@@ -56,7 +57,7 @@ def is_near(a: int, b: int, k: int = 3) -> bool:
     """``hamming(a, b) <= k``, stopping as soon as the count passes k (clears the lowest set bit
     of a ^ b once per step: at most k + 1 steps)."""
     if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
+        raise ConfigError(f"k must be >= 0, got {k}")
     x = (int(a) ^ int(b)) & 0xFFFFFFFFFFFFFFFF
     for _ in range(k + 1):
         if x == 0:
@@ -77,7 +78,7 @@ class SimHasher:
                  top_n: int | None = None, normalizer="default", seed: int = 0, *, user_dict=None,
                  stop_words=None):
         if weighting not in WEIGHTINGS:
-            raise ValueError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
+            raise ConfigError(f"unknown weighting {weighting!r}; expected one of {', '.join(WEIGHTINGS)}")
         if top_n is not None:
             top_n = as_int(top_n, "top_n", 1)
         keywords = keyword_features(ngram, weighting, stop_words)     # where auto segments with jieba
@@ -88,17 +89,17 @@ class SimHasher:
         self._files = {}
         if tokenizer == "char" and (stop_words is not None or isinstance(idf, os.PathLike)
                                     or (isinstance(idf, str) and idf != "jieba")):
-            raise ValueError("stop_words and IDF files hold words: use tokenizer='word', 'jieba' or 'auto' with them")
+            raise ConfigError("stop_words and IDF files hold words: use tokenizer='word', 'jieba' or 'auto' with them")
         if isinstance(idf, (str, os.PathLike)):
             if ngram != 1:
-                raise ValueError(f"an IDF table weighs single words: use ngram=1 with idf={os.fspath(idf)!r}")
+                raise ConfigError(f"an IDF table weighs single words: use ngram=1 with idf={os.fspath(idf)!r}")
             if idf == "jieba":
                 idf = IdfTable.jieba(seed)
             else:
                 f = load_idf(idf)
                 why = idf_tokenizer_mismatch(idf, tokenizer)
                 if why:
-                    raise ValueError(f"idf must be {why}")
+                    raise ConfigError(f"idf must be {why}")
                 idf = IdfTable.from_words(dict(zip(self._normalized(f.words), f.values.tolist())),
                                           float(f.median), seed)
                 self._files["idf_sha256"] = f.sha256
@@ -106,7 +107,7 @@ class SimHasher:
         self._stop = None
         if stop_words is not None:
             if ngram != 1:
-                raise ValueError("stop words are single words: use ngram=1 with stop_words")
+                raise ConfigError("stop words are single words: use ngram=1 with stop_words")
 
             f = load_stop_words(stop_words)
             self._stop = np.unique(hash_words(self._normalized(sorted(f.words)), seed))
@@ -135,7 +136,7 @@ class SimHasher:
             w = uniq.counts.astype(np.float64)
         else:
             if self.idf is None:
-                raise ValueError("weighting='tfidf' needs an IDF table: pass idf=... or call fit_idf()")
+                raise ConfigError("weighting='tfidf' needs an IDF table: pass idf=... or call fit_idf()")
             w = uniq.counts * self.idf.lookup(uniq.hashes)
         if self.top_n is not None:
             keep = top_n_mask(w, uniq.offsets, self.top_n)
@@ -215,7 +216,7 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
     ``KeywordExtractor`` takes them, else as :class:`SimHasher` does."""
     if compat is not None:
         if compat not in COMPATS:
-            raise ValueError(f"compat must be one of {', '.join(COMPATS)}; got {compat!r}")
+            raise ConfigError(f"compat must be one of {', '.join(COMPATS)}; got {compat!r}")
         conv = _converter(convert).convert if convert else None
 
         def prepared(texts):
@@ -227,7 +228,7 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
             files = {"user_dict": user_dict, "idf": idf, "stop_words": stop_words}
             why = idf_tokenizer_mismatch(idf, "yanyiwu")
             if why:
-                raise ValueError(f"idf must be {why}")
+                raise ConfigError(f"idf must be {why}")
 
             tables(**files)                        # bad files fail here, before any text is read
             return lambda texts: yanyiwu.simhash_batch_sizes(prepared(texts), top_n, **files)
@@ -235,15 +236,15 @@ def feature_signer(tokenizer: str = "word", ngram: int | None = 3, weighting: st
             top = jieba_analyse.TOP_K if top_n is None else as_int(top_n, "top_n", 1)
             why = idf_tokenizer_mismatch(idf, "jieba-analyse")
             if why:
-                raise ValueError(f"idf must be {why}")
+                raise ConfigError(f"idf must be {why}")
             jieba_analyse.simhash_batch_sizes([], top, stop_words, idf)     # a bad file fails here, before any text
             return lambda texts: jieba_analyse.simhash_batch_sizes(prepared(texts), top, stop_words, idf)
         if user_dict is not None or stop_words is not None or idf is not None:
-            raise ValueError(f"compat={compat!r} has its own features: "
-                             + ("user_dict does not apply" if compat == "jieba-analyse"
+            raise ConfigError(f"compat={compat!r} has its own features: "
+                              + ("user_dict does not apply" if compat == "jieba-analyse"
                                 else "user_dict, stop_words and idf do not apply"))
         if top_n is not None:
-            raise ValueError("top_n does not apply to compat='1e0ng' (the library weighs every window)")
+            raise ConfigError("top_n does not apply to compat='1e0ng' (the library weighs every window)")
 
         def sign_1e0ng(texts):
             texts = prepared(texts)

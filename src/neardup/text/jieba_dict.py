@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .._arrays import utf8_buffer
+from ..errors import InputFormatError
 from ..kernels.jieba_analyse import keywords_batch
 from ..kernels.segment import ascii_pairs, cut_batch, edge_table
 from .dictionaries import file_keys, jieba_median, load_idf, load_stop_words, load_user_dict
@@ -303,7 +304,7 @@ def read_dictionary(path) -> tuple[list[tuple[str, float]], float]:
         for n, line in enumerate(f, 1):
             parts = line.rstrip("\n").split(" ")
             if len(parts) != 3:
-                raise ValueError(f"{path}:{n}: expected 'word frequency tag', got {line.rstrip()!r}")
+                raise InputFormatError(f"{path}:{n}: expected 'word frequency tag', got {line.rstrip()!r}")
             freq = float(parts[1])
             units.append((parts[0], freq))
             total += freq

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrays import arrow_strings, utf8_buffer
+from ..errors import ConfigError
 from ..kernels.normalize import ascii_lower_inplace, nfkc_unsafe_batch, non_ascii_docs, splice_docs
 from .nfkc import nfkc as _nfkc
 from .nfkc import nfkc_docs as _nfkc_docs
@@ -53,7 +54,7 @@ class Normalizer:
 
     def __post_init__(self):
         if self.convert is not None and self.convert not in CONVERSIONS:
-            raise ValueError(f"convert must be one of {', '.join(CONVERSIONS)} or None, got {self.convert!r}")
+            raise ConfigError(f"convert must be one of {', '.join(CONVERSIONS)} or None, got {self.convert!r}")
 
     def __call__(self, text) -> str:
         return self.apply(_as_str(text, self), self.whitespace, True)
@@ -148,7 +149,7 @@ def encode_batch(texts: Sequence, normalizer: Normalizer | None,
         fold_here = normalizer.casefold and not kernel_maps
         nfkc_here = normalizer.nfkc and not kernel_maps
         if kernel_maps and ws:
-            raise ValueError("kernel_maps is for the word kernel, which ignores white space: pass whitespace=False")
+            raise ConfigError("kernel_maps is for the word kernel, which ignores white space: pass whitespace=False")
         kernel_nfkc = kernel_maps and normalizer.nfkc and not nfkc_checked
         unsafe = nfkc_unsafe() if kernel_nfkc else None
     if isinstance(texts, PackedTexts):

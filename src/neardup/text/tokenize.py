@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._arrays import utf8_buffer
+from ..errors import ConfigError
 from ..kernels.segment import jieba_shingles_batch, rs_cut, rs_pieces_batch
 from ..kernels.shingle import solo_fraction_batch, word_scan
 from .dictionaries import load_user_dict, user_frequency
@@ -52,15 +53,15 @@ def signing_tokenizer(tokenizer: str, keywords: bool = False, user_dict=None) ->
     if tokenizer != "auto" or keywords:
         return tokenizer
     if user_dict is not None:
-        raise ValueError("tokenizer 'auto' shingles with the word tokenizer (it separates duplicates at least as "
-                         "well as jieba's words, measured); a user dictionary needs tokenizer='jieba' (or 'auto' "
-                         "with keywords: ngram=1 with weighting='tfidf' or stop_words)")
+        raise ConfigError("tokenizer 'auto' shingles with the word tokenizer (it separates duplicates at least as "
+                          "well as jieba's words, measured); a user dictionary needs tokenizer='jieba' (or 'auto' "
+                          "with keywords: ngram=1 with weighting='tfidf' or stop_words)")
     return "word"
 
 
 def check_tokenizer(name: str) -> str:
     if name not in TOKENIZERS:
-        raise ValueError(f"unknown tokenizer {name!r}; expected one of {', '.join(TOKENIZERS)}")
+        raise ConfigError(f"unknown tokenizer {name!r}; expected one of {', '.join(TOKENIZERS)}")
     return name
 
 

@@ -191,7 +191,7 @@ def write_rows_at(fd: int, row0: int, rows: np.ndarray, values: np.ndarray) -> N
     each run of consecutive rows in one ``pwrite``. A short write is retried; one that writes nothing
     raises (a full disk raises on its own)."""
     if values.dtype != np.uint32:
-        raise ValueError(f"write_rows_at: uint32 slots expected, got {values.dtype}")    # a bug, never input
+        raise RuntimeError(f"write_rows_at: uint32 slots expected, got {values.dtype}")    # a bug, never input
     values = np.ascontiguousarray(values)
     if not values.shape[0]:
         return
@@ -250,7 +250,7 @@ def wanted_lines(block: bytes, first: int, lines: np.ndarray) -> tuple[bytes, in
                            and lines[-1] - lines[0] == lines.shape[0] - 1):
         return block, first                # every line of the block
     if spans.shape[0] and spans[-1, 0] < 0:
-        raise ValueError("wanted_lines: a line past the block's end")      # a bug, never input
+        raise RuntimeError("wanted_lines: a line past the block's end")      # a bug, never input
     return gather_spans(buf, spans).tobytes(), (1 if lines[0] == 1 else 2)
 
 

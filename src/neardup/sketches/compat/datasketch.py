@@ -31,6 +31,8 @@ from neardup.kernels.datasketch_compat import (
     minhash_legacy,
 )
 
+from ...errors import ConfigError
+
 __all__ = [
     "SCHEMES",
     "DEFAULT_SCHEME",
@@ -68,15 +70,15 @@ _MAX_NUM_PERM = 1 << 32  # datasketch's own bound
 
 def _check_params(num_perm, seed, scheme) -> None:
     if isinstance(num_perm, bool) or not isinstance(num_perm, (int, np.integer)):
-        raise ValueError(f"num_perm must be an int >= 1, got {num_perm!r}")
+        raise ConfigError(f"num_perm must be an int >= 1, got {num_perm!r}")
     if not 1 <= num_perm <= _MAX_NUM_PERM:
-        raise ValueError(f"num_perm must be in [1, 2^32], got {num_perm}")
+        raise ConfigError(f"num_perm must be in [1, 2^32], got {num_perm}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an int in [0, 2^32), got {seed!r}")
+        raise ConfigError(f"seed must be an int in [0, 2^32), got {seed!r}")
     if not 0 <= seed < (1 << 32):
-        raise ValueError(f"seed must be in [0, 2^32) (numpy RandomState), got {seed}")
+        raise ConfigError(f"seed must be in [0, 2^32) (numpy RandomState), got {seed}")
     if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+        raise ConfigError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
 
 
 @lru_cache(maxsize=64)
@@ -186,7 +188,7 @@ def hashvalues_from_hash32(h: np.ndarray, offsets: np.ndarray, num_perm: int = 1
     ``h[offsets[d]:offsets[d+1]]``), for the 32-bit schemes ``legacy`` and ``affine32``."""
     _check_params(num_perm, seed, scheme)
     if scheme not in ("legacy", "affine32"):
-        raise ValueError(f"hashvalues_from_hash32 takes the 32-bit schemes, got {scheme!r}")
+        raise ConfigError(f"hashvalues_from_hash32 takes the 32-bit schemes, got {scheme!r}")
     a, b = _permutations(int(num_perm), int(seed), scheme)
     if scheme == "legacy":
         return minhash_legacy(h, offsets, a, b)
@@ -213,6 +215,6 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float | np.ndarray:
     a = np.asarray(a)
     b = np.asarray(b)
     if a.shape != b.shape or a.ndim == 0 or a.shape[-1] == 0:
-        raise ValueError(f"signatures must be non-empty and of equal shape, got {a.shape} and {b.shape}")
+        raise ConfigError(f"signatures must be non-empty and of equal shape, got {a.shape} and {b.shape}")
     eq = np.count_nonzero(a == b, axis=-1) / a.shape[-1]
     return float(eq) if a.ndim == 1 else eq

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ConfigError
 from ...kernels.jieba_analyse import analyse_batch, analyse_batch_serial, keywords_one, md5_tail64_batch
 from ...text.jieba_dict import analyse_args, analyse_keywords
 from ...text.jieba_dict import utf8_batch as _utf8_batch
@@ -44,7 +45,7 @@ keywords = analyse_keywords  # every distinct keyword of each text (what idf fit
 def _top(top_n) -> int:
     top = TOP_K if top_n is None else int(top_n)
     if top < 1:
-        raise ValueError(f"top_n must be at least 1, got {top_n}")
+        raise ConfigError(f"top_n must be at least 1, got {top_n}")
     return top
 
 

@@ -26,6 +26,8 @@ import numpy as np
 
 from neardup.kernels.simhash import fold_one
 
+from ...errors import ConfigError
+
 __all__ = ["simhash", "features", "feature_hashes", "has_content", "distance", "DEFAULT_PATTERN"]
 
 DEFAULT_PATTERN = r"[\w\u4e00-\u9fcc]+"
@@ -35,7 +37,7 @@ _MASK64 = (1 << 64) - 1
 def features(text: str, width: int = 4, pattern: str = DEFAULT_PATTERN) -> list[str]:
     """The library's text features: ``width``-character windows over the cleaned text."""
     if width <= 0:
-        raise ValueError("width must be positive")
+        raise ConfigError("width must be positive")
     content = "".join(re.findall(pattern, text.lower()))
     return [content[i:i + width] for i in range(max(len(content) - width + 1, 1))]
 
@@ -65,7 +67,7 @@ def _weighted(value) -> tuple[list[str], list[float]]:
         if isinstance(w, (int, np.integer)) and w < 0:
             # the reference repeats the hash bytes w times (nothing for w < 0) yet adds w to
             # the total: that is no weighting rule, so refuse it rather than guess
-            raise ValueError(f"negative integer weight {w!r} for feature {name!r}")
+            raise ConfigError(f"negative integer weight {w!r} for feature {name!r}")
         names.append(name)
         weights.append(float(w))
     return names, weights
@@ -74,7 +76,7 @@ def _weighted(value) -> tuple[list[str], list[float]]:
 def simhash(value, f: int = 64) -> int:
     """``Simhash(value, f).value`` of 1e0ng/simhash (md5 features, weighted majority per bit)."""
     if f % 8 or not 8 <= f <= 128:
-        raise ValueError("f must be a multiple of 8 between 8 and 128 (md5 has 128 bits)")
+        raise ConfigError("f must be a multiple of 8 between 8 and 128 (md5 has 128 bits)")
     names, weights = _weighted(value)
     full = _md5_tails(names, f // 8)
     w = np.asarray(weights, dtype=np.float64)
@@ -92,7 +94,7 @@ def _md5_tails(names, nbytes: int) -> list[int]:
 def feature_hashes(names, f: int = 64) -> np.ndarray:
     """The 64-bit hash of each feature as the library folds it (the last 8 bytes of md5, big-endian)."""
     if f != 64:
-        raise ValueError("feature_hashes gives the 64-bit lane; f must be 64")
+        raise ConfigError("feature_hashes gives the 64-bit lane; f must be 64")
     return np.array(_md5_tails(names, 8), dtype=np.uint64)
 
 

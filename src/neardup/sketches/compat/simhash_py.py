@@ -15,6 +15,8 @@ import numpy as np
 
 from neardup.kernels.simhash import fold_one
 
+from ...errors import ConfigError
+
 __all__ = ["compute", "num_differing_bits", "shingle", "unsigned_hash"]
 
 
@@ -36,7 +38,7 @@ def num_differing_bits(a: int, b: int) -> int:
 def shingle(tokens: Iterable, window: int = 4) -> list[tuple]:
     """All ``window``-long runs of consecutive ``tokens`` ([] when there are fewer tokens)."""
     if window <= 0:
-        raise ValueError("window must be positive")
+        raise ConfigError("window must be positive")
     seq: Sequence = tokens if isinstance(tokens, Sequence) else list(tokens)
     return [tuple(seq[i:i + window]) for i in range(len(seq) - window + 1)]
 

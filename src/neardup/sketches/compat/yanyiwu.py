@@ -40,6 +40,7 @@ from neardup.text.dictionaries import load_idf, load_stop_words
 from neardup.text.jieba_dict import _file_shas, read_dictionary, read_idf, read_stop_words, tables, user_words
 
 from ..._arrays import utf8_buffer
+from ...errors import ConfigError
 from ...text.jieba_dict import STOP_WORDS_FILE, cut_compiled_batch
 from ...text.jieba_dict import utf8_batch as _utf8_batch
 
@@ -335,7 +336,7 @@ def simhash_batch_sizes(texts, top_n: int | None = None, *, user_dict=None, idf=
     buf, offsets, _ = _utf8_batch(texts)
     top = 0 if top_n is None else int(top_n)
     if top_n is not None and top < 1:
-        raise ValueError(f"top_n must be at least 1, got {top_n}")
+        raise ConfigError(f"top_n must be at least 1, got {top_n}")
     kernel = yanyiwu_batch if offsets.shape[0] - 1 > SERIAL_DOCS else yanyiwu_batch_serial
     return kernel(buf, offsets, top, t.root, t.child_start, t.child_cp, t.child_node, t.word_weight, t.solo,
                          t.idf, t.stop, t.min_weight, t.idf_average, t.hmm_start, t.hmm_trans, t.hmm_emit)
