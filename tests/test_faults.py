@@ -261,7 +261,7 @@ def test_a_full_disk_while_the_workers_write_the_signatures_is_one_line(tmp_path
 def test_a_stop_inside_a_kernel_dispatch_is_a_stop_not_a_bug():
     """Ctrl-C while numba loads a kernel from its cache surfaces as a SystemError raised from the
     KeyboardInterrupt: the CLI finds the stop in the chain (and only a stop)."""
-    from neardup.cli import _stop_in
+    from neardup.cli.group import _stop_in
 
     def dispatch_stopped():
         try:

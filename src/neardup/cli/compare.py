@@ -21,7 +21,7 @@ from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import SimHasher, feature_signer, hamming
 from ..text.dictionaries import read_limited
 from ..text.normalize import Normalizer
-from . import main
+from .group import main
 
 MAX_DOCUMENT_BYTES = 32 << 20
 """The most ``neardup compare`` reads of A or of B (32 MiB; at most this + 1 bytes are read, so an

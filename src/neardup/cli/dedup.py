@@ -12,7 +12,7 @@ import click
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
 from ..engines.local import run_dedup
 from ..errors import NeardupError
-from . import ParameterError, main
+from .group import ParameterError, main
 
 
 @main.command()

@@ -17,8 +17,8 @@ from ..explain.verdict import Side, verdict
 from ..index.lsh import LSHParams
 from ..io.formats import check_fields_apply, read_rows
 from ..io.sources import expand_inputs
-from . import main
 from .evaluate import _read
+from .group import main
 
 
 def _fail(out: str, why: str):

@@ -15,7 +15,7 @@ from ..io.outfile import check_output_file, replacing
 from ..io.readers import batched
 from ..io.sources import expand_inputs
 from ..text.dictionaries import load_user_dict, word_files, write_idf
-from . import ParameterError, main
+from .group import ParameterError, main
 from .index import _rows
 
 MAX_BATCH = 1 << 16           # documents per batch at most: a batch is held in memory whole

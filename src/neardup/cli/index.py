@@ -38,7 +38,7 @@ from ..io.formats import check_fields_apply, read_rows
 from ..io.outfile import STDOUT, check_output_file, replacing
 from ..io.readers import batched
 from ..io.sources import expand_inputs
-from . import ParameterError, main
+from .group import ParameterError, main
 
 _ALGO = ("threshold", "metric", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf",
          "user_dict", "stop_words", "top_n", "compat", "lsh_mode", "recall", "bands", "rows")

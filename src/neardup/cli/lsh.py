@@ -7,7 +7,7 @@ import click
 
 from ..config import DEFAULTS, click_options
 from ..index.lsh import choose_params, false_negative_mass, false_positive_mass
-from . import ParameterError, main
+from .group import ParameterError, main
 
 
 @main.command()

@@ -11,7 +11,7 @@ import click
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
 from ..engines.local.pairs import DEFAULT_MAX_PAIRS, NOT_USED, run_pairs
 from ..errors import NeardupError
-from . import ParameterError, main
+from .group import ParameterError, main
 
 
 @main.command()

@@ -10,7 +10,7 @@ import sys
 import click
 
 from ..text.dictionaries import read_limited
-from . import main
+from .group import main
 from .index import _open
 
 LOG_FORMATS = ("text", "json")        # --log-format

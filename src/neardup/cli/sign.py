@@ -22,7 +22,7 @@ from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import feature_signer
 from ..text.dictionaries import word_files
 from ..text.normalize import Normalizer
-from . import ParameterError, main
+from .group import ParameterError, main
 
 DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
 

@@ -14,7 +14,7 @@ import click
 
 from ..config import METHODS, DedupConfig, cpu_count
 from ..engines.local.warmup import warm_up
-from . import main
+from .group import main
 
 
 def _warm(method: str, force: bool) -> float | None:

@@ -17,12 +17,12 @@ import numpy as np
 from ..config import DedupConfig, simhash_verified
 from ..errors import ConfigError
 from ..index.disk_simhash import SKETCH_SLOTS, pack_sketches, sketcher
-from ..sketches.minhash import MinHasher
 from ..sketches.sentences import SentenceSigner, exact_hash
 from ..sketches.simhash import feature_signer
 from ..text.normalize import Normalizer
 from .spans import SPAN_METHODS, stage_config
 from .spans import make_signer as span_signer
+from .verify import minhasher
 
 
 class Both(NamedTuple):
@@ -30,13 +30,6 @@ class Both(NamedTuple):
 
     doc: tuple
     span: tuple
-
-
-def minhasher(cfg: DedupConfig):
-    """The run's MinHasher (its shingler also gives the shingle sets of exact checks)."""
-
-    return MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
-                     ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert), user_dict=cfg.user_dict)
 
 
 def make_signer(cfg: DedupConfig):

@@ -30,7 +30,8 @@ from ..features.shingles import Features
 from ..kernels.jaccard import pair_order, pair_order_blocks
 from ..kernels.lsh import merge_unique
 from ..similarity.jaccard import jaccard_of, max_containment_of, range_stats
-from ..sketches.minhash import jaccard_rows
+from ..sketches.minhash import MinHasher, jaccard_rows
+from ..text.normalize import Normalizer
 
 METRICS = ("jaccard", "containment")
 
@@ -44,6 +45,12 @@ VERIFY = ("minhash", "exact", "none", "borderline")
 #: (``verify="none"``).
 HOW = ("identical", "estimate", "exact", "candidate")
 IDENTICAL, ESTIMATE, EXACT, CANDIDATE = range(4)
+
+
+def minhasher(cfg: DedupConfig) -> MinHasher:
+    """The run's MinHasher (its shingler also gives the shingle sets of exact checks); signing uses it too."""
+    return MinHasher(num_perm=cfg.num_perm, scheme=cfg.scheme, seed=cfg.seed, tokenizer=cfg.tokenizer,
+                     ngram=cfg.ngram, normalizer=Normalizer(convert=cfg.convert), user_dict=cfg.user_dict)
 
 
 def simhash_drift_bits(max_drift: float | None) -> int | None:
@@ -242,8 +249,6 @@ def exact_pairs_from_texts(cfg: DedupConfig, texts_of, offset: int, sets_of=None
     (:class:`BandSets`), so that the band's sets — 9 GB at 10 M documents — are pages the system can
     drop, not memory of the run. The function returned keeps in ``documents`` how many documents its
     last call re-read."""
-    from .signing import minhasher  # noqa: PLC0415  (signing imports verify: a circle)
-
     shingler = minhasher(cfg).shingler
 
     def exact(lo, hi):
@@ -304,8 +309,6 @@ def band_features(cfg: DedupConfig, texts_of, n: int, offset: int = 0):
     distinct shingle hashes (:func:`verification_config`) of ``rows`` — re-read from the inputs a batch
     at a time (``texts_of``: (document, text) pairs; row = ``offset`` + document) — and no hash for
     any other row."""
-    from .signing import minhasher  # noqa: PLC0415  (signing imports the kernels' modules)
-
     shingler = minhasher(verification_config(cfg)).shingler
 
     def sets_of(rows):

@@ -53,7 +53,7 @@ from ..kernels.lsh import band_keys
 from ..similarity.estimates import containment_from_jaccard
 from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
 from .lsh import _GL_W, _GL_X
-from .memory import MinHashLSH, new_keys
+from .sketch_input import SketchInput, new_keys
 
 MODES = ("recall", "ensemble")
 VERIFY = ("exact", "minhash", "none")
@@ -261,7 +261,7 @@ def _layouts(threshold: float, num_perm: int, mode: str, recall: float, grid: in
     return tuple(sorted(set(tab_r.tolist())))
 
 
-class ContainmentIndex:
+class ContainmentIndex(SketchInput):     # (sketches of any accepted kind → an n × k matrix)
     """Documents indexed for containment queries: :meth:`query` gives the keys of the indexed
     documents that contain a text to at least the threshold (C = |Q ∩ X| / |Q| over shingle sets).
 
@@ -274,10 +274,6 @@ class ContainmentIndex:
     stored are those that the index threshold's classes use, and another threshold chooses among
     them.
     """
-
-    _values = MinHashLSH._values         # sketches of any accepted kind → an n × k matrix
-    _one = MinHashLSH._one
-    _same = MinHashLSH._same
 
     def __init__(self, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1, *,
                  tokenizer: str = "word", ngram: int = 5, normalizer="default", hash_seed: int = 0,

@@ -22,26 +22,12 @@ import numpy as np
 from ..errors import ConfigError
 from ..kernels.jaccard import top_k_jaccard
 from ..kernels.lsh import band_keys
-from ..sketches.minhash import _DTYPES, MinHash, Signatures, empty_value, jaccard_rows
+from ..sketches.minhash import _DTYPES, empty_value, jaccard_rows
 from .lsh import choose_params
-from .store import DuplicateKeyError
+from .sketch_input import SketchInput, new_keys
 
 
-def new_keys(keys: Sequence, count: int, taken) -> list:
-    """``keys`` as a list, checked for a batch of ``count`` sketches: one key each, no key twice, none
-    in ``taken`` already (``ValueError`` otherwise)."""
-    keys = list(keys)
-    if len(keys) != count:
-        raise ConfigError(f"{len(keys)} keys for {count} sketches")
-    if len(set(keys)) != len(keys):
-        raise DuplicateKeyError("a key appears twice in the batch")
-    there = [k for k in keys if k in taken]
-    if there:
-        raise DuplicateKeyError(f"already in the index: {there[:5]!r}")
-    return keys
-
-
-class MinHashLSH:
+class MinHashLSH(SketchInput):
     """Banded MinHash LSH over sketches of ``num_perm`` slots (``scheme``, ``seed``), all in memory."""
 
     def __init__(self, threshold: float = 0.8, num_perm: int = 128, scheme: str = "oph", seed: int = 1,
@@ -73,44 +59,6 @@ class MinHashLSH:
         self._fend = np.full(0, -1, dtype=np.int64)
 
     # -- sketches in ------------------------------------------------------------------------------
-    def _values(self, sketches) -> np.ndarray:
-        """An (n, num_perm) matrix of this index's dtype from sketches of any accepted kind."""
-        if isinstance(sketches, Signatures):
-            self._same(sketches.scheme, sketches.seed, sketches.num_perm, "Signatures")
-            return np.ascontiguousarray(sketches.values, dtype=self._dtype)
-        if isinstance(sketches, np.ndarray) and sketches.ndim == 2:
-            rows = sketches
-        else:
-            rows = np.stack([self._one(s) for s in sketches]) if len(sketches) else \
-                np.zeros((0, self.num_perm), self._dtype)
-        if rows.shape[1:] != (self.num_perm,):
-            raise ConfigError(f"sketches must have {self.num_perm} slots; got shape {rows.shape}")
-        info = np.iinfo(self._dtype)
-        if rows.size and rows.dtype != self._dtype and (rows.min() < 0 or rows.max() > info.max):
-            raise ConfigError(f"sketch values out of range for {self._dtype} (scheme {self.scheme!r})")
-        return np.ascontiguousarray(rows, dtype=self._dtype)
-
-    def _one(self, s) -> np.ndarray:
-        if isinstance(s, MinHash):
-            self._same(s.scheme, s.seed, s.num_perm, "MinHash")
-            return s.hashvalues
-        hv = getattr(s, "hashvalues", None)
-        if hv is not None and type(s).__module__.startswith("datasketch"):
-            # datasketch ≥ 2.0 names its scheme ("legacy", its old default, or "affine32", the new
-            # default); earlier versions have only the legacy one
-            scheme = "datasketch-" + str(getattr(s, "scheme", "legacy"))
-            if scheme != self.scheme:
-                raise ConfigError(f"a datasketch {type(s).__name__} of scheme {scheme!r} (neardup's name); this index "
-                                  f"uses {self.scheme!r} — create it with scheme={scheme!r}")
-            self._same(scheme, int(getattr(s, "seed", self.seed)), len(hv), f"datasketch {type(s).__name__}")
-            return np.asarray(hv)
-        return np.asarray(s)
-
-    def _same(self, scheme, seed, num_perm, what) -> None:
-        if (scheme, int(seed), int(num_perm)) != (self.scheme, self.seed, self.num_perm):
-            raise ConfigError(f"{what} made with (scheme, seed, num_perm) = {(scheme, seed, num_perm)}; this index "
-                              f"uses {(self.scheme, self.seed, self.num_perm)}")
-
     # -- writing ------------------------------------------------------------------------------------
     def insert(self, key: Hashable, sketch) -> None:
         """Add one sketch under ``key`` (``ValueError`` if the key is there)."""

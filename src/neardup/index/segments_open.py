@@ -12,7 +12,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,8 +31,7 @@ from .segments_manifest import (
 )
 from .store import IndexCorruptError, IndexStoreError, NotAnIndexError
 
-if TYPE_CHECKING:
-    from .segments import SegmentStore
+_Store = TypeVar("_Store", bound="Opening")       # the store class opened (SegmentStore, which mixes this in)
 
 
 def building(p: Path, what: str) -> Path:
@@ -51,8 +50,8 @@ class Opening:
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
-    def create(cls, path, meta: Mapping[str, object], synchronous: str = "NORMAL",
-               timeout: float = 10.0) -> SegmentStore:
+    def create(cls: type[_Store], path, meta: Mapping[str, object], synchronous: str = "NORMAL",
+               timeout: float = 10.0) -> _Store:
         """A new index folder, built under a temporary name beside ``path`` and renamed into place:
         two processes creating one index get one index and one ``FileExistsError``. An existing
         empty folder at ``path`` is used (e.g. made by ``mkdir`` or ``tempfile``)."""
@@ -89,8 +88,8 @@ class Opening:
         return cls.open(p, synchronous=synchronous, timeout=timeout)
 
     @classmethod
-    def open(cls, path, readonly: bool = False, synchronous: str = "NORMAL", timeout: float = 10.0,
-             verify: str = "auto") -> SegmentStore:
+    def open(cls: type[_Store], path, readonly: bool = False, synchronous: str = "NORMAL", timeout: float = 10.0,
+             verify: str = "auto") -> _Store:
         """The index at ``path``. ``verify``: ``"auto"`` checksums every segment when they hold at
         most :data:`~neardup.index.segment.VERIFY_ON_OPEN` bytes in all (else the cheap checks, and
         each segment's row ranges before a kernel reads it); ``"full"`` always; ``"cheap"`` never.

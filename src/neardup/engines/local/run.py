@@ -173,8 +173,12 @@ def _texts_in_blocks(spec, cfg, places: list, wanted: dict):
 
 
 def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None, command: str = "",
-              stdout=None) -> dict:
+              stdout=None, warm=None) -> dict:
     """Deduplicate ``inputs`` into ``outdir``; returns the report (also written as report.json).
+    ``warm(cfg, announce)``: called once parameters, inputs and OUTDIR are checked, before pass 1,
+    returns the seconds it compiled kernels or None (the engine's entry,
+    :func:`neardup.engines.local.run_dedup`, passes the one-time compile,
+    :func:`.warmup.warm_up`, which itself runs small dedups through here without it).
 
     Parameters are checked first, then the inputs (they exist, can be read, none is named twice),
     then the output folder (:class:`~neardup.io.outdir.StagedOutput`: never a folder holding
@@ -200,21 +204,20 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
             raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept "
                               "rows; give an output folder")
         with reporting(cfg):
-            return _run_to_stdout(specs, cfg, command, t_start, stdout)
+            return _run_to_stdout(specs, cfg, command, t_start, stdout, warm)
     checkpoint = resume.checkpoint_dir(outdir) if cfg.resume else None
     with reporting(cfg), StagedOutput(outdir, specs) as stage, opened_index(cfg) as index:
-        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index, checkpoint)
+        report, _ = _staged_run(specs, cfg, stage.work, stage.out, stage.label, command, t_start, index, checkpoint,
+                                warm)
         stage.commit()
     resume.remove(resume.checkpoint_dir(outdir))     # done: a checkpoint of this OUTDIR (any run's) is stale
     return report
 
 
 def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, command: str, t_start: float,
-                index=None, checkpoint: str | None = None):
-    from .warmup import warm_up  # noqa: PLC0415  (warmup runs a dedup: a circle by design)
-
+                index=None, checkpoint: str | None = None, warm=None):
     # a first run compiles the kernels now (parameters, inputs and OUTDIR already checked), timed apart
-    compiled = warm_up(cfg, announce=shows_progress(cfg))
+    compiled = warm(cfg, announce=shows_progress(cfg)) if warm is not None else None
     try:
         specs = spool(specs, work)
         return _run(specs, cfg, out, command, t_start + (compiled or 0.0), index, compiled, checkpoint, work), specs
@@ -225,7 +228,7 @@ def _staged_run(specs, cfg: DedupConfig, work: str, out: str, label: str, comman
         raise
 
 
-def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout) -> dict:
+def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout, warm=None) -> dict:
     csvs = [s for s in specs if s.fmt == "csv"]
     other = [s for s in specs if s.fmt not in ("jsonl", "lines", "csv")]
     if other or (csvs and len(specs) > 1):
@@ -241,7 +244,7 @@ def _run_to_stdout(specs, cfg: DedupConfig, command: str, t_start: float, stdout
         work, out = os.path.join(tmp, "work"), os.path.join(tmp, "out")
         os.mkdir(work)
         os.mkdir(out)
-        report, specs = _staged_run(specs, cfg, work, out, tmp, command, t_start, index)
+        report, specs = _staged_run(specs, cfg, work, out, tmp, command, t_start, index, warm=warm)
         for spec, o in zip(specs, report["outputs"]):
             with open_read(os.path.join(out, o["output"]), spec.compression) as fh:
                 shutil.copyfileobj(fh, stdout, 1 << 20)
