@@ -228,7 +228,9 @@ def _fmt(x) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
 
 
-@click.command("eval")
+# (-h as on every command even when the command object is invoked alone: click keeps the help option it
+# first builds, so one built without the group's setting would refuse -h under the group afterwards)
+@click.command("eval", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("predicted", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--labels", type=click.Path(dir_okay=False), default=None,
               help="Ground truth: a pairs file (JSONL or CSV) or a clusters file (JSONL).")
