@@ -234,6 +234,12 @@ class _Editor:
         return new
 
 
+def span_method(cfg: DedupConfig) -> str | None:
+    """The method of a run's span step: ``lines``/``substrings`` (``--method``, or ``--spans`` beside a
+    whole-document method), or None."""
+    return cfg.method if cfg.method in SPAN_METHODS else cfg.spans
+
+
 def stage_config(cfg: DedupConfig) -> DedupConfig | None:
     """The configuration of a run's span step: the run's own (``--method lines|substrings``), one
     with ``method`` set to ``--spans`` (a whole-document method with ``--spans``), or None."""
@@ -414,4 +420,5 @@ def edited(text: str, ranges) -> str:
     """``text`` without the byte ranges (starts, ends) of its UTF-8 form (``--spans-order before``)."""
     return cut(text.encode("utf-8", "surrogatepass"), *ranges).decode("utf-8", "surrogatepass")
 
-__all__ = ["SPAN_METHODS", "SpanStage", "TextSpool", "cut", "edited", "make_signer", "run_spans", "stage_config"]
+__all__ = ["SPAN_METHODS", "SpanStage", "TextSpool", "cut", "edited", "make_signer", "run_spans", "span_method",
+           "stage_config"]

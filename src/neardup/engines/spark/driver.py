@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame
 from ..._arrays import physical_memory
 from ...config import DedupConfig, simhash_verified
 from ...dedup.progress import plain_size
-from ...dedup.spans import SPAN_METHODS, TextSpool
+from ...dedup.spans import SPAN_METHODS, TextSpool, span_method
 from ...dedup.tables import Corpus
 from ...errors import InputFormatError
 from ...features.shingles import Features
@@ -48,11 +48,6 @@ def finish_bytes() -> int:
 FINISH_BYTES: int | None = None
 
 
-def _spanned(cfg: DedupConfig) -> str | None:
-    """The method of a run's span step (``--method lines|substrings``, or ``--spans``), or None."""
-    return cfg.method if cfg.method in SPAN_METHODS else cfg.spans
-
-
 def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | None:
     """Bytes of the values a run finished on the driver holds (see the module's docstring); None when
     unknown (``--verify exact`` or a span step over a compressed input)."""
@@ -64,7 +59,7 @@ def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | No
     need = num.total * (width + 64)             # (+ the row's other columns: id, length, flags)
     # per input byte, at most: 8 for a shingle hash (--verify exact); a span step's units (40 bytes per
     # line, and a line of a word takes 2 bytes or more: 20) or its text (substrings: 1)
-    per_byte = (8 if _exact(cfg) else 0) + {None: 0, "substrings": 1}.get(_spanned(cfg), 20)
+    per_byte = (8 if _exact(cfg) else 0) + {None: 0, "substrings": 1}.get(span_method(cfg), 20)
     if per_byte:
         size = plain_size(specs)
         if size is None:
@@ -80,7 +75,7 @@ def fits_driver(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig, local
     local engine would hold the same on one machine."""
     if local is None or any(_is_uri(s.path) for s in specs):
         return False
-    if _spanned(cfg):
+    if span_method(cfg):
         return True
     need = _need(specs, num, cfg)
     return need is not None and need <= finish_bytes()
@@ -129,7 +124,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     :class:`~neardup.dedup.spans.TextSpool` in ``spill``). Also returns how the rows came
     (:func:`_signed_tables`)."""
     exact = _exact(cfg)
-    spanned = _spanned(cfg)
+    spanned = span_method(cfg)
     cols = ["row", "id", "err", "blank", "fatal", "replaced", "length", "score", "sig", "empty", "size", "nbytes"]
     extra = (["sh"] if exact else []) + (["span", "tbytes"] if spanned else [])
     tables, how = _signed_tables(signed, cols + extra, _need(specs, num, cfg), folder)

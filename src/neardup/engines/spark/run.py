@@ -34,7 +34,7 @@ from ...dedup.report import (
     similarity_counts,
     write_report,
 )
-from ...dedup.spans import SPAN_METHODS, run_spans, stage_config
+from ...dedup.spans import SPAN_METHODS, run_spans, span_method, stage_config
 from ...errors import ConfigError, InputFormatError
 from ...explain import compact_explanation
 from ...io.formats import check_fields_apply, check_stamp, output_name
@@ -43,7 +43,7 @@ from ...io.outdir import StagedOutput
 from ...io.sources import spool
 from ..local.run import checkpoint_pass1, doc_place, drop_duplicate_ids, finish_run, resumed_pass1, spans_before
 from .columns import _column
-from .driver import _spanned, fits_driver, pass1_on_driver
+from .driver import fits_driver, pass1_on_driver
 from .graph import find_clusters
 from .index import _add_kept, _index_part
 from .read import (
@@ -123,16 +123,17 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
     cfg = (config or DedupConfig()).resolved()
     _check_supported(cfg, spans=True)
     t_start = time.perf_counter()
-    if _spanned(cfg) and _is_uri(outdir):
-        raise ConfigError(f"{'method (--method)' if cfg.method in SPAN_METHODS else 'spans (--spans)'} "
-                          f"{_spanned(cfg)} on Spark runs its span step on the driver, which writes the outputs: it "
-                          f"needs a local (or mounted) OUTDIR; got -o {outdir}")
+    spanned = span_method(cfg)
+    # the span step runs on the driver, which writes the outputs and re-reads the inputs: local paths
+    what = f"{'method (--method)' if cfg.method in SPAN_METHODS else 'spans (--spans)'} {spanned}"
+    if spanned and _is_uri(outdir):
+        raise ConfigError(f"{what} on Spark runs its span step on the driver, which writes the outputs: it needs a "
+                          f"local (or mounted) OUTDIR; got -o {outdir}")
     specs = _expand(list(inputs), cfg.input_format)        # inputs and OUTDIR before the JVM starts
     remote = [s.label for s in specs if _is_uri(s.path)]
-    if _spanned(cfg) and remote:
-        raise ConfigError(f"{'method (--method)' if cfg.method in SPAN_METHODS else 'spans (--spans)'} "
-                          f"{_spanned(cfg)} on Spark runs its span step on the driver, which re-reads the inputs: "
-                          f"they must be local (or mounted) paths; got {remote[0]}")
+    if spanned and remote:
+        raise ConfigError(f"{what} on Spark runs its span step on the driver, which re-reads the inputs: they must "
+                          f"be local (or mounted) paths; got {remote[0]}")
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
     if cfg.index is not None:
         if _is_uri(outdir) or _is_uri(cfg.index):
@@ -175,7 +176,7 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
                           engine=("spark", {**info, "signed_rows": "checkpoint"}))
     span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
-    if span_cfg is not None and cfg.spans_order == "before" and local is not None:
+    if span_cfg is not None and cfg.spans_order == "before":     # (a URI OUTDIR was refused: local is set)
         hows = []
 
         def read(c: DedupConfig, edits=None):   # one pass 1 on Spark, its tables on the driver
@@ -204,8 +205,8 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
                              lambda d: doc_place(specs, corpus, d), engine)
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work, span_cfg,
                           engine=engine)
-    if _spanned(cfg):       # (refused before the session started: a URI OUTDIR or input never gets here)
-        raise RuntimeError(f"a run with the span step {_spanned(cfg)} did not finish on the driver")
+    if span_method(cfg):       # (refused before the session started: a URI OUTDIR or input never gets here)
+        raise RuntimeError(f"a run with the span step {span_method(cfg)} did not finish on the driver")
     if cfg.index is not None and simhash_verified(cfg):
         raise ConfigError("index (--index) with verified SimHash runs where the run finishes on the driver (its "
                           "values within half the driver machine's memory and a local OUTDIR) or on the local "
