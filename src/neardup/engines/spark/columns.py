@@ -166,7 +166,7 @@ def _span_arrays(payload, method: str, valid: np.ndarray, limit: int = SPAN_BATC
     does not (hence the cuts)."""
     got, nbytes = payload
     n, m = valid.shape[0], int(np.asarray(nbytes).shape[0])
-    if method == "lines":
+    if method == "lines":       # (the span signer's two payloads: units, or the text's bytes as they are)
         u: Units = got
         per_doc = np.bincount(u.docs, minlength=m).astype(np.int64) * (8 * _UNIT_WORDS)
         data = np.stack([u.hashes.view(np.int64), u.starts, u.ends, u.tokens, u.digests.view(np.int64)], axis=1)
@@ -215,7 +215,7 @@ def _span_payloads(span, tbytes, method: str):
         offs = offs.astype(np.int64)
         raw = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]: offs[-1]] if n and bufs[2] is not None \
             else np.zeros(0, np.uint8)
-        if method != "lines":
+        if method != "lines":   # (substrings: the bytes are the payload; lines: 5-word unit records)
             yield raw, nbytes
             continue
         words = raw.view(np.int64).reshape(-1, _UNIT_WORDS) if raw.shape[0] else np.zeros((0, _UNIT_WORDS), np.int64)

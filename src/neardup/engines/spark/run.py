@@ -200,7 +200,7 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         checkpoint_pass1(checkpoint, cfg, specs, arrays, corpus, timings)
         timings["read_sign"] = time.perf_counter() - t0
         engine = ("spark", {**info, "signed_rows": how})
-        if cfg.method in SPAN_METHODS:
+        if cfg.method in SPAN_METHODS:      # (a span method has no whole-document step: the local run_spans)
             return run_spans(specs, cfg, local, corpus, command, t_start, timings,
                              lambda d: doc_place(specs, corpus, d), engine)
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work, span_cfg,
