@@ -5,8 +5,8 @@
 
 Corpus: the first ``--docs`` records of ``benchmarks/data/corpus.jsonl`` if it exists, otherwise
 texts of ``/usr/share/doc/*/copyright``. Index: ``DiskIndex.create`` defaults (t = 0.8, k = 128,
-oph, word 5-grams, recall-mode bands), in a fresh temporary directory, SQLite WAL,
-synchronous=NORMAL unless a row says FULL.
+oph, word 5-grams, recall-mode bands), a folder index (segments and log) in a fresh temporary
+directory, synchronous=NORMAL unless a row says FULL.
 
 Rows (each timed once, after a warm-up that compiles the kernels):
 
@@ -18,8 +18,8 @@ Rows (each timed once, after a warm-up that compiles the kernels):
   ``query_signatures`` — lookup + verification only. Queries are stored documents (each finds
   at least itself) and, if the corpus has more, unseen ones.
 
-Size: database file bytes / documents after close (WAL checkpointed), with a per-table split
-from SQLite's ``dbstat``. Results: a table on stdout and ``benchmarks/out/disk_index.json``.
+Size: the index folder's bytes / documents after close, with a split by file (segment arrays by
+name, the log, the manifest). Results: a table on stdout and ``benchmarks/out/disk_index.json``.
 """
 from __future__ import annotations
 
@@ -36,7 +36,6 @@ import argparse
 import glob
 import json
 import platform
-import sqlite3
 import sys
 import tempfile
 import time
@@ -82,14 +81,12 @@ def timed(fn) -> float:
 
 
 def table_sizes(path: str) -> dict[str, int]:
-    con = sqlite3.connect(path)
-    try:
-        rows = con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
-    except sqlite3.OperationalError:  # SQLite built without dbstat
-        rows = []
-    finally:
-        con.close()
-    return {name: int(size) for name, size in rows}
+    """Bytes of the index folder by file name (a segment's arrays summed over segments)."""
+    out: dict[str, int] = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            out[f] = out.get(f, 0) + os.path.getsize(os.path.join(root, f))
+    return out
 
 
 def main() -> int:
@@ -152,8 +149,8 @@ def main() -> int:
         found_self = sum(any(k == stored_ids[i * step] for k, _ in hits[i]) for i in range(nq_seen))
         mean_hits = sum(len(h) for h in hits) / len(hits)
         idx.close()
-        db_bytes = os.path.getsize(path)
         tables = table_sizes(path)
+        db_bytes = sum(tables.values())
 
         # storage only: the same signatures again, NORMAL then FULL
         sigs = DiskIndex.open(path, readonly=True)
@@ -182,7 +179,7 @@ def main() -> int:
     print(f"queries: {found_self}/{nq_seen} stored queries found themselves; {mean_hits:.2f} results per query")
 
     report = {
-        "neardup": __version__, "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
+        "neardup": __version__, "python": platform.python_version(),
         "machine": platform.machine(), "corpus": {"source": source, "docs": n, "mb": mb, "unseen_queries": len(unseen)},
         "params": params,
         "rows": [{"operation": name, "count": count, "seconds": sec, "per_second": count / sec}

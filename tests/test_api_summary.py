@@ -136,7 +136,7 @@ def test_serve_logs_the_notice_in_its_own_format(monkeypatch, capsys):
     monkeypatch.setattr(_cache, "_noticed", False)
     try:
         _log_lines("json", access_log=True)
-        _fake_compile("neardup.index.segments_read")
+        _fake_compile("neardup.index.probe")
     finally:                    # (the loggers as they were, for the tests after this one)
         for g, (handlers, propagate, level) in zip(loggers, saved):
             g.handlers[:], g.propagate = handlers, propagate

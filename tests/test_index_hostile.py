@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import sqlite3
 
 import numpy as np
 import pytest
 from hostile import without_root
 
-from neardup.errors import NeardupError
 from neardup.index.disk import DiskIndex, SimHashDiskIndex
-from neardup.index.store import IndexStoreError, SQLiteStore
 
 TEXTS = ["the quick brown fox jumps over the lazy dog near the river bank today",
          "a completely different sentence about gardening and tomatoes in summer"]
@@ -54,12 +51,19 @@ def test_create_without_exist_ok_refuses_an_existing_index(tmp_path):
         DiskIndex.create(path)
 
 
-def test_new_index_file_has_the_usual_permissions(tmp_path):
-    path = tmp_path / "i.db"
-    DiskIndex.create(path, store=SQLiteStore).close()
+def test_new_index_folder_has_the_usual_permissions(tmp_path):
+    """The index folder and its files get the modes any new folder and file get (the umask's), not
+    the private ones of a temporary file."""
+    path = tmp_path / "i"
+    with DiskIndex.create(path) as idx:
+        idx.add_batch(["a", "b"], TEXTS, bulk=True)
+        idx.add("c", "a third text, logged")
     umask = os.umask(0)
     os.umask(umask)
-    assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
+    assert os.stat(path).st_mode & 0o777 == 0o777 & ~umask
+    files = [p for p in path.rglob("*") if p.is_file()]
+    assert len(files) > 3 and all(os.stat(f).st_mode & 0o777 == 0o666 & ~umask for f in files), \
+        [(f.name, oct(os.stat(f).st_mode & 0o777)) for f in files]
 
 
 def test_read_only_index_in_a_read_only_folder_opens_read_only(open_tmp):
@@ -92,23 +96,4 @@ def test_numpy_integer_parameters_are_accepted(tmp_path):
     with pytest.raises(ValueError, match="max_distance"):
         SimHashDiskIndex.create(tmp_path / "t.db", max_distance=np.float64(3.0))
 
-
-def test_sqlite_errors_name_the_index_file(tmp_path):
-    path = tmp_path / "i.db"
-    idx = DiskIndex.create(path, store=SQLiteStore)
-    idx.add("a", TEXTS[0])
-    idx.close()
-    other = sqlite3.connect(path, timeout=0)
-    other.execute("BEGIN EXCLUSIVE")              # another process holds the write lock
-    try:
-        idx = DiskIndex.open(path)
-        idx._store._conn.execute("PRAGMA busy_timeout=50")
-        with pytest.raises(IndexStoreError) as exc:
-            idx.add("b", TEXTS[1])
-        assert str(path) in str(exc.value) and isinstance(exc.value, NeardupError)
-        assert isinstance(exc.value, sqlite3.OperationalError)
-        idx.close()
-    finally:
-        other.rollback()
-        other.close()
 

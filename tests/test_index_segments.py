@@ -13,7 +13,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from neardup.index import segments, segments_read
+from neardup.index import probe as probe_module
+from neardup.index import segments
 from neardup.index.disk import DiskIndex, SimHashDiskIndex
 from neardup.index.segments import SegmentStore
 from neardup.index.store import DuplicateKeyError, IndexCorruptError, IndexStoreError, NotAnIndexError, ReadOnlyError
@@ -343,9 +344,9 @@ def test_parallel_probe_gives_the_sequential_answers(tmp_path, monkeypatch):
     for cls in (DiskIndex, SimHashDiskIndex):
         with cls.create(tmp_path / cls.__name__) as idx:
             idx.add_batch(list(texts), list(texts.values()), bulk=True)
-            assert len(queries) >= segments_read.PARALLEL_QUERIES
+            assert len(queries) >= probe_module.PARALLEL_QUERIES
             fast = idx.query_batch(queries)
-            monkeypatch.setattr(segments_read, "PARALLEL_QUERIES", 10**9)
+            monkeypatch.setattr(probe_module, "PARALLEL_QUERIES", 10**9)
             slow = idx.query_batch(queries)
             monkeypatch.undo()
             assert fast == slow and sum(map(len, fast)) > 800

@@ -14,6 +14,7 @@ Examples::
     neardup index compact IDX
     neardup index backup IDX IDX-2026-12-07              # a consistent copy (hard links to the segments)
     neardup index export IDX -o signatures.parquet
+    neardup index migrate old.ndx IDX                   # an SQLite index file of neardup 0.x → a folder
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from ..dedup.incremental import create_index, index_kind
 from ..dedup.progress import begin, plain_size, reporting
 from ..errors import InputFormatError
 from ..index.disk import open_index
+from ..index.migrate import migrate_sqlite
 from ..index.repair import repair_index, verify_index
 from ..index.store import DuplicateKeyError, InvalidKeyError, check_key, key_candidates
 from ..io.formats import check_fields_apply, read_rows
@@ -372,6 +374,32 @@ def _export(idx, sink) -> int:
             if writer is not None:
                 writer.close()
     return n
+
+
+@index.command()
+@click.argument("old", type=click.Path(exists=True, dir_okay=False))
+@click.argument("new", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="The result as one JSON object.")
+def migrate(old, new, as_json):
+    """Convert OLD, an index in neardup 0.x's SQLite file format, into a new index folder NEW, the
+    store every command reads: the same configuration, every document's id and stored signature in
+    the order they were added (band keys computed again). OLD is only read. NEW is built under a
+    temporary name beside it and appears only when complete. Refused, with nothing written, when NEW
+    exists or when this neardup signs text differently from the neardup that built OLD.
+
+    \b
+    Examples:
+      neardup index migrate crawl.ndx crawl-idx
+      neardup index migrate crawl.ndx crawl-idx --json
+    """
+    p = Path(new)
+    if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):
+        raise click.ClickException(f"{new} already exists; migrate writes a new index")
+    out = migrate_sqlite(old, new)
+    if as_json:
+        click.echo(json.dumps(out, sort_keys=True))
+    else:
+        click.echo(f"migrated {out['documents']} documents ({out['kind']}) from {old} to the index folder {new}")
 
 
 @index.command()

@@ -215,10 +215,7 @@ def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str,
     otherwise (:class:`~neardup.index.store.DuplicateKeyError`, nothing added), as by ``index add``."""
     st = index.store
     if not cfg.replace and keys:
-        if hasattr(st, "lookup_many"):
-            taken = [k for k, d in zip(keys, st.lookup_many(keys).tolist()) if d >= 0]
-        else:                        # the SQLite store of older indexes
-            taken = [k for k in keys if k in index]
+        taken = [k for k, d in zip(keys, st.lookup_many(keys).tolist()) if d >= 0]
         if taken:
             raise DuplicateKeyError(f"{cfg.index}: {len(taken)} kept rows have ids already in the index with "
                                     f"another text ({', '.join(map(repr, taken[:5]))}"

@@ -5,24 +5,17 @@ keys and scores."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from .._arrays import sorted_unique
 from .._version import __version__
 from ..errors import ConfigError, NeardupError
+from .probe import probe
 from .segments import SegmentStore
-from .store import (
-    IndexStore,
-    IndexStoreError,
-    NotAnIndexError,
-    ReadOnlyError,
-    SQLiteStore,
-    check_key,
-)
+from .sqlite_legacy import is_sqlite_file, legacy_refusal
+from .store import IndexStore, NotAnIndexError, ReadOnlyError, check_key
 
 INDEX_FORMAT = 1
 BULK_DOCS = 4096     # a batch at least this large becomes a segment directly (folder store)
@@ -69,6 +62,21 @@ def _numpy_scalar(o):
 
 def _jsonable(obj):
     return json.loads(json.dumps(obj, sort_keys=True, default=_numpy_scalar))
+
+
+def stored_config(raw, path) -> dict:
+    """An index's stored configuration (its ``config`` metadata entry, JSON), checked to be of the
+    format this neardup reads; :class:`NotAnIndexError` naming ``path`` otherwise."""
+    if raw is None:
+        raise NotAnIndexError(f"{path} has no index configuration")
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        raise NotAnIndexError(f"{path}: the stored configuration is not JSON") from None
+    got = config.get("format") if isinstance(config, dict) else config
+    if got != INDEX_FORMAT:
+        raise NotAnIndexError(f"{path}: index format {got!r}; this neardup reads format {INDEX_FORMAT}")
+    return config
 
 
 class BaseDiskIndex:
@@ -123,29 +131,22 @@ class BaseDiskIndex:
     @classmethod
     def open(cls, path, readonly: bool = False, *, store: type[IndexStore] | None = None,
              synchronous: str = "NORMAL", **expect):
-        """Open an existing index (a folder: :class:`SegmentStore`; a file: the SQLite store of
-        neardup ≤ 0.x, unless ``store`` says otherwise). Keyword arguments among the creation
-        parameters (e.g. ``num_perm=128, scheme="oph"``) are checked against the index:
-        :class:`IndexConfigError` on a difference. :class:`NotAnIndexError` for a path that is not
-        a neardup index."""
+        """Open an existing index (a folder: :class:`SegmentStore`, unless ``store`` says otherwise).
+        Keyword arguments among the creation parameters (e.g. ``num_perm=128, scheme="oph"``) are
+        checked against the index: :class:`IndexConfigError` on a difference. :class:`NotAnIndexError`
+        for a path that is not a neardup index, and for an SQLite index file of neardup 0.x
+        (:class:`~neardup.index.sqlite_legacy.LegacyIndexError`, naming ``neardup index migrate``)."""
         if store is None:
-            store = SQLiteStore if Path(path).is_file() else SegmentStore
+            if is_sqlite_file(path):
+                raise legacy_refusal(path)
+            store = SegmentStore
         unknown = set(expect) - set(cls._EXPECTABLE)
         if unknown:
             raise TypeError(f"{cls.__name__}.open() got unexpected arguments {sorted(unknown)}; "
                             f"checkable parameters: {', '.join(cls._EXPECTABLE)}")
         st = store.open(path, readonly=readonly, synchronous=synchronous)
         try:
-            raw = st.get_meta("config")
-            if raw is None:
-                raise NotAnIndexError(f"{path} has no index configuration")
-            try:
-                config = json.loads(raw)
-            except ValueError:
-                raise NotAnIndexError(f"{path}: the stored configuration is not JSON") from None
-            if config.get("format") != INDEX_FORMAT:
-                raise NotAnIndexError(f"{path}: index format {config.get('format')!r}; this neardup "
-                                      f"reads format {INDEX_FORMAT}")
+            config = stored_config(st.get_meta("config"), path)
             if config.get("kind") != cls.kind:
                 other = {"minhash": "DiskIndex", "simhash": "SimHashDiskIndex",
                          "simhash-verified": "VerifiedSimHashDiskIndex",
@@ -186,9 +187,6 @@ class BaseDiskIndex:
         le = np.ascontiguousarray(values, dtype=self._dtype.newbyteorder("<"))
         return [le[i].tobytes() for i in range(le.shape[0])]
 
-    def _decode(self, blobs: list[bytes]) -> np.ndarray:
-        return self._values_of(np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1))
-
     def _values_of(self, raw: np.ndarray) -> np.ndarray:
         """Stored signature bytes, an (n, bytes) uint8 matrix, as (n, width) values."""
         return raw.view(self._dtype.newbyteorder("<")).reshape(raw.shape[0], self._width).astype(self._dtype)
@@ -206,7 +204,7 @@ class BaseDiskIndex:
         if len(keys) != values.shape[0]:
             raise ConfigError(f"{len(keys)} keys for {values.shape[0]} documents")
         st = self._st
-        if hasattr(st, "add_segment") and (meta or (bulk if bulk is not None else len(keys) >= BULK_DOCS)):
+        if meta or (bulk if bulk is not None else len(keys) >= BULK_DOCS):
             # a large batch becomes a segment at once (written once, not logged first)
             le = np.ascontiguousarray(values, dtype=self._dtype.newbyteorder("<"))
             st.add_segment(keys, le.view(np.uint8).reshape(len(keys), self._dtype.itemsize * self._width),
@@ -254,51 +252,38 @@ class BaseDiskIndex:
             raise KeyError(key)
 
     # -- reading ----------------------------------------------------------------------------------
+    _probe_scores = True   # the probe kernel's score is this index's estimate (a flavour may say not)
+
     def _matches(self, values: np.ndarray, empty: np.ndarray, accept):
-        """Vectorised matching (the folder store): arrays (query row, candidate position, score)
-        sorted by query, best first, then oldest document; and per candidate position its key,
-        document id and signature. Each segment is probed by one compiled pass
-        (:func:`neardup.kernels.index_probe.probe_segment`); keys are read only of the accepted."""
+        """The one query path: arrays (query row, candidate position, score) sorted by query, best
+        first, then oldest document; and per candidate position its key, document id and signature.
+        Each segment is probed by one compiled pass (:func:`neardup.index.probe.probe`); keys are read
+        only of the accepted. A flavour whose estimate the kernel does not compute (bottom-k) takes
+        every document sharing a band from it and scores them here, with no bucket bound."""
         rows = np.flatnonzero(~empty)
         st = self._st
         values = np.ascontiguousarray(values, dtype=self._dtype)
+        direct = self._probe_scores
         with st.snapshot():
-            qi, docs, scores = st.probe(values, rows, self._bands(values[rows]), accept.kind, accept.limit,
-                                        self._dtype.type(self._empty_value()), self._max_bucket)
+            qi, docs, scores = probe(st, values, rows, self._bands(values[rows]), accept.kind,
+                                     accept.limit if direct else -np.inf, self._dtype.type(self._empty_value()),
+                                     self._max_bucket if direct else 0)
             ids, ci = np.unique(docs, return_inverse=True)
             keys, raw = st.fetch_arrays(ids)
         cvals = self._values_of(raw)
+        if not direct:
+            scores = self._scores(values, cvals, qi, ci)
+            ok = accept(scores)
+            qi, ci, scores = qi[ok], ci[ok], scores[ok]
         order = np.lexsort((ids[ci], self._rank(scores), qi))
         return qi[order], ci[order], scores[order], keys, ids, cvals
 
     def _query(self, values: np.ndarray, empty: np.ndarray, accept) -> list[list[tuple]]:
-        nq = values.shape[0]
-        out: list[list[tuple]] = [[] for _ in range(nq)]
-        rows = np.flatnonzero(~empty)
-        if rows.shape[0] == 0:
+        out: list[list[tuple]] = [[] for _ in range(values.shape[0])]
+        if not (~empty).any():
             return out
-        st = self._st
-        if hasattr(st, "probe") and sys.byteorder == "little" and getattr(self, "scheme", "") != "bottomk":
-            qi, ci, scores, keys, _, _ = self._matches(values, empty, accept)
-            for q, c, s in zip(qi.tolist(), ci.tolist(), scores.tolist()):
-                out[q].append((keys[c], s))
-            return out
-        with st.snapshot():
-            cands = st.candidates(self._bands(values[rows]))
-            sizes = np.array([c.shape[0] for c in cands], dtype=np.int64)
-            if sizes.sum() == 0:
-                return out
-            flat = np.concatenate(cands)
-            ids = sorted_unique(flat)
-            keys, blobs = st.fetch(ids.tolist())
-        cvals = self._decode(blobs)
-        qi = np.repeat(rows, sizes)
-        ci = np.searchsorted(ids, flat)
-        scores = self._scores(values, cvals, qi, ci)
-        ok = accept(scores)
-        qi, ci, scores = qi[ok], ci[ok], scores[ok]
-        order = np.lexsort((ci, self._rank(scores), qi))  # per query: best first, then oldest id
-        for q, c, s in zip(qi[order].tolist(), ci[order].tolist(), scores[order].tolist()):
+        qi, ci, scores, keys, _, _ = self._matches(values, empty, accept)
+        for q, c, s in zip(qi.tolist(), ci.tolist(), scores.tolist()):
             out[q].append((keys[c], s))
         return out
 
@@ -333,7 +318,7 @@ class BaseDiskIndex:
         by_hi: dict = {}
         for i, j, s in zip(lo.tolist(), hi.tolist(), sc.tolist()):
             by_hi.setdefault(j, []).append((i, s))
-        taken = (st.lookup_many(keys) >= 0) if hasattr(st, "lookup_many") else [st.contains(k) for k in keys]
+        taken = st.lookup_many(keys) >= 0
         added = np.zeros(len(keys), dtype=bool)
         out = []
         seen: set = set()
@@ -380,55 +365,37 @@ class BaseDiskIndex:
         return self._check_and_add(keys, values, empty, self._default_accept())
 
     def flush(self) -> None:
-        """Folder store: make the logged online adds a segment now (they are durable already)."""
-        if hasattr(self._st, "flush"):
-            self._st.flush()
+        """Make the logged online adds a segment now (they are durable already)."""
+        self._st.flush()
 
     def note_writer(self, what: str) -> None:
-        """Folder store: name this writer (after its pid) to a second one, which is refused naming it."""
-        if hasattr(self._st, "note_writer"):
-            self._st.note_writer(what)
+        """Name this writer (after its pid) to a second one, which is refused naming it."""
+        self._st.note_writer(what)
 
     def backup(self, dest) -> dict:
-        """A consistent copy of the index as a new folder ``dest`` (folder store, opened for writing:
-        see :meth:`~neardup.index.segments.SegmentStore.backup`); :class:`IndexStoreError` otherwise."""
-        if not hasattr(self._st, "backup"):
-            raise IndexStoreError(f"{self.path} is a SQLite index: copy it while no process has it open")
+        """A consistent copy of the index as a new folder ``dest`` (opened for writing: see
+        :meth:`~neardup.index.segments.SegmentStore.backup`)."""
         return self._st.backup(dest)
 
     def compact(self) -> None:
-        """Rewrite the index as one segment without removed documents (folder store), or
-        checkpoint the SQLite log."""
-        st = self._st
-        if hasattr(st, "compact"):
-            st.compact()
-        elif hasattr(st, "checkpoint"):
-            st.checkpoint()
+        """Rewrite the index as one segment without removed documents."""
+        self._st.compact()
 
     def get(self, key):
         """The stored signature of ``key`` (a NumPy row), or ``KeyError``."""
         st = self._st
-        if hasattr(st, "lookup"):
-            with st.snapshot():
-                doc = st.lookup(key)
-                if doc < 0:
-                    raise KeyError(key)
-                _, raw = st.fetch_arrays([doc])
-            return self._values_of(raw)[0]
-        with st.snapshot():         # the SQLite store of older indexes
-            raw = st.signature(key)
-        if raw is None:
-            raise KeyError(key)
-        return self._decode([raw])[0]
+        with st.snapshot():
+            doc = st.lookup(key)
+            if doc < 0:
+                raise KeyError(key)
+            _, raw = st.fetch_arrays([doc])
+        return self._values_of(raw)[0]
 
     def stats(self) -> dict:
         """documents, bytes on disk, segments, and the parameters the index was built with."""
         st = self._st
         out = {"documents": len(self), "path": str(self.path), "store": type(st).__name__,
-               "bytes": st.size_bytes() if hasattr(st, "size_bytes") else None}
-        if hasattr(st, "segments"):
-            out["segments"] = len(st.segments())
-            out["generation"] = st.generation
+               "bytes": st.size_bytes(), "segments": len(st.segments()), "generation": st.generation}
         out["parameters"] = {k: v for k, v in self.config.items() if k not in ("hasher",)}
         return out
 
@@ -440,7 +407,7 @@ class BaseDiskIndex:
         return self._st.snapshot()
 
     def check(self) -> dict:
-        """Store consistency report (see :meth:`SQLiteStore.check`)."""
+        """Store consistency report (see :meth:`IndexStore.check`)."""
         return self._st.check()
 
     @property

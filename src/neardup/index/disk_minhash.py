@@ -12,7 +12,7 @@ from .._version import __version__
 from ..errors import ConfigError, InputFormatError
 from ..kernels.lsh import band_keys
 from ..similarity.estimates import containment_from_jaccard, minhash_similarity
-from ..sketches.minhash import _DTYPES, MinHasher, Signatures, empty_value, jaccard_rows
+from ..sketches.minhash import _DTYPES, SLOTWISE, MinHasher, Signatures, empty_value, jaccard_rows
 from .containment import GRID, MODES, _check_sizes, _layout_keys, _layouts, class_table, containment_candidates
 from .disk_base import (
     INDEX_FORMAT,
@@ -23,6 +23,7 @@ from .disk_base import (
     _unsigned_pipeline,
 )
 from .lsh import MAX_BUCKET, candidate_pairs, choose_params
+from .probe import probe_containment
 from .segments import SegmentStore
 from .store import (
     IndexStore,
@@ -97,6 +98,7 @@ class DiskIndex(BaseDiskIndex):
         self._dtype = np.dtype(_DTYPES[self.scheme])
         self._width = int(config["num_perm"])
         self._empty = self._dtype.type(empty_value(self.scheme))
+        self._probe_scores = self.scheme in SLOTWISE     # else the probe's candidates are scored by jaccard_rows
 
     def _sign(self, texts):
         values = np.ascontiguousarray(self.hasher.sign_batch(texts).values)
@@ -323,7 +325,7 @@ class ContainmentDiskIndex(DiskIndex):
         with st.snapshot():
             qs, ds = [], []
             for reverse in ((False,) if direction == "in" else (False, True)):
-                q, d = st.probe_containment(qkeys, qsizes, self.layouts, self.num_perm, tab, max(t, 1e-9), self.grid,
+                q, d = probe_containment(st, qkeys, qsizes, self.layouts, self.num_perm, tab, max(t, 1e-9), self.grid,
                                             reverse)
                 qs.append(q)
                 ds.append(d)

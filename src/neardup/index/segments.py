@@ -64,7 +64,7 @@ from .segments_manifest import FORMAT, MANIFEST, PENDING, _plain, manifest_bytes
 from .segments_manifest import manifest_problem as manifest_problem
 from .segments_manifest import manifest_shape_problem as manifest_shape_problem
 from .segments_open import Opening, building
-from .segments_read import PARALLEL_QUERIES, Reading
+from .segments_read import Reading
 from .store import DuplicateKeyError, IndexStore, IndexStoreError, ReadOnlyError, check_batch
 
 FLUSH_DOCS = 65536              # online adds kept in the log (and memory) before they become a segment
@@ -412,6 +412,6 @@ def remove_empty_index(path) -> bool:
 
 
 
-__all__ = ["FLUSH_DOCS", "FORMAT", "MANIFEST", "MERGE_SEGMENTS", "PARALLEL_QUERIES", "PENDING", "SegmentStore",
+__all__ = ["FLUSH_DOCS", "FORMAT", "MANIFEST", "MERGE_SEGMENTS", "PENDING", "SegmentStore",
            "decode_key", "encode_key", "manifest_bytes", "manifest_problem", "manifest_shape_problem",
            "remove_empty_index"]

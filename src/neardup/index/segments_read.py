@@ -1,24 +1,16 @@
 """Reading the folder store (:mod:`neardup.index.segments`): snapshots (a reader catches up with a
-newer manifest and log), key lookups by binary search of the folded key hashes, candidates and
-the compiled probes of each segment's sorted band columns, fetching signatures, and the counts."""
+newer manifest and log), key lookups by binary search of the folded key hashes, the segments'
+arrays as the probes read them (:meth:`Reading.views`; the probes are :mod:`neardup.index.probe`),
+fetching signatures, and the counts."""
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
 
-import numba
 import numpy as np
 
-from .._arrays import unique_pairs
-from ..errors import ConfigError
-from ..kernels.containment import probe
 from .segment import Segment, _pack_keys, encode_key, fold32
-
-PARALLEL_QUERIES = 2048         # query batches at least this large are probed on all cores
-
-
-def _threads() -> int:
-    return max(1, int(numba.get_num_threads()))
+from .store import SegmentView
 
 
 class Reading:
@@ -109,111 +101,22 @@ class Reading:
         with self.snapshot():
             return self._locate_many(raw, h)
     # -- reading ----------------------------------------------------------------------------------
-    def candidate_pairs(self, band_keys) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, document id) pairs, each once, sorted by query then id: every live document
-        sharing a band key with a query row."""
-        band_keys = np.ascontiguousarray(np.asarray(band_keys, dtype=np.uint64))
-        with self.snapshot():
-            qs, ds = [], []
-            for s in self._all():
-                q, d = s.candidates(band_keys)
-                qs.append(q)
-                ds.append(d)
-            dead = self._dead()
-        if not qs:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        q, d = np.concatenate(qs), np.concatenate(ds)
-        if dead.shape[0]:
-            live = ~np.isin(d, dead)
-            q, d = q[live], d[live]
-        return unique_pairs(q, d)
-
-    def probe(self, values: np.ndarray, rows: np.ndarray, band_keys, kind: int, limit: float,
-              empty, max_bucket: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(query row, document id, score) of every accepted match of the query rows ``rows`` of
-        ``values`` (their band keys ``band_keys``), each segment probed by one compiled pass
-        (:func:`~neardup.kernels.index_probe.probe_segment`; ``kind``/``limit`` as there)."""
-        from ..kernels.index_probe import probe_segment, probe_segment_parallel  # noqa: PLC0415  (numba kernels, 3 ms of import for every command: only a query runs them)
-
-        rows = np.asarray(rows, dtype=np.int64)
-        folded = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64).reshape(rows.shape[0], -1)))
-        qs, ds, ss = [], [], []
-        with self.snapshot():
-            dead = self._dead()
-            for s in self._all():
-                if s.n == 0 or rows.shape[0] == 0:
-                    continue
-                s.ensure_checked()
-                sig = s.sigs.view(values.dtype).reshape(s.n, -1)
-                lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
-                mask = np.zeros(s.n if hi > lo else 0, dtype=np.bool_)
-                if hi > lo:
-                    mask[dead[lo:hi] - s.first_id] = True
-                chunks = _threads() if rows.shape[0] >= PARALLEL_QUERIES else 1
-                cap = max(1024, 2 * rows.shape[0] // chunks)
-                while True:     # per slice of queries a stretch of `cap` outputs; larger if one overflowed
-                    n = cap * chunks
-                    oq, orow, osc = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.float64)
-                    if chunks == 1:
-                        counts = np.array([probe_segment(values, rows, folded, s.bands, s.band_row, sig, mask, empty,
-                                                         kind, limit, max_bucket, oq, orow, osc)])
-                    else:
-                        counts = np.zeros(chunks, np.int64)
-                        probe_segment_parallel(values, rows, folded, s.bands, s.band_row, sig, mask, empty, kind,
-                                               limit, max_bucket, chunks, oq, orow, osc, counts)
-                    if counts.max() <= cap:
-                        break
-                    cap = int(counts.max())
-                take = np.concatenate([np.arange(c * cap, c * cap + counts[c]) for c in range(chunks)])
-                qs.append(oq[take])
-                ds.append(orow[take] + s.first_id)
-                ss.append(osc[take])
-        if not qs:
-            z = np.zeros(0, np.int64)
-            return z, z, np.zeros(0)
-        return np.concatenate(qs), np.concatenate(ds), np.concatenate(ss)
-
-    def probe_containment(self, qkeys: np.ndarray, qsizes: np.ndarray, layouts, num_perm: int, tab,
-                          threshold: float, grid: int, reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, document id) containment candidates of a sized index (:attr:`sized`): each
-        segment probed by :func:`neardup.kernels.containment.probe` with its (key, size)-sorted band
-        columns; ``qkeys``: the queries' layout band keys (unfolded), ``tab``: the class table
-        (m_lo, r per class, b per class) of ``layouts`` at ``num_perm`` slots; ``reverse`` as there."""
-        if not self.sized:
-            raise ConfigError(f"{self.path}: not a containment index (its band columns are not sorted by size)")
-        m_lo, tab_r, tab_b = tab
-        lay_r = np.asarray(layouts, dtype=np.int64)
-        lay_start = np.concatenate([[0], np.cumsum(num_perm // lay_r)]).astype(np.int64)
-        folded = np.ascontiguousarray(fold32(np.asarray(qkeys, dtype=np.uint64)))
-        qsizes = np.ascontiguousarray(qsizes, dtype=np.int64)
-        qrows = np.full(qsizes.shape[0], -1, dtype=np.int64)
-        qs, ds = [], []
-        with self.snapshot():
-            dead = self._dead()
-            for s in self._all():
-                if s.n == 0 or qsizes.shape[0] == 0 or s.bands.shape[1] == 0:
-                    continue
-                s.ensure_checked()
-                sizes, max_size = s.set_sizes
-                live = np.ones(s.n, dtype=np.bool_)
-                lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
-                live[dead[lo:hi] - s.first_id] = False
-                seen = np.zeros(s.n, dtype=np.bool_)
-                qi, row = probe(folded, qsizes, qrows, s.bands, s.band_row, sizes, live, lay_r, lay_start, tab_r,
-                                tab_b, m_lo, float(grid), float(threshold), max_size, seen, reverse)
-                qs.append(qi)
-                ds.append(row + s.first_id)
-        if not qs:
-            z = np.zeros(0, np.int64)
-            return z, z
-        return np.concatenate(qs), np.concatenate(ds)
-
-    def candidates(self, band_keys) -> list[np.ndarray]:
-        band_keys = np.asarray(band_keys, dtype=np.uint64)
-        q = band_keys.shape[0]
-        qi, d = self.candidate_pairs(band_keys)
-        bounds = np.searchsorted(qi, np.arange(q + 1))
-        return [d[bounds[i]:bounds[i + 1]] for i in range(q)]
+    def views(self) -> list[SegmentView]:
+        """The live segments (those with documents) as :class:`~neardup.index.store.SegmentView`, each
+        checked before a kernel reads it; call inside :meth:`snapshot`."""
+        dead = self._dead()
+        sized = self.sized
+        out = []
+        for s in self._all():
+            if s.n == 0:
+                continue
+            s.ensure_checked()
+            lo, hi = np.searchsorted(dead, [s.first_id, s.first_id + s.n])
+            mask = np.zeros(s.n if hi > lo else 0, dtype=np.bool_)
+            if hi > lo:
+                mask[dead[lo:hi] - s.first_id] = True
+            out.append(SegmentView(s.first_id, s.bands, s.band_row, s.sigs, mask, s.set_sizes if sized else None))
+        return out
 
     def fetch_arrays(self, ids, keys: bool = True) -> tuple[list | None, np.ndarray]:
         """Keys (None unless ``keys``) and the (len(ids), w) uint8 signature bytes of documents
@@ -248,17 +151,6 @@ class Reading:
                    if segs else np.zeros(0, np.int64))
             dead = self._dead()
         return ids[~np.isin(ids, dead)] if dead.shape[0] else ids
-
-    def fetch(self, ids) -> tuple[list, list[bytes]]:
-        keys, arr = self.fetch_arrays(ids)
-        return keys, [arr[i].tobytes() for i in range(arr.shape[0])]
-
-    def lookup(self, key) -> int:
-        """The document id of ``key``, or −1."""
-        return int(self.lookup_many([key])[0])
-
-    def contains(self, key) -> bool:
-        return self.lookup(key) >= 0
 
     def get_meta(self, name: str):
         with self.snapshot():

@@ -38,6 +38,7 @@ SCHEMES = ("oph", "permutation", "bottomk", "datasketch-legacy", "datasketch-aff
 DEFAULT_SCHEME = "oph"
 _DTYPES = {"oph": np.uint32, "permutation": np.uint32, "bottomk": np.uint64,
            "datasketch-legacy": np.uint32, "datasketch-affine32": np.uint32}
+SLOTWISE = frozenset(SCHEMES) - {"bottomk"}   # schemes whose Jaccard estimate is the fraction of equal slots
 _MAGIC = b"NDMH"
 
 
