@@ -299,7 +299,7 @@ def test_a_block_with_a_bad_line_is_parsed_whole_without_it(tmp_path, monkeypatc
         got = workers._sets_job((spec, 1, (0, len(data)), (w, w + 100), None))
         assert calls and calls[-1] is not None                       # taken whole
         texts = [parse_jsonl_line(spec, i, raw, "text", None, None).text for i, raw in block_lines(1, data) if i in wanted]
-        from neardup.dedup.signing import minhasher
+        from neardup.dedup.verify import minhasher
         u = minhasher(workers._CFG).shingler.features(texts).distinct_sets()
         assert got[0].tolist() == (w + 100).tolist()
         assert np.array_equal(got[1], u.hashes) and np.array_equal(got[2], np.diff(u.offsets))

@@ -180,7 +180,7 @@ def test_merge_unique_and_band_key_rows():
 
 
 def test_empty_rows_are_rows_of_the_empty_value_only():
-    from neardup.dedup.find import _empty_rows
+    from neardup.dedup.methods.minhash import _empty_rows
     from neardup.sketches.minhash import empty_value
 
     e = empty_value("oph")

@@ -31,22 +31,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..config import DedupConfig, simhash_verified
+from ..config import DedupConfig
 from ..errors import ConfigError, InputFormatError
 from ..index.disk import (
     AtLeast,
     AtMost,
-    ContainmentDiskIndex,
-    DiskIndex,
     IndexConfigError,
-    SimHashDiskIndex,
-    VerifiedSimHashDiskIndex,
     stored_kind,
 )
-from ..index.lsh import choose_params
 from ..index.segments import remove_empty_index
 from ..index.store import DuplicateKeyError
 from ..io.outdir import STDOUT, _is_within
+from .methods import method_of
 from .resume import content_digest
 
 RUNS_KEPT = 1000      # run records kept in the index's metadata (the newest)
@@ -69,38 +65,13 @@ def create_index(path, cfg: DedupConfig, exist_ok: bool):
                 "minhash": "--method minhash --metric jaccard", "containment": "--method minhash --metric containment"}
         raise IndexConfigError(f"{path} is a {kind} index; this run would need a {want} one (use another "
                                f"--index, or {flag.get(kind, kind)})")
-    if want == "containment":
-        if cfg.bands is not None or cfg.rows is not None:
-            raise IndexConfigError(f"{path}: --bands/--rows are not used by a containment index (it bands each "
-                                   "size ratio for itself); leave them unset")
-        return ContainmentDiskIndex.create(path, threshold=cfg.threshold, num_perm=cfg.num_perm, scheme=cfg.scheme,
-                                           seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
-                                           mode="ensemble" if cfg.lsh_mode == "datasketch" else "recall",
-                                           recall=cfg.recall, user_dict=cfg.user_dict, exist_ok=exist_ok)
-    if cfg.method == "minhash":
-        lsh = choose_params(cfg.threshold, cfg.num_perm, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
-        return DiskIndex.create(path, threshold=cfg.threshold, num_perm=cfg.num_perm, scheme=cfg.scheme,
-                                seed=cfg.seed, tokenizer=cfg.tokenizer, ngram=cfg.ngram, b=lsh.b, r=lsh.r,
-                                lsh_mode=cfg.lsh_mode, recall=cfg.recall, user_dict=cfg.user_dict,
-                                exist_ok=exist_ok)
-    if simhash_verified(cfg):
-        return VerifiedSimHashDiskIndex.create(path, candidate_bits=cfg.candidate_bits, threshold=cfg.threshold,
-                                               tokenizer=cfg.tokenizer, ngram=cfg.ngram,
-                                               weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf,
-                                               user_dict=cfg.user_dict, stop_words=cfg.stop_words, exist_ok=exist_ok)
-    return SimHashDiskIndex.create(path, max_distance=cfg.bits, tokenizer=cfg.tokenizer, ngram=cfg.ngram,
-                                   weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf, compat=cfg.compat,
-                                   user_dict=cfg.user_dict, stop_words=cfg.stop_words, exist_ok=exist_ok)
+    return method_of(cfg).create_index(path, cfg, exist_ok)
 
 
 def index_kind(cfg: DedupConfig) -> str:
-    """The kind of index a run uses: ``simhash``, ``containment`` (MinHash with ``--metric containment``:
-    set sizes kept, bands per size ratio) or ``minhash``."""
-    if cfg.method == "minhash" and cfg.metric == "containment":
-        return "containment"
-    if simhash_verified(cfg):
-        return "simhash-verified"
-    return cfg.method
+    """The kind of index a run uses (its method's: ``minhash``, ``containment``, ``simhash``,
+    ``simhash-verified``)."""
+    return method_of(cfg).index_kind(cfg)
 
 
 def run_key(specs, cfg: DedupConfig) -> str:
@@ -171,7 +142,7 @@ def accept_rule(cfg: DedupConfig):
 def matched_rows(index, values: np.ndarray, empty: np.ndarray, cfg: DedupConfig):
     """(document ids, keys, signatures) of the indexed documents within the run's rule of any row of
     ``values`` (rows where ``empty`` is set are not probed), in document-id order (older first)."""
-    classic = cfg.method == "simhash" and values.ndim == 1     # (verified SimHash's rows hold their sketches)
+    classic = values.ndim == 1      # one word per document (classic SimHash; verified SimHash's rows hold sketches)
     if classic:
         values = values.reshape(-1, 1)
     _, ci, _, keys, ids, cvals = index._matches(values, empty, accept_rule(cfg))
@@ -230,7 +201,7 @@ def add_kept(index, keys: list, values: np.ndarray, empty: np.ndarray, key: str,
             del runs[old]
         return {"runs": runs}
 
-    vals = values.reshape(-1, 1) if cfg.method == "simhash" and values.ndim == 1 else values
+    vals = values.reshape(-1, 1) if values.ndim == 1 else values
     if index.kind == "containment":
         vals = index._with_sizes(values, sizes)[0]
     index._put(keys, vals, empty, replace=True, bulk=True, meta=meta)

@@ -39,7 +39,7 @@ from .progress import begin
 from .tables import Corpus
 
 if TYPE_CHECKING:
-    from .find import DuplicateResult
+    from .result import DuplicateResult
 
 PARQUET_COLUMNS = ("id", "cluster", "kept", "similarity", "status", "row", "reason", "empty", "decided",
                    "contained_in")

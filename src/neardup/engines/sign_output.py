@@ -17,9 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._arrays import arrow_bool, arrow_numeric, arrow_strings
+from ..dedup.methods import method_of
 from ..io.ids import id_json, parquet_id_text
 from ..io.outfile import check_output_file, replacing
-from ..text.dictionaries import file_keys, word_files
+from ..text.dictionaries import word_files
 
 FORMATS = ("jsonl", "parquet", "npy")
 
@@ -40,35 +41,20 @@ def check_sign_outputs(output: str, fmt: str, specs, cfg) -> None:
         check_output_file(ids_path(output), specs, what=f"the ids file beside {output}", files=files)
 
 
-def _column_name(cfg) -> str:
-    return {"minhash": "minhash", "simhash": "simhash"}.get(cfg.method, "sentences")
-
-
 def write_parquet(path_or_file, cfg, values, empty, ids, rows) -> None:
-    name = _column_name(cfg)
-    if values.ndim == 2 and cfg.method == "minhash":
+    method = method_of(cfg)
+    name = method.column
+    if values.ndim == 2 and method.slots(cfg) is not None:
         k = values.shape[1]
         sig = pa.FixedSizeListArray.from_arrays(arrow_numeric(np.ascontiguousarray(values).reshape(-1)), k)
     else:
         sig = arrow_numeric(np.ascontiguousarray(values).reshape(-1).astype(np.uint64))
     table = pa.table({"id": arrow_strings([parquet_id_text(v) for v in ids]),
                       "row": arrow_numeric(np.asarray(rows, dtype=np.int64)), "empty": arrow_bool(empty), name: sig})
-    meta = {b"neardup": json.dumps({"method": cfg.method, **_sig_params(cfg)}).encode()}
+    meta = {b"neardup": json.dumps({"method": cfg.method, **method.sig_params(cfg)}).encode()}
     # no dictionary encoding: ids and rows are distinct and MinHash slots nearly so, so Parquet would
     # build a dictionary per column chunk only to drop it (0.21 → 0.03 s for 20 k rows of 128 slots)
     pq.write_table(table.replace_schema_metadata(meta), path_or_file, use_dictionary=False)
-
-
-def _sig_params(cfg) -> dict:
-    """The parameters a signature depends on (so a reader can tell whether two files compare)."""
-    if cfg.method == "minhash":
-        return {"num_perm": cfg.num_perm, "scheme": cfg.scheme, "seed": cfg.seed, "tokenizer": cfg.tokenizer,
-                "ngram": cfg.ngram, "convert": cfg.convert}
-    if cfg.method == "simhash":
-        return {"tokenizer": cfg.tokenizer, "ngram": cfg.ngram, "weighting": cfg.weighting, "idf": cfg.idf,
-                "user_dict": cfg.user_dict, "stop_words": cfg.stop_words, "top_n": cfg.top_n, "compat": cfg.compat,
-                "convert": cfg.convert, **file_keys(cfg.idf, cfg.user_dict, cfg.stop_words)}
-    return {"sentences": cfg.sentences, "convert": cfg.convert}
 
 
 def write_npy(output: str, values: np.ndarray, ids: list, rows: np.ndarray) -> None:

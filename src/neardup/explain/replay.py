@@ -31,7 +31,7 @@ from ..dedup import find
 from ..dedup.candidates import _containment_mode, containment_candidate_pairs
 from ..dedup.find import find_equal_duplicates
 from ..dedup.finish import KEPT_ROW, decision_name, finish, linkage_oracle, pair_similarity
-from ..dedup.signing import make_signer, minhasher
+from ..dedup.signing import make_signer
 from ..dedup.verify import (
     CANDIDATE,
     ESTIMATE,
@@ -41,6 +41,7 @@ from ..dedup.verify import (
     borderline_z,
     clustering_rule,
     exact_similarity,
+    minhasher,
     simhash_drift_bits,
     verification_config,
 )

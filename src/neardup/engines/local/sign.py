@@ -22,6 +22,7 @@ import tempfile
 import numpy as np
 
 from ...config import DedupConfig
+from ...dedup.methods import method_of
 from ...dedup.progress import begin, reporting, shows_progress
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, OutputError
@@ -74,7 +75,7 @@ def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str)
 
 
 def _write(output: str, fmt: str, cfg: DedupConfig, values, empty, ids, rows) -> None:
-    if values.ndim == 2 and cfg.method != "minhash":
+    if values.ndim == 2 and method_of(cfg).slots(cfg) is None:     # (a verified index's rows: the fingerprint)
         values = values[:, 0]
     if fmt == "parquet":
         if output == "-":

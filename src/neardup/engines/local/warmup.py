@@ -29,7 +29,7 @@ from ..._version import __version__
 from ...clusters import cluster
 from ...config import DedupConfig
 from ...dedup.progress import begin
-from ...dedup.signing import minhasher
+from ...dedup.verify import minhasher
 from ...errors import stop_cause
 from ...features.units import utf8
 from ...index.disk import open_index

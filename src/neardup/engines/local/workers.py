@@ -34,11 +34,12 @@ from numba.np.ufunc import parallel
 from ..._arrays import concatenate_freeing, keep_freed_memory
 from ..._procs import kill_with_parent, signals_held
 from ...config import DedupConfig
+from ...dedup.methods import method_of
 from ...dedup.progress import begin, plain_size
-from ...dedup.signing import Both, make_signer, minhasher
+from ...dedup.signing import Both, make_signer
 from ...dedup.spans import SPAN_METHODS, TextSpool, edited
 from ...dedup.tables import Corpus, Signed
-from ...dedup.verify import append_sets
+from ...dedup.verify import append_sets, minhasher
 from ...errors import ConfigError, InputFormatError, WorkerError
 from ...features.shingles import Features
 from ...io.formats import (
@@ -579,8 +580,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
             np.cumsum(size, out=offsets[1:])
             features = Features.distinct(concatenate_freeing(shingles), offsets)
     else:
-        width = (cfg.num_perm,) if cfg.method == "minhash" else ()
-        values = np.zeros((0, *width), dtype=np.uint32 if cfg.method == "minhash" else np.uint64)
+        values = method_of(cfg).no_values(cfg)
         empty = np.zeros(0, dtype=bool)
         size = None
     return Signed(values, empty, size, features)

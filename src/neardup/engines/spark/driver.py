@@ -23,13 +23,13 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
 from ..._arrays import physical_memory
-from ...config import DedupConfig, simhash_verified
+from ...config import DedupConfig
+from ...dedup.methods import method_of
 from ...dedup.progress import plain_size
 from ...dedup.spans import SPAN_METHODS, TextSpool, span_method
 from ...dedup.tables import Corpus
 from ...errors import InputFormatError
 from ...features.shingles import Features
-from ...index.disk_simhash import SKETCH_SLOTS
 from ...io.formats import InputSpec
 from ...io.formats.lines import BLOCK_BYTES
 from .columns import _binary_rows, _span_payloads
@@ -51,10 +51,7 @@ FINISH_BYTES: int | None = None
 def _need(specs: list[InputSpec], num: _Numbering, cfg: DedupConfig) -> int | None:
     """Bytes of the values a run finished on the driver holds (see the module's docstring); None when
     unknown (``--verify exact`` or a span step over a compressed input)."""
-    # (a MinHash row holds k slots; every other method's, one 8-byte word)
-    width = cfg.num_perm * np.dtype(_sig_dtype(cfg)).itemsize if cfg.method == "minhash" else 8
-    if cfg.index is not None and simhash_verified(cfg):
-        width = 8 * (1 + SKETCH_SLOTS)            # the fingerprint and the sketch the index stores
+    width = method_of(cfg).row_bytes(cfg)
 
     need = num.total * (width + 64)             # (+ the row's other columns: id, length, flags)
     # per input byte, at most: 8 for a shingle hash (--verify exact); a span step's units (40 bytes per
@@ -168,7 +165,8 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     corpus.blocks = _blocks(specs, num, nbytes, cfg.batch_size)
     del rows, fi, line, bad, blank, fatal, seen, nbytes
     # then the documents' columns, each file's scattered to its documents' places
-    minhash = cfg.method == "minhash"      # (the local engine's layout: k slots per row, and set sizes kept)
+    method = method_of(cfg)
+    matrix = method.slots(cfg) is not None      # (the local engine's layout: k slots per row)
     dtype = _sig_dtype(cfg)
     values = None                                   # (its width: the first file's signatures')
     empty = np.zeros(n_docs, bool)
@@ -200,7 +198,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
                 payload_of_doc[at] = base + np.arange(at.shape[0])
                 base += at.shape[0]
             sig = _binary_rows(t.column("sig").combine_chunks(), dtype)
-            wide = minhash or sig.shape[1] > 1          # (a verified SimHash index's rows: fingerprint and sketch)
+            wide = matrix or sig.shape[1] > 1          # (a verified SimHash index's rows: fingerprint and sketch)
             if values is None:
                 values = np.zeros((n_docs, sig.shape[1]) if wide else n_docs, dtype=dtype)
             values[at] = sig if wide else sig.reshape(-1)
@@ -219,7 +217,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
             spool.close()
         raise
     if values is None:
-        values = np.zeros((0, cfg.num_perm) if minhash else 0, dtype=dtype)
+        values = method.no_values(cfg)
     corpus.ids = ids if named else array("q", doc_rows.tobytes())      # (the local engine's ids: the rows)
     corpus.lengths = array("q", lengths.tobytes())
     corpus.n_chars = int(lengths.sum())
@@ -229,7 +227,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     features = _placed_sets(sets, n_docs) if exact else None
     if cfg.method in SPAN_METHODS:          # (the local engine's pass 1 of a span method: no signatures)
         values = np.arange(n_docs, dtype=np.int64)
-    return corpus, (values, empty, sizes if minhash else None, features), how
+    return corpus, (values, empty, sizes if method.sizes else None, features), how
 
 
 def _blocks(specs: list[InputSpec], num: _Numbering, nbytes: np.ndarray, max_lines: int) -> dict:

@@ -19,6 +19,7 @@ from ..._arrays import sorted_unique
 from ...clusters.cluster import LINKAGE_SAMPLE
 from ...config import DedupConfig, simhash_verified
 from ...dedup.finish import finish, linkage_oracle, pair_similarity
+from ...dedup.methods import method_of
 from ...dedup.verify import (
     clustering_rule,
 )
@@ -26,7 +27,7 @@ from ...kernels.clusters import components
 from ...sketches.minhash import _DTYPES
 from .columns import _binary_rows, _cfg_json, _ragged_features
 from .session import _arrow_frame, _checkpoint, _shuffle_partitions, _task_threads
-from .verify import _budget, _driver_budget, _exact, _sig_dtype
+from .verify import _budget, _driver_budget, _exact
 
 # Up to this many verified edges (16 bytes each on the driver: 320 MB), connected components are
 # found on the driver by the local union–find kernel, in one pass; above it, by star rounds on the
@@ -145,7 +146,7 @@ def _finish_on_driver(edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> Da
     if lo.shape[0] == 0:
         return spark.createDataFrame([], _ASSIGNED)
     nodes = sorted_unique(np.concatenate([lo, hi]))
-    width = cfg.num_perm * np.dtype(_sig_dtype(cfg)).itemsize if cfg.method == "minhash" else 8
+    width = method_of(cfg).row_bytes(cfg)
     if nodes.shape[0] * (width + 32) + lo.shape[0] * 32 > _driver_budget(spark):
         return None
     wanted = docs.select("row", "sig", "size", "score", "sh").join(

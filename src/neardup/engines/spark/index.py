@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ...config import DedupConfig
 from ...dedup.incremental import add_kept, check_ids, is_key, matched_sized, rerun_view, run_key
+from ...dedup.methods import method_of
 from ...index.disk import open_index
 from ...kernels.lsh import row_keys
 from .columns import _SIGNED, _binary_array, _binary_rows, _cfg_json, _column, _dump_id
@@ -116,7 +117,7 @@ def _index_part(spark, specs, signed: DataFrame, num: _Numbering, cfg: DedupConf
     ids = got.column("id").to_pylist()
     dtype = _sig_dtype(cfg)
     values = _binary_rows(got.column("sig").combine_chunks(), dtype)
-    rk = row_keys(np.ascontiguousarray(values)).view(np.int64) if cfg.method == "minhash" \
+    rk = row_keys(np.ascontiguousarray(values)).view(np.int64) if method_of(cfg).slots(cfg) is not None \
         else values[:, 0].view(np.int64)
     no = pa.array(np.zeros(m, bool))
     table = pa.table({

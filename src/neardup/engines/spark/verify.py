@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from ..._arrays import sorted_unique
 from ...config import DedupConfig
+from ...dedup.methods import method_of
 from ...dedup.verify import (
     ESTIMATE,
     EXACT,
@@ -24,7 +25,7 @@ from ...dedup.verify import (
 )
 from ...features.shingles import Features
 from ...similarity.estimates import minhash_similarity
-from ...sketches.minhash import _DTYPES, jaccard_rows
+from ...sketches.minhash import jaccard_rows
 from ...sketches.simhash import hamming_array
 from .columns import _binary_rows, _column, _ragged_features
 from .session import _arrow_frame, _checkpoint, _driver_memory, _phase, _shuffle_partitions, _task_threads
@@ -84,7 +85,7 @@ def _how(code: int):
 
 
 def _sig_dtype(cfg: DedupConfig):
-    return _DTYPES[cfg.scheme] if cfg.method == "minhash" else np.uint64
+    return method_of(cfg).dtype(cfg).type
 
 
 def _similarities(pairs: DataFrame, sigs: DataFrame, cfg: DedupConfig, border=None, exact=None,

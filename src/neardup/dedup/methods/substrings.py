@@ -1,0 +1,13 @@
+"""Repeated exact substrings (:class:`Substrings`, ``--method substrings``): found by suffix arrays
+over the corpus and removed from the documents by the span step (:mod:`neardup.dedup.spans`), whose
+payload is each document's UTF-8 bytes."""
+from __future__ import annotations
+
+from .base import SpanMethod
+
+
+class Substrings(SpanMethod):
+    name = "substrings"
+
+
+__all__ = ["Substrings"]
