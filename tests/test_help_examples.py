@@ -8,6 +8,7 @@ import importlib.util
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import click
@@ -23,7 +24,7 @@ NOT_RUN = {"serve": "serves until stopped", "warmup": "compiles every method's k
 
 RUN_ORDER = ("idf fit", "idf", "sign", "lsh", "compare", "dedup", "", "pairs", "explain", "eval", "index create",
              "index add", "index", "index query", "index remove", "index stats", "index compact", "index verify",
-             "index export", "index backup")
+             "index export", "index backup", "index migrate")
 """The order the examples run in: later ones read what earlier ones wrote (a run's OUT, an index)."""
 
 NEWS = ("我是蓝翔技工拖拉机学院手扶拖拉机专业的。不用多久，我就会升职加薪，当上总经理，出任CEO，走上人生巅峰。",
@@ -146,6 +147,10 @@ def corpus(tmp_path, monkeypatch):
     with open(tmp_path / "news" / "day1.jsonl", "w", encoding="utf-8") as f:
         for i, text in enumerate(NEWS):
             f.write(json.dumps({"id": f"news-{i}", "text": text}, ensure_ascii=False) + "\n")
+    legacy = Path(__file__).parent / "data" / "legacy_sqlite"     # indexes neardup 0.x wrote: SQLite files
+    shutil.copyfile(legacy / "minhash.ndx", tmp_path / "crawl.ndx")
+    (tmp_path / "old").mkdir()
+    shutil.copyfile(legacy / "simhash.ndx", tmp_path / "old" / "news.ndx")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -167,3 +172,4 @@ def test_every_example_runs_on_the_demo_corpus(corpus):
             ran += 1
     assert ran >= 35
     assert (corpus / "out" / "report.html").is_file() and (corpus / "idx-2026-12-07").is_dir()
+    assert (corpus / "crawl-migrated" / "MANIFEST").is_file() and (corpus / "news-idx" / "MANIFEST").is_file()

@@ -10,6 +10,7 @@ import sys
 import click
 
 from ..config import NOT_BANDED, PARAMS, DedupConfig, click_options, inapplicable
+from ..dedup.methods import method_of
 from ..errors import ConfigError, InputFormatError
 from ..explain import explain_minhash, explain_sentences, explain_simhash, render
 from ..explain.replay import SmallRun
@@ -71,7 +72,7 @@ def _run_config(method, given, num_perm, scheme, algo) -> tuple[DedupConfig | No
     wrong = inapplicable(method, given)
     if wrong:
         raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
-    if method not in ("minhash", "simhash", "sentences", "exact"):
+    if method_of(method).spans:
         raise click.UsageError(f"--method {method} removes spans inside documents; compare judges whole documents "
                                "(minhash, simhash, sentences, exact)")
     if algo["keep"] == "key":

@@ -389,8 +389,8 @@ def migrate(old, new, as_json):
 
     \b
     Examples:
-      neardup index migrate crawl.ndx crawl-idx
-      neardup index migrate crawl.ndx crawl-idx --json
+      neardup index migrate crawl.ndx crawl-migrated
+      neardup index migrate old/news.ndx news-idx --json
     """
     p = Path(new)
     if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):

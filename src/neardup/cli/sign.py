@@ -10,6 +10,7 @@ import time
 import click
 
 from ..config import DedupConfig, click_options, inapplicable
+from ..dedup.methods import method_of
 from ..dedup.progress import begin, plain_size, reporting
 from ..engines.local.sign import write_signatures
 from ..engines.sign_output import check_sign_outputs
@@ -17,11 +18,7 @@ from ..errors import ConfigError
 from ..io.outfile import check_output_file, replacing
 from ..io.readers import batched, iter_documents
 from ..io.sources import expand_inputs
-from ..sketches.minhash import MinHasher
-from ..sketches.sentences import SentenceSigner
-from ..sketches.simhash import feature_signer
 from ..text.dictionaries import word_files
-from ..text.normalize import Normalizer
 from .group import ParameterError, main
 
 DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
@@ -94,33 +91,25 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
         except ConfigError as exc:
             raise ParameterError(str(exc)) from None
     ngram = ngram or DEFAULT_NGRAM.get(method, 5)
+    run = DedupConfig(
+        method=method, num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer,
+        ngram=None if method == "sentences" else cfg.ngram if method == "simhash" else ngram,
+        convert=convert, sentences=sentences,
+        text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
+        workers=workers, batch_size=batch_size, progress=progress, **(simhash_opts if method == "simhash" else
+                                                   {"user_dict": user_dict} if method == "minhash" else {}))
     if fmt != "jsonl":
-        return _sign_binary(inputs, output, fmt, summary, DedupConfig(
-            method=method, num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer,
-            ngram=None if method == "sentences" else cfg.ngram if method == "simhash" else ngram,
-            convert=convert, sentences=sentences,
-            text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
-            workers=workers, batch_size=batch_size, progress=progress, **(simhash_opts if method == "simhash" else
-                                                       {"user_dict": user_dict} if method == "minhash" else {})))
-    key = method
-    try:
-        if method == "minhash":
-            hasher = MinHasher(num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer, ngram=ngram,
-                               normalizer=Normalizer(convert=convert), user_dict=user_dict)
-            def sign_batch(texts):
-                return [row.tolist() for row in hasher.sign_batch(texts).values]
-        elif method == "simhash":
-            features = feature_signer(cfg.tokenizer, cfg.ngram, cfg.weighting, cfg.idf, cfg.top_n, cfg.compat,
-                                      cfg.convert, user_dict=cfg.user_dict, stop_words=cfg.stop_words)
-            def sign_batch(texts):
-                return [int(v) for v in features(texts)[0]]
-        else:
-            signer = SentenceSigner(n=sentences, convert=convert)
-            key = "sentences"
-            def sign_batch(texts):
-                return [int(v) for v in signer.sign_batch(texts)]
-    except ValueError as exc:
+        return _sign_binary(inputs, output, fmt, summary, run)
+    try:        # (SimHash: the classic fingerprint's configuration above, as the binary formats sign it)
+        run = cfg if method == "simhash" else run.resolved()
+    except ConfigError as exc:
         raise ParameterError(str(exc)) from None
+    signer = method_of(run).signer(run)
+    key = method_of(run).column
+
+    def sign_batch(texts):
+        values = signer(texts)[0]
+        return [row.tolist() for row in values] if values.ndim == 2 else [int(v) for v in values]
     skipped: list = []
     count = 0
     n_bytes = 0

@@ -10,7 +10,8 @@
 * :mod:`.signing` — a batch of texts → signatures, empties, set sizes (``make_signer``);
 * :mod:`.candidates` — signatures → candidate pairs (banding, bucket limit, containment per size ratio);
 * :mod:`.verify` — pairs → similarities and how each was decided (estimate / exact / borderline);
-* :mod:`.find` — the stages in memory, end to end (``find_*_duplicates``, ``find_run``);
+* :mod:`.methods` — one module per method (signer, layout, finder ``find_*_duplicates``, index);
+* :mod:`.find` — the stages in memory, end to end (``find_run``: the run's method's finder);
 * :mod:`.records` — each row's record and the local writers (kept rows, clusters, pairs.parquet);
 * :mod:`.report` — report.json from a :class:`~.report.RunSummary`;
 * :mod:`.tables` — the tables passed between stages (``Corpus``, ``Signed``);

@@ -36,7 +36,7 @@ from ..errors import ConfigError, NeardupError
 from ..features.shingles import Features
 from ..io.outdir import STDOUT
 from ..text.dictionaries import file_keys
-from .spans import SPAN_METHODS
+from .spans import span_method
 
 SUFFIX = ".neardup-resume"
 #: parameters that never change what pass 1 or the rest computes
@@ -75,7 +75,7 @@ def check_resumable(cfg, specs, outdir: str) -> None:
 
     if outdir == STDOUT:
         raise ConfigError("resume (--resume) keeps its checkpoint beside the output folder; -o - has none")
-    if cfg.method in SPAN_METHODS or cfg.spans is not None:
+    if span_method(cfg) is not None:
         raise ConfigError("resume (--resume) checkpoints the signatures of whole-document methods; "
                           f"--method {cfg.method}{' --spans ' + cfg.spans if cfg.spans else ''} is not resumable")
     pipes = [s.label for s in specs if s.pipe]

@@ -250,6 +250,12 @@ def stage_config(cfg: DedupConfig) -> DedupConfig | None:
     return replace(cfg, method=cfg.spans, spans=None)
 
 
+def spans_beside(cfg: DedupConfig) -> DedupConfig | None:
+    """The span step a whole-document run carries beside its own (``--spans``): its configuration; None
+    without ``--spans``, and for a span method (whose span step is the whole run)."""
+    return None if cfg.method in SPAN_METHODS else stage_config(cfg)
+
+
 class SpanStage:
     """The span step of a run: the ranges decided over the documents ``consider`` (a mask over the
     run's documents; ``payload_of_doc[d]``: document d's place in what the workers gave), then pass 2's

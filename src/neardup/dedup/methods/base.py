@@ -65,6 +65,11 @@ class Method:
         """A folder index with the run's parameters (``exist_ok``: open an existing one, which must match)."""
         raise ConfigError(f"--method {self.name} keeps no index (--index)")
 
+    def warm_ups(self, cfg: DedupConfig, explicit: bool) -> tuple[str, ...]:
+        """The install-time warm-up's steps after its small run (:mod:`neardup.engines.local.warmup`):
+        among ``linkage``, ``band``, ``stretches`` and ``index`` (``explicit``: the warmup command)."""
+        return ()
+
     def sig_params(self, cfg: DedupConfig) -> dict:
         """The parameters a signature depends on (so a reader can tell whether two files compare)."""
         return {"convert": cfg.convert}

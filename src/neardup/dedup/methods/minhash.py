@@ -255,6 +255,9 @@ class MinHash(Method):
                                 lsh_mode=cfg.lsh_mode, recall=cfg.recall, user_dict=cfg.user_dict,
                                 exist_ok=exist_ok)
 
+    def warm_ups(self, cfg, explicit):
+        return ("linkage", *(("band",) if cfg.verify == "borderline" else ()), *(("index",) if explicit else ()))
+
     def sig_params(self, cfg):
         return {"num_perm": cfg.num_perm, "scheme": cfg.scheme, "seed": cfg.seed, "tokenizer": cfg.tokenizer,
                 "ngram": cfg.ngram, "convert": cfg.convert}

@@ -207,6 +207,9 @@ class SimHash(Method):
                                        compat=cfg.compat, user_dict=cfg.user_dict, stop_words=cfg.stop_words,
                                        exist_ok=exist_ok)
 
+    def warm_ups(self, cfg, explicit):
+        return ("linkage", *(("index",) if explicit else ()))
+
     def sig_params(self, cfg):
         return {"tokenizer": cfg.tokenizer, "ngram": cfg.ngram, "weighting": cfg.weighting, "idf": cfg.idf,
                 "user_dict": cfg.user_dict, "stop_words": cfg.stop_words, "top_n": cfg.top_n, "compat": cfg.compat,

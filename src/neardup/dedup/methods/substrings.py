@@ -9,5 +9,8 @@ from .base import SpanMethod
 class Substrings(SpanMethod):
     name = "substrings"
 
+    def warm_ups(self, cfg, explicit):
+        return ("stretches",)
+
 
 __all__ = ["Substrings"]

@@ -31,6 +31,7 @@ from ...dedup import resume
 from ...dedup.find import DuplicateResult, find_run
 from ...dedup.finish import ROW_CONTAINED, ROW_HOW
 from ...dedup.incremental import add_kept, check_ids, check_index_path, matched, opened_index, run_key
+from ...dedup.methods import method_of
 from ...dedup.progress import begin, reporting, shows_progress
 from ...dedup.records import check_parquet_ids, duplicate_ids, write_clusters, write_pairs, write_rows
 from ...dedup.report import (
@@ -45,7 +46,7 @@ from ...dedup.report import (
     similarity_counts,
     write_report,
 )
-from ...dedup.spans import SPAN_METHODS, edited, found_spans, run_spans, stage_config
+from ...dedup.spans import edited, found_spans, run_spans, spans_beside, stage_config
 from ...dedup.tables import Corpus
 from ...errors import ConfigError, InputChangedError, InputFormatError, OutputError
 from ...explain import compact_explanation
@@ -334,7 +335,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     timings = {} if compiled is None else {"compile": compiled}   # apart from the run's own "total"
     corpus = Corpus()
     t0 = time.perf_counter()
-    span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
+    span_cfg = spans_beside(cfg)
     stage, by_row = None, {}
     if span_cfg is not None and cfg.spans_order == "before":
         def read(c, edits):     # (the second read, with edits, keeps its signatures in memory, as it did)
@@ -344,7 +345,7 @@ def _run(specs, cfg: DedupConfig, out: str, command: str, t_start: float, index=
     else:
         values, empty, sizes, features, corpus = _read_or_resume(specs, cfg, corpus, checkpoint, timings, work)
     timings["read_sign"] = time.perf_counter() - t0
-    if cfg.method in SPAN_METHODS:
+    if method_of(cfg).spans:
         return run_spans(specs, cfg, out, corpus, command, t_start, timings, lambda d: doc_place(specs, corpus, d))
     return finish_run(specs, cfg, out, command, t_start, timings, corpus, (values, empty, sizes, features), index,
                       work, span_cfg, stage, by_row)
@@ -460,7 +461,8 @@ def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timi
     sizes = c.sizes()
     ids = list(corpus.ids) + list(extra_ids)
     multi = sizes[sizes > 1]
-    lsh = (result.params["b"], result.params["r"], result.params["lsh_mode"]) if cfg.method == "minhash" else None
+    p = result.params           # (what the method's finder reports: LSH bands, SimHash fingerprints)
+    lsh = (p["b"], p["r"], p["lsh_mode"]) if "b" in p else None
     return build_report(RunSummary(
         cfg=cfg, command=command, engine=engine[0], engine_info=engine[1], inputs=[s.label for s in specs],
         outputs=outputs,
@@ -473,9 +475,8 @@ def run_report(cfg, specs, corpus, result: DuplicateResult, removed, empty, timi
         samples=[(ids[k], ids[d], s, texts.get(k, INDEXED_TEXT if k >= len(corpus.ids) else ""), texts.get(d, ""))
                  for k, d, s in samples],
         timings=timings, lsh=lsh, index=index_info,
-        simhash=(((result.params["accepted_distances"] if result.params.get("verified") else
-                   distance_counts(c.similarity[~c.kept])), result.params["fingerprints"])
-                 if cfg.method == "simhash" else None),
+        simhash=(((p["accepted_distances"] if p.get("verified") else distance_counts(c.similarity[~c.kept])),
+                  p["fingerprints"]) if "fingerprints" in p else None),
         decisions=_decisions(cfg, result, ids),
         extra={"borderline": result.params["borderline"]} if "borderline" in result.params else {}),
         explain=compact_explanation)
@@ -490,7 +491,7 @@ def _decisions(cfg, result: DuplicateResult, ids) -> dict:
     removed = codes[~clusters.kept]
     counts = {w: int(k) for w, k in zip(ROW_HOW, np.bincount(np.minimum(removed, len(ROW_HOW)),
                                                             minlength=len(ROW_HOW) + 1))}
-    containment = cfg.method == "minhash" and cfg.metric == "containment"
+    containment = cfg.metric == "containment"     # (MinHash's only: another method refuses --metric)
     top = []
     if containment:
         held = np.bincount(clusters.cluster[codes == ROW_CONTAINED], minlength=len(ids))

@@ -28,7 +28,9 @@ from ..._cache import KERNELS, compile_noticed
 from ..._version import __version__
 from ...clusters import cluster
 from ...config import DedupConfig
+from ...dedup.methods import method_of
 from ...dedup.progress import begin
+from ...dedup.spans import spans_beside
 from ...dedup.verify import minhasher
 from ...errors import stop_cause
 from ...features.units import utf8
@@ -154,14 +156,13 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
             with open(src, "w", encoding="utf-8") as fh:
                 fh.writelines(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in DOCS)
             run_dedup([src], os.path.join(tmp, "out"), small)
-            if cfg.method in ("minhash", "simhash"):
-                _warm_linkage(src, tmp, small, run_dedup)
-            if cfg.method == "minhash" and cfg.verify == "borderline":
-                _warm_band(src, small)
-            if "substrings" in (cfg.method, cfg.spans):
-                _warm_stretches()
-            if explicit and cfg.method in ("minhash", "simhash"):
-                _warm_index(small, tmp, run_dedup)
+            steps = {"linkage": lambda: _warm_linkage(src, tmp, small, run_dedup),
+                     "band": lambda: _warm_band(src, small), "stretches": _warm_stretches,
+                     "index": lambda: _warm_index(small, tmp, run_dedup)}
+            beside = spans_beside(cfg)
+            for name in (*method_of(cfg).warm_ups(cfg, explicit),
+                         *(method_of(beside).warm_ups(beside, explicit) if beside is not None else ())):
+                steps[name]()
     except Exception as exc:       # only a head start: the run reports its own errors
         if explicit or stop_cause(exc) is not None:     # (but a Ctrl-C inside a kernel's load stops)
             raise

@@ -37,7 +37,7 @@ from ...config import DedupConfig
 from ...dedup.methods import method_of
 from ...dedup.progress import begin, plain_size
 from ...dedup.signing import Both, make_signer
-from ...dedup.spans import SPAN_METHODS, TextSpool, edited
+from ...dedup.spans import TextSpool, edited, span_method
 from ...dedup.tables import Corpus, Signed
 from ...dedup.verify import append_sets, minhasher
 from ...errors import ConfigError, InputFormatError, WorkerError
@@ -460,8 +460,9 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
             if rows:
                 yield batch(rows, texts)
 
-    spool = TextSpool(spill) if "substrings" in (cfg.method, cfg.spans) else None
+    spool = TextSpool(spill) if span_method(cfg) == "substrings" else None    # (its payload: the texts' bytes)
     corpus.span_text = spool
+    spanned = method_of(cfg).spans
 
     def keep_span(payload):
         """A batch's span payload: units, or (UTF-8 bytes, bytes per document) whose bytes go to the
@@ -516,7 +517,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
             keep_span(res.span)
             res = res.doc
         s, e, z = res[:3]
-        if cfg.method in SPAN_METHODS:
+        if spanned:
             keep_span(s)
         elif s is not None:                # (None: the worker wrote them into the signature file)
             sigs.append(s)
@@ -567,7 +568,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         parts.close()
     corpus.row_source.extend(rows_of)
     bar.end(rows=corpus.n_rows, documents=len(corpus.doc_row), skipped=len(corpus.skipped))
-    if cfg.method in SPAN_METHODS:   # documents numbered here; what the workers found is in corpus.spans
+    if method_of(cfg).spans:   # documents numbered here; what the workers found is in corpus.spans
         empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
         return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
     features = None

@@ -26,7 +26,7 @@ from ..._arrays import physical_memory
 from ...config import DedupConfig
 from ...dedup.methods import method_of
 from ...dedup.progress import plain_size
-from ...dedup.spans import SPAN_METHODS, TextSpool, span_method
+from ...dedup.spans import TextSpool, span_method
 from ...dedup.tables import Corpus
 from ...errors import InputFormatError
 from ...features.shingles import Features
@@ -225,7 +225,7 @@ def pass1_on_driver(signed: DataFrame, specs: list[InputSpec], num: _Numbering, 
     corpus.keys = scores.tolist() if cfg.keep == "key" else [None] * n_docs
     corpus.payload_of_doc = payload_of_doc if spanned else np.arange(n_docs, dtype=np.int64)
     features = _placed_sets(sets, n_docs) if exact else None
-    if cfg.method in SPAN_METHODS:          # (the local engine's pass 1 of a span method: no signatures)
+    if method.spans:          # (the local engine's pass 1 of a span method: no signatures)
         values = np.arange(n_docs, dtype=np.int64)
     return corpus, (values, empty, sizes if method.sizes else None, features), how
 

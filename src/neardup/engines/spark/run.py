@@ -20,6 +20,7 @@ from ...config import DedupConfig, simhash_verified
 from ...dedup import resume
 from ...dedup.finish import ROW_CONTAINED, decision_name
 from ...dedup.incremental import check_index_path, opened_index
+from ...dedup.methods import method_of
 from ...dedup.records import check_parquet_ids
 from ...dedup.report import (
     CONTAINERS_LISTED,
@@ -34,7 +35,7 @@ from ...dedup.report import (
     similarity_counts,
     write_report,
 )
-from ...dedup.spans import SPAN_METHODS, run_spans, span_method, stage_config
+from ...dedup.spans import run_spans, span_method, spans_beside
 from ...errors import ConfigError, InputFormatError
 from ...explain import compact_explanation
 from ...io.formats import check_fields_apply, check_stamp, output_name
@@ -102,7 +103,7 @@ def _decisions(cfg, removed, signed, part, m: int, by_code: dict) -> dict:
     """The report's ``decisions`` (:func:`~neardup.dedup.report.decisions_report`) of the removed rows
     (row, rep, dec, ovr), as the local engine counts them (``by_code``: :func:`_decision_counts`)."""
     counts = {decision_name(code): n for code, n in by_code.items()}
-    containment = cfg.method == "minhash" and cfg.metric == "containment"
+    containment = cfg.metric == "containment"     # (MinHash's only: another method refuses --metric)
     top, over = [], 0
     if containment:
         over = removed.filter(F.col("ovr")).count()
@@ -125,7 +126,7 @@ def run_spark_dedup(inputs: list[str], outdir: str, config: DedupConfig | None =
     t_start = time.perf_counter()
     spanned = span_method(cfg)
     # the span step runs on the driver, which writes the outputs and re-reads the inputs: local paths
-    what = f"{'method (--method)' if cfg.method in SPAN_METHODS else 'spans (--spans)'} {spanned}"
+    what = f"{'method (--method)' if method_of(cfg).spans else 'spans (--spans)'} {spanned}"
     if spanned and _is_uri(outdir):
         raise ConfigError(f"{what} on Spark runs its span step on the driver, which writes the outputs: it needs a "
                           f"local (or mounted) OUTDIR; got -o {outdir}")
@@ -175,7 +176,7 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         timings["read_sign"] = time.perf_counter() - t0
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work,
                           engine=("spark", {**info, "signed_rows": "checkpoint"}))
-    span_cfg = stage_config(cfg) if cfg.method not in SPAN_METHODS else None
+    span_cfg = spans_beside(cfg)
     if span_cfg is not None and cfg.spans_order == "before":     # (a URI OUTDIR was refused: local is set)
         hows = []
 
@@ -200,7 +201,7 @@ def _run(spark, specs, cfg: DedupConfig, out: str, local: str | None, command: s
         checkpoint_pass1(checkpoint, cfg, specs, arrays, corpus, timings)
         timings["read_sign"] = time.perf_counter() - t0
         engine = ("spark", {**info, "signed_rows": how})
-        if cfg.method in SPAN_METHODS:      # (a span method has no whole-document step: the local run_spans)
+        if method_of(cfg).spans:      # (a span method has no whole-document step: the local run_spans)
             return run_spans(specs, cfg, local, corpus, command, t_start, timings,
                              lambda d: doc_place(specs, corpus, d), engine)
         return finish_run(specs, cfg, local, command, t_start, timings, corpus, arrays, index, work, span_cfg,
@@ -414,11 +415,12 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
                 hist[r["bin"]] = r["n"]
             samples = _sample_pairs(removed, n_removed, cfg.samples)
         dist = None
-        if cfg.method == "simhash" and found.params.get("verified"):
+        simhash = "fingerprints" in found.params    # (the SimHash finders' report: distances of the removed)
+        if simhash and found.params.get("verified"):
             dist = np.asarray(found.params["accepted_distances"], dtype=np.int64)
-        elif cfg.method == "simhash" and removed_sim is not None:    # (collected already: no Spark job)
+        elif simhash and removed_sim is not None:    # (collected already: no Spark job)
             dist = np.asarray(distance_counts(removed_sim), dtype=np.int64)
-        elif cfg.method == "simhash":
+        elif simhash:
             d = removed.select(F.round(F.lit(64.0) * (F.lit(1.0) - F.col("sim"))).cast("int").alias("d")) \
                 .groupBy("d").count().collect()
             dist = np.zeros(max([r["d"] for r in d], default=-1) + 1, dtype=np.int64)
@@ -453,7 +455,7 @@ def _finish(spark, specs, cfg, out, local, command, t_start, signed, num, st, ti
             cluster_sizes=sizes, similarity_counts=[int(x) for x in hist],
             samples=[(ids.get(k), ids.get(d), s, texts.get(k, ""), texts.get(d, "")) for k, d, s in samples],
             timings=timings,
-            lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if cfg.method == "minhash" else None,
+            lsh=(found.params["b"], found.params["r"], found.params["lsh_mode"]) if "b" in found.params else None,
             simhash=(dist.tolist(), found.params["fingerprints"]) if dist is not None else None,
             decisions=decisions,
             engine_info={**_engine_info(spark), "component_rounds": found.rounds},
