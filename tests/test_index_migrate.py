@@ -17,10 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 from neardup.cli import main
+from neardup.errors import ConfigError
 from neardup.index.disk import DiskIndex, IndexConfigError, open_index, open_index_class
 from neardup.index.migrate import migrate_sqlite
 from neardup.index.sqlite_legacy import LegacyIndexError
-from neardup.index.store import IndexCorruptError, NotAnIndexError
+from neardup.index.store import IndexCorruptError, IndexStoreError, NotAnIndexError
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "legacy_sqlite"
@@ -169,14 +170,37 @@ def _edit(path: Path, *sql):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "probe", "signature", "config", "format"])
+@pytest.mark.parametrize("damage", ["truncated", "probe", "no-probe", "signature", "config", "format", "config-number",
+                                    "config-integer", "config-lacks", "config-value", "id"])
 def test_a_damaged_or_foreign_file_is_refused_and_leaves_no_new_index(tmp_path, damage):
     """Each damage stops the migration with one error naming the file, before the new index appears."""
     old = _copy(tmp_path, "minhash")
     if damage == "truncated":
         data = old.read_bytes()
         old.write_bytes(data[: len(data) // 2])
-        err, match = Exception, str(old)
+        err, match = (IndexStoreError, NotAnIndexError), str(old)
+    elif damage == "no-probe":
+        _edit(old, "DELETE FROM meta WHERE name = 'probe'")
+        err, match = NotAnIndexError, "no probe signature"
+    elif damage == "config-number":
+        _edit(old, "UPDATE meta SET value = '1' WHERE name = 'config'")
+        err, match = NotAnIndexError, "not a JSON object"
+    elif damage == "config-integer":
+        _edit(old, "UPDATE meta SET value = 7 WHERE name = 'config'")
+        err, match = NotAnIndexError, "not JSON"
+    elif damage in ("config-lacks", "config-value"):
+        con = sqlite3.connect(old)
+        config = json.loads(con.execute("SELECT value FROM meta WHERE name = 'config'").fetchone()[0])
+        con.close()
+        if damage == "config-lacks":
+            del config["num_perm"]
+        else:
+            config["num_perm"] = -3
+        _edit(old, ("UPDATE meta SET value = ? WHERE name = 'config'", (json.dumps(config),)))
+        err, match = (NotAnIndexError, IndexConfigError), "num_perm"
+    elif damage == "id":
+        _edit(old, "UPDATE docs SET key = 1.5 WHERE id = (SELECT min(id) FROM docs) + 3")
+        err, match = IndexCorruptError, "document 4: index keys"
     elif damage == "probe":
         con = sqlite3.connect(old)
         probe = json.loads(con.execute("SELECT value FROM meta WHERE name = 'probe'").fetchone()[0])
@@ -196,8 +220,10 @@ def test_a_damaged_or_foreign_file_is_refused_and_leaves_no_new_index(tmp_path, 
     with pytest.raises(err, match=match) as exc:
         migrate_sqlite(old, tmp_path / "new")
     assert str(old) in str(exc.value)
-    assert not (tmp_path / "new").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".building")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [old.name]      # no NEW, no temporary folder, no log
+    r = CliRunner().invoke(main, ["index", "migrate", str(old), str(tmp_path / "new")])
+    assert r.exit_code == 1 and r.output.startswith("Error: ") and len(r.output.strip().splitlines()) == 1, r.output
+    assert str(old) in r.output and not (tmp_path / "new").exists()
 
 
 def test_a_failure_midway_leaves_no_new_index_and_a_rerun_completes(tmp_path, monkeypatch):
@@ -272,6 +298,51 @@ def test_pending_writes_in_the_files_log_are_migrated(tmp_path):
         con.close()
     with open_index(tmp_path / "new", readonly=True) as idx:
         assert len(idx) == 148 and gone not in idx
+
+
+def test_a_log_no_process_holds_is_read_from_a_private_copy(tmp_path):
+    """A writer of neardup 0.x that stopped before checkpointing leaves the file and its log but no
+    shared-memory file: the migration reads the log's writes (recovered in a private copy) and makes
+    nothing beside the file; an empty log is read past (immutable)."""
+    live = tmp_path / "live"
+    live.mkdir()
+    old = _copy(live, "minhash")
+    con = sqlite3.connect(old)
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    gone = con.execute("SELECT key FROM docs ORDER BY id DESC LIMIT 1").fetchone()[0]
+    con.execute("DELETE FROM bands WHERE doc = (SELECT max(id) FROM docs)")
+    con.execute("DELETE FROM docs WHERE id = (SELECT max(id) FROM docs)")
+    con.commit()
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    shutil.copyfile(old, stopped / old.name)                       # what a killed writer leaves: file and log
+    shutil.copyfile(f"{old}-wal", stopped / f"{old.name}-wal")
+    con.close()
+    before = sorted((p.name, p.read_bytes()) for p in stopped.iterdir())
+    assert migrate_sqlite(stopped / old.name, tmp_path / "new")["documents"] == 148
+    assert sorted((p.name, p.read_bytes()) for p in stopped.iterdir()) == before
+    with open_index(tmp_path / "new", readonly=True) as idx:
+        assert len(idx) == 148 and gone not in idx
+    empty_log = tmp_path / "empty-log"
+    empty_log.mkdir()
+    other = _copy(empty_log, "simhash")
+    Path(f"{other}-wal").write_bytes(b"")
+    assert migrate_sqlite(other, tmp_path / "new2")["documents"] == 149
+    assert sorted(p.name for p in empty_log.iterdir()) == [other.name, f"{other.name}-wal"]
+
+
+def test_commands_that_read_index_folders_refuse_the_file_naming_migrate(tmp_path):
+    old = _copy(tmp_path, "minhash")
+    for args in (["verify", str(old)], ["backup", str(old), str(tmp_path / "copy")], ["stats", str(old)],
+                 ["compact", str(old)], ["export", str(old), "-o", str(tmp_path / "x.parquet")]):
+        r = CliRunner().invoke(main, ["index", *args])
+        assert r.exit_code == 1 and "neardup index migrate" in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1, (args, r.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [old.name]
+    with pytest.raises(ConfigError, match="batch"):
+        migrate_sqlite(old, tmp_path / "n", batch=0)
+    r = CliRunner().invoke(main, ["index", "migrate", str(old), ""])
+    assert r.exit_code == 2 and "empty" in r.output
 
 
 def test_batches_keep_the_order_documents_were_added(tmp_path, texts):

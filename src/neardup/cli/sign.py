@@ -104,11 +104,11 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
         run = cfg if method == "simhash" else run.resolved()
     except ConfigError as exc:
         raise ParameterError(str(exc)) from None
-    signer = method_of(run).signer(run)
+    signer = method_of(run).value_signer(run)
     key = method_of(run).column
 
     def sign_batch(texts):
-        values = signer(texts)[0]
+        values = signer(texts)
         return [row.tolist() for row in values] if values.ndim == 2 else [int(v) for v in values]
     skipped: list = []
     count = 0

@@ -1,14 +1,14 @@
 """An index on local disk that new documents are checked against: "have I seen this before?"
 
 :class:`DiskIndex` keeps each document's MinHash signature and its b LSH band keys in an
-:class:`~neardup.index.store.IndexStore` (a folder of memory-mapped segments by default,
-:mod:`neardup.index.segments`; an SQLite file is still read). A query signs the text, collects the
-stored documents that share at least one band key with it (candidates), and keeps those whose
-Jaccard similarity, estimated from the two full signatures, is at least the threshold — the
-answer of the batch engine's banding plus verification, including its one limit: a band key
-shared by more than :data:`~neardup.index.lsh.MAX_BUCKET` (64) stored documents is checked against
-the oldest of them only (on the folder store; the SQLite store checks all). That bounds the cost of
-boilerplate buckets; a pair found only through such buckets can be missed (3 of 2,204 pairs in
+:class:`~neardup.index.store.IndexStore` (a folder of memory-mapped segments,
+:mod:`neardup.index.segments`; neardup 0.x's SQLite files are converted by ``neardup index
+migrate``). A query signs the text, collects the stored documents that share at least one band key
+with it (candidates), and keeps those whose Jaccard similarity, estimated from the two full
+signatures, is at least the threshold — the answer of the batch engine's banding plus verification,
+including its one limit: a band key shared by more than :data:`~neardup.index.lsh.MAX_BUCKET` (64)
+stored documents is checked against the oldest of them only. That bounds the cost of boilerplate
+buckets; a pair found only through such buckets can be missed (3 of 2,204 pairs in
 ``benchmarks/bench_index_peers.py``). :class:`SimHashDiskIndex` does the same with SimHash
 fingerprints, Manku-style block keys and exact Hamming distances (no bucket limit: it is exact).
 

@@ -71,12 +71,25 @@ def stored_config(raw, path) -> dict:
         raise NotAnIndexError(f"{path} has no index configuration")
     try:
         config = json.loads(raw)
-    except ValueError:
+    except (TypeError, ValueError):
         raise NotAnIndexError(f"{path}: the stored configuration is not JSON") from None
-    got = config.get("format") if isinstance(config, dict) else config
-    if got != INDEX_FORMAT:
-        raise NotAnIndexError(f"{path}: index format {got!r}; this neardup reads format {INDEX_FORMAT}")
+    if not isinstance(config, dict):
+        raise NotAnIndexError(f"{path}: the stored configuration is not a JSON object")
+    if config.get("format") != INDEX_FORMAT:
+        raise NotAnIndexError(f"{path}: index format {config.get('format')!r}; this neardup reads format "
+                              f"{INDEX_FORMAT}")
     return config
+
+
+def set_up(index, config: dict, path) -> None:
+    """``index._setup(config)``; a stored configuration that lacks a parameter, or holds a value the
+    signer refuses, is refused naming ``path`` (:class:`NotAnIndexError`)."""
+    try:
+        index._setup(config)
+    except KeyError as exc:
+        raise NotAnIndexError(f"{path}: the stored configuration has no {exc}") from None
+    except ConfigError as exc:
+        raise NotAnIndexError(f"{path}: the stored configuration is refused ({exc})") from None
 
 
 class BaseDiskIndex:
@@ -88,7 +101,7 @@ class BaseDiskIndex:
         self._store = store
         self.config = config
         self.path = Path(getattr(store, "path", ""))
-        self._setup(config)
+        set_up(self, config, self.path)
 
     # -- to be provided by each flavour -----------------------------------------------------------
     def _setup(self, config: dict) -> None:
@@ -176,6 +189,8 @@ class BaseDiskIndex:
                            "bands": self._bands(values)[0].astype("<u8").tobytes().hex()})
 
     def _verify_probe(self, stored) -> None:
+        if stored is None:
+            raise NotAnIndexError(f"{self.path} has no probe signature: it cannot be checked against this neardup")
         if stored != self._probe():
             raise IndexConfigError(
                 f"{self.path} was built by neardup {self.config.get('neardup')}, which signs text "

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ConfigError
 from .disk import open_index_class
-from .disk_base import stored_config
+from .disk_base import set_up, stored_config
 from .segments_open import building
 from .sqlite_legacy import LegacySQLiteIndex, is_sqlite_file
-from .store import IndexCorruptError, NotAnIndexError
+from .store import IndexCorruptError, InvalidKeyError, NotAnIndexError, check_key
 
 KINDS = ("minhash", "simhash", "simhash-verified")   # what neardup 0.x's SQLite store could hold
 
@@ -41,6 +42,10 @@ def migrate_sqlite(path, new_path, batch: int = 65536) -> dict:
     ``new_path`` holds anything, :class:`NotAnIndexError` when ``path`` is not an SQLite index,
     :class:`~neardup.index.disk_base.IndexConfigError` when this neardup signs differently."""
     src, dest = Path(path), Path(new_path)
+    if not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"batch must be a positive integer, got {batch!r}")
+    if not str(new_path):
+        raise ConfigError("the new index's path is empty")
     if not is_sqlite_file(src):
         if src.is_dir():
             raise NotAnIndexError(f"{src} is a folder: an index folder needs no migration (migrate converts "
@@ -55,7 +60,7 @@ def migrate_sqlite(path, new_path, batch: int = 65536) -> dict:
         cls = open_index_class(config["kind"])
         proto = cls.__new__(cls)
         proto.config, proto.path = config, src
-        proto._setup(config)                       # refuses a text pipeline this neardup cannot sign
+        set_up(proto, config, src)                 # refuses a text pipeline this neardup cannot sign
         proto._verify_probe(old.meta("probe"))
         width = proto._dtype.itemsize * proto._width
         tmp = building(dest, "migrated index")
@@ -63,6 +68,10 @@ def migrate_sqlite(path, new_path, batch: int = 65536) -> dict:
             n = 0
             with cls._create(tmp, config, exist_ok=False, store=None, options={}) as new:
                 for keys, sigs in old.documents(batch):
+                    try:
+                        keys = [check_key(k, f"{src}: document {n + i + 1}") for i, k in enumerate(keys)]
+                    except InvalidKeyError as exc:
+                        raise IndexCorruptError(f"{exc}; nothing was written") from None
                     bad = next((i for i, s in enumerate(sigs) if not isinstance(s, bytes) or len(s) != width), None)
                     if bad is not None:
                         raise IndexCorruptError(f"{src}: document {keys[bad]!r} has a signature of "

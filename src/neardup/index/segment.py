@@ -227,31 +227,6 @@ class Segment:
                                     "run `neardup index verify`")
         return True
 
-    def candidates(self, band_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, document id) for every band-key equality of the (q, b) ``band_keys``."""
-        self.ensure_checked()
-        qs, ds = [], []
-        q = band_keys.shape[0]
-        folded = fold32(band_keys)
-        for i in range(min(self.bands.shape[0], band_keys.shape[1])):
-            col = self.bands[i]
-            if col.shape[0] == 0:
-                continue
-            lo = np.searchsorted(col, folded[:, i], "left")
-            hi = np.searchsorted(col, folded[:, i], "right")
-            cnt = hi - lo
-            tot = int(cnt.sum())
-            if tot == 0:
-                continue
-            qi = np.repeat(np.arange(q, dtype=np.int64), cnt)
-            start = np.repeat(lo - np.concatenate([[0], np.cumsum(cnt)[:-1]]), cnt)
-            pos = start + np.arange(tot, dtype=np.int64)
-            qs.append(qi)
-            ds.append(np.asarray(self.band_row[i][pos], dtype=np.int64) + self.first_id)
-        if not qs:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(qs), np.concatenate(ds)
-
 
 def _sig_rows(sigs, n: int) -> np.ndarray:
     """The signature bytes as n contiguous rows (n = 0 included: reshape(0, -1) cannot infer a width)."""

@@ -11,19 +11,22 @@ and ``docs``: the band keys are computed again from the signatures. It reads the
 (its "oldest first" tie-break unchanged) and a writer of the old neardup running meanwhile is not
 seen half-way.
 
-The file is opened read-only and, when it has no log beside it (no writer has it open and nothing is
-pending), *immutable*: read as it is, with no shared-memory or log file made beside it. With a log
-there, SQLite reads through it (``mode=ro``); in a folder this process cannot write, where SQLite
-cannot make the shared-memory file that needs, the file is refused naming the log.
+Nothing is made beside the file. With no log beside it, or an empty one, and no process holding it
+(no shared-memory file), it is opened *immutable*: read as it is. With a shared-memory file there (a
+process of neardup 0.x has it open, or left it), SQLite reads through the log (``mode=ro``). A log
+that no process holds (a writer that stopped before checkpointing) is copied with the file into a
+private temporary folder, where SQLite recovers it, and the copy is read (and removed at the end).
 """
 from __future__ import annotations
 
-import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .store import IndexStoreError, NotAnIndexError
+from ..errors import ConfigError
+from .store import IndexCorruptError, IndexStoreError, NotAnIndexError
 
 APPLICATION_ID = 0x4E445849   # "NDXI" in the SQLite header: the file is a neardup index
 FORMAT_VERSION = 1            # PRAGMA user_version of the only layout neardup 0.x wrote
@@ -58,9 +61,10 @@ def legacy_refusal(path) -> NotAnIndexError:
 class LegacySQLiteIndex:
     """A read-only view of an SQLite index file: its metadata, document count and documents."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path):
+    def __init__(self, conn: sqlite3.Connection, path: Path, tmp: Path | None = None):
         self._conn = conn
         self.path = path
+        self._tmp = tmp         # the private copy read instead of a file with an unheld log
 
     @classmethod
     def open(cls, path) -> LegacySQLiteIndex:
@@ -69,36 +73,46 @@ class LegacySQLiteIndex:
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"no SQLite index file at {p}")
-        log = Path(f"{p}-wal")
-        if not log.exists():
-            immutable = "&immutable=1"      # no writer, nothing pending: read as it is, nothing made beside it
-        elif not os.access(p.parent if str(p.parent) else ".", os.W_OK) and log.stat().st_size > 0 \
-                and not Path(f"{p}-shm").exists():
-            raise IndexStoreError(f"{p}: cannot read it here: the folder is not writable and the index has "
-                                  f"writes not yet checkpointed in {log.name}; open it once with neardup 0.x "
-                                  "with write access, or copy the file and its log to a writable folder")
-        else:
-            immutable = ""
+        log, shm = Path(f"{p}-wal"), Path(f"{p}-shm")
+        tmp = None
+        if shm.exists():        # a process has it open (or left its shared memory): read through its log
+            source, mode = p, "?mode=ro"
+        elif not log.exists() or log.stat().st_size == 0:
+            source, mode = p, "?mode=ro&immutable=1"     # nothing pending: read as it is, nothing made beside it
+        else:                   # a log no process holds: SQLite recovers it into a copy, never beside the file
+            tmp = Path(tempfile.mkdtemp(prefix="neardup-migrate-"))
+            source, mode = tmp / p.name, "?mode=ro"
+            try:
+                shutil.copyfile(p, source)
+                shutil.copyfile(log, f"{source}-wal")
+            except OSError as exc:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise IndexStoreError(f"{p}: cannot copy it and its log {log.name} to read them "
+                                      f"({exc.strerror or exc})") from None
         try:
-            conn = sqlite3.connect(p.absolute().as_uri() + "?mode=ro" + immutable, uri=True, isolation_level=None)
+            conn = sqlite3.connect(source.absolute().as_uri() + mode, uri=True, isolation_level=None)
         except sqlite3.Error as exc:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
             raise IndexStoreError(f"{p}: {exc}") from None
+        self = cls(conn, p, tmp)
         try:
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            ver = conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB" or "not a database" in str(exc):
-                raise NotAnIndexError(f"{p} is not a neardup index (not an SQLite database)") from None
-            raise IndexStoreError(f"{p}: {exc}") from None
-        if app != APPLICATION_ID:
-            conn.close()
-            raise NotAnIndexError(f"{p} is not a neardup index (SQLite application_id {app:#x})")
-        if ver != FORMAT_VERSION:
-            conn.close()
-            raise NotAnIndexError(f"{p} is a neardup SQLite index of format {ver}; this neardup reads format "
-                                  f"{FORMAT_VERSION}")
-        return cls(conn, p)
+            try:
+                app = conn.execute("PRAGMA application_id").fetchone()[0]
+                ver = conn.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.DatabaseError as exc:
+                if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB" or "not a database" in str(exc):
+                    raise NotAnIndexError(f"{p} is not a neardup index (not an SQLite database)") from None
+                raise IndexStoreError(f"{p}: {exc}") from None
+            if app != APPLICATION_ID:
+                raise NotAnIndexError(f"{p} is not a neardup index (SQLite application_id {app:#x})")
+            if ver != FORMAT_VERSION:
+                raise NotAnIndexError(f"{p} is a neardup SQLite index of format {ver}; this neardup reads format "
+                                      f"{FORMAT_VERSION}")
+        except BaseException:
+            self.close()
+            raise
+        return self
 
     def _read(self, sql: str, args=()) -> list:
         try:
@@ -112,29 +126,35 @@ class LegacySQLiteIndex:
         return rows[0][0] if rows else None
 
     def documents(self, batch: int = 65536) -> Iterator[tuple[list, list[bytes]]]:
-        """(keys, signature bytes) of every document, ``batch`` at a time, in the order they were added;
-        all of them read from one snapshot of the file (one read transaction)."""
+        """(keys, signature bytes) of every document, ``batch`` (≥ 1) at a time, in the order they were
+        added; all of them read from one snapshot of the file (one read transaction), and as many as
+        the file counts in it (else :class:`IndexCorruptError`)."""
+        if not isinstance(batch, int) or batch < 1:
+            raise ConfigError(f"batch must be a positive integer, got {batch!r}")
         self._read("BEGIN")
         try:
-            last = -(2 ** 63)
+            total = int(self._read("SELECT count(*) FROM docs")[0][0])
+            last, seen = -(2 ** 63), 0
             while True:
                 rows = self._read("SELECT id, key, sig FROM docs WHERE id > ? ORDER BY id LIMIT ?", (last, batch))
                 if not rows:
-                    return
+                    break
                 last = rows[-1][0]
+                seen += len(rows)
                 yield [r[1] for r in rows], [r[2] for r in rows]
+            if seen != total:
+                raise IndexCorruptError(f"{self.path}: {seen} documents read of the {total} it counts")
         finally:
             if self._conn.in_transaction:
                 self._conn.execute("COMMIT")
-
-    def count(self) -> int:
-        """The documents in the file (counted, not the stored counter)."""
-        return int(self._read("SELECT count(*) FROM docs")[0][0])
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     def __enter__(self) -> LegacySQLiteIndex:
         return self

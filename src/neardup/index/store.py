@@ -29,8 +29,6 @@ import numpy as np
 
 from ..errors import ConfigError, NeardupError
 
-SYNCHRONOUS = ("NORMAL", "FULL")
-
 
 class NotAnIndexError(NeardupError, ValueError):
     """The file exists but is not a neardup index (or is one of an unknown format)."""

@@ -44,6 +44,11 @@ class Method:
         """``sign(texts) -> (values, empty, sizes)`` (see :mod:`neardup.dedup.signing`)."""
         raise NotImplementedError
 
+    def value_signer(self, cfg: DedupConfig):
+        """``sign(texts) -> values`` alone (what ``neardup sign`` writes)."""
+        sign = self.signer(cfg)
+        return lambda texts: sign(texts)[0]
+
     def text_checks(self, cfg: DedupConfig, texts_of, n: int, fixed: int, sets_of=None, spill=None):
         """(exact_pairs, sets_of) for :meth:`find`: what this method checks on the documents' texts
         (``texts_of(docs)`` gives them), given n rows of which the first ``fixed`` are an index's;

@@ -221,6 +221,11 @@ class MinHash(Method):
             return sig, feats.sizes() == 0, feats.unique().sizes()
         return sign
 
+    def value_signer(self, cfg):
+        """The signatures without the set sizes (a datasketch scheme would count them in Python)."""
+        hasher = minhasher(cfg)
+        return lambda texts: hasher.sign_batch(texts).values
+
     def text_checks(self, cfg, texts_of, n, fixed, sets_of=None, spill=None):
         """``--verify borderline``: the exact similarity of the band's pairs, from their texts."""
         if cfg.verify == "borderline" and texts_of is not None:
