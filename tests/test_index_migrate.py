@@ -170,25 +170,38 @@ def _edit(path: Path, *sql):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "probe", "no-probe", "signature", "config", "format", "config-number",
-                                    "config-integer", "config-lacks", "config-value", "id"])
+DAMAGES = {   # one SQL statement each: (statement, error, what its message says)
+    "no-probe": ("DELETE FROM meta WHERE name = 'probe'", NotAnIndexError, "no probe signature"),
+    "signature": ("UPDATE docs SET sig = x'0102' WHERE id = (SELECT max(id) FROM docs)", IndexCorruptError,
+                  "signature of 2 bytes"),
+    "config": ("UPDATE meta SET value = '{not json' WHERE name = 'config'", NotAnIndexError, "not JSON"),
+    "config-number": ("UPDATE meta SET value = '1' WHERE name = 'config'", NotAnIndexError, "not a JSON object"),
+    "config-integer": ("UPDATE meta SET value = 7 WHERE name = 'config'", NotAnIndexError, "not JSON"),
+    "format": ("PRAGMA user_version = 7", NotAnIndexError, "format 7"),
+    "id": ("UPDATE docs SET key = 1.5 WHERE id = (SELECT min(id) FROM docs) + 3", IndexCorruptError,
+           "document 4: index keys"),
+}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "probe", "config-lacks", "config-value", *DAMAGES])
 def test_a_damaged_or_foreign_file_is_refused_and_leaves_no_new_index(tmp_path, damage):
     """Each damage stops the migration with one error naming the file, before the new index appears."""
     old = _copy(tmp_path, "minhash")
-    if damage == "truncated":
+    if damage in DAMAGES:
+        sql, err, match = DAMAGES[damage]
+        _edit(old, sql)
+    elif damage == "truncated":
         data = old.read_bytes()
         old.write_bytes(data[: len(data) // 2])
         err, match = (IndexStoreError, NotAnIndexError), str(old)
-    elif damage == "no-probe":
-        _edit(old, "DELETE FROM meta WHERE name = 'probe'")
-        err, match = NotAnIndexError, "no probe signature"
-    elif damage == "config-number":
-        _edit(old, "UPDATE meta SET value = '1' WHERE name = 'config'")
-        err, match = NotAnIndexError, "not a JSON object"
-    elif damage == "config-integer":
-        _edit(old, "UPDATE meta SET value = 7 WHERE name = 'config'")
-        err, match = NotAnIndexError, "not JSON"
-    elif damage in ("config-lacks", "config-value"):
+    elif damage == "probe":
+        con = sqlite3.connect(old)
+        probe = json.loads(con.execute("SELECT value FROM meta WHERE name = 'probe'").fetchone()[0])
+        con.close()
+        probe["signature"] = "00" * (len(probe["signature"]) // 2)
+        _edit(old, ("UPDATE meta SET value = ? WHERE name = 'probe'", (json.dumps(probe),)))
+        err, match = IndexConfigError, "probe signature mismatch"
+    else:
         con = sqlite3.connect(old)
         config = json.loads(con.execute("SELECT value FROM meta WHERE name = 'config'").fetchone()[0])
         con.close()
@@ -198,25 +211,6 @@ def test_a_damaged_or_foreign_file_is_refused_and_leaves_no_new_index(tmp_path, 
             config["num_perm"] = -3
         _edit(old, ("UPDATE meta SET value = ? WHERE name = 'config'", (json.dumps(config),)))
         err, match = (NotAnIndexError, IndexConfigError), "num_perm"
-    elif damage == "id":
-        _edit(old, "UPDATE docs SET key = 1.5 WHERE id = (SELECT min(id) FROM docs) + 3")
-        err, match = IndexCorruptError, "document 4: index keys"
-    elif damage == "probe":
-        con = sqlite3.connect(old)
-        probe = json.loads(con.execute("SELECT value FROM meta WHERE name = 'probe'").fetchone()[0])
-        con.close()
-        probe["signature"] = "00" * (len(probe["signature"]) // 2)
-        _edit(old, ("UPDATE meta SET value = ? WHERE name = 'probe'", (json.dumps(probe),)))
-        err, match = IndexConfigError, "probe signature mismatch"
-    elif damage == "signature":
-        _edit(old, "UPDATE docs SET sig = x'0102' WHERE id = (SELECT max(id) FROM docs)")
-        err, match = IndexCorruptError, "signature of 2 bytes"
-    elif damage == "config":
-        _edit(old, "UPDATE meta SET value = '{not json' WHERE name = 'config'")
-        err, match = NotAnIndexError, "not JSON"
-    else:
-        _edit(old, "PRAGMA user_version = 7")
-        err, match = NotAnIndexError, "format 7"
     with pytest.raises(err, match=match) as exc:
         migrate_sqlite(old, tmp_path / "new")
     assert str(old) in str(exc.value)
