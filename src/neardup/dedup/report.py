@@ -201,9 +201,9 @@ def build_report(s: RunSummary, explain=None) -> dict:
                     for k, d, sim, kt, dt in ((k, d, sim, compared(kt), compared(dt)) for k, d, sim, kt, dt
                                               in s.samples)],
     })
-    if c.method == "minhash" and s.lsh is not None:
+    if s.lsh is not None:             # (what the run's finder banded with: MinHash's bands)
         report["lsh"] = lsh_report(c.threshold, s.lsh[0], s.lsh[1], s.lsh[2])
-    if c.method == "simhash" and s.simhash is not None:
+    if s.simhash is not None:         # (SimHash's finders: the distances of the removed)
         report["simhash"] = (verified_simhash_report(c.candidate_bits, c.threshold, c.recall, *s.simhash)
                              if c.candidate_bits is not None else simhash_report(c.bits, *s.simhash))
     if s.index is not None:

@@ -27,6 +27,7 @@ from ..._arrays import sorted_unique
 from ..._version import __version__
 from ...config import _DOCUMENTS, DEFAULTS, DedupConfig, check_banded
 from ...dedup.find import HOW, TooManyPairsError, find_run, join_pairs
+from ...dedup.methods import method_of
 from ...dedup.progress import begin, reporting, shows_progress
 from ...dedup.records import pairs_schema
 from ...dedup.report import write_report
@@ -57,7 +58,7 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
             if getattr(raw, name) not in (unset[name], DEFAULTS.get(raw.method, {}).get(name, unset[name]))]
     cfg = raw.resolved()
     check_banded(cfg)
-    if cfg.method not in _DOCUMENTS:
+    if method_of(cfg).spans:
         raise ConfigError(f"method (--method) must be one of {', '.join(_DOCUMENTS)} for a join of documents; "
                           f"got {cfg.method!r}")
     if set_:

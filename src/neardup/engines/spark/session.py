@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..._arrays import physical_memory
 from ...config import DedupConfig, check_banded, cpu_count
+from ...dedup.methods import method_of
 from ...dedup.progress import reporting
 from ...errors import ConfigError, WorkerError
 from .progress import PhaseProgress
@@ -26,7 +27,7 @@ def _check_supported(cfg: DedupConfig, spans: bool = False) -> None:
     if cfg.spans is not None:
         raise ConfigError(f"spans (--spans) {cfg.spans} on Spark runs in `neardup dedup --engine spark` (the span "
                           "step runs on the driver); these DataFrame steps have none")
-    if cfg.method in ("lines", "substrings"):
+    if method_of(cfg).spans:
         raise ConfigError(f"method (--method) {cfg.method} on Spark runs in `neardup dedup --engine spark` (the "
                           "span step runs on the driver); these DataFrame steps have none")
 
