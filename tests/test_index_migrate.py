@@ -327,9 +327,10 @@ def test_a_log_no_process_holds_is_read_from_a_private_copy(tmp_path):
 
 def test_commands_that_read_index_folders_refuse_the_file_naming_migrate(tmp_path):
     old = _copy(tmp_path, "minhash")
-    for args in (["verify", str(old)], ["backup", str(old), str(tmp_path / "copy")], ["stats", str(old)],
-                 ["compact", str(old)], ["export", str(old), "-o", str(tmp_path / "x.parquet")]):
-        r = CliRunner().invoke(main, ["index", *args])
+    for args in (["index", "verify", str(old)], ["index", "backup", str(old), str(tmp_path / "copy")],
+                 ["index", "stats", str(old)], ["index", "compact", str(old)],
+                 ["index", "export", str(old), "-o", str(tmp_path / "x.parquet")], ["serve", "--index", str(old)]):
+        r = CliRunner().invoke(main, args)
         assert r.exit_code == 1 and "neardup index migrate" in r.output, (args, r.output)
         assert len(r.output.strip().splitlines()) == 1, (args, r.output)
     assert sorted(p.name for p in tmp_path.iterdir()) == [old.name]

@@ -18,6 +18,8 @@ import click
 from .._arrays import prefer_small_pages
 from .._version import __version__
 from ..errors import NeardupError, stop_cause, user_message
+from ..index.sqlite_legacy import is_sqlite_file, legacy_refusal
+from ..index.store import NotAnIndexError
 
 
 class ParameterError(click.ClickException):
@@ -62,6 +64,19 @@ class _Group(click.Group):
 
 
 _INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+def index_folder(ctx, param, value):
+    """PATH of a command that reads an index folder's files: an SQLite index of neardup 0.x is refused
+    naming ``neardup index migrate``, another file as not an index folder."""
+    if os.path.isfile(value):
+        if is_sqlite_file(value):
+            try:
+                raise click.ClickException(str(legacy_refusal(value)))
+            except NotAnIndexError as exc:
+                raise click.ClickException(str(exc)) from None
+        raise click.BadParameter(f"{value} is a file, not an index folder", ctx=ctx, param=param)
+    return value
 
 
 def _served(message: str) -> str:

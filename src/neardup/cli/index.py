@@ -35,13 +35,12 @@ from ..errors import InputFormatError
 from ..index.disk import open_index
 from ..index.migrate import migrate_sqlite
 from ..index.repair import repair_index, verify_index
-from ..index.sqlite_legacy import is_sqlite_file, legacy_refusal
-from ..index.store import DuplicateKeyError, InvalidKeyError, NotAnIndexError, check_key, key_candidates
+from ..index.store import DuplicateKeyError, InvalidKeyError, check_key, key_candidates
 from ..io.formats import check_fields_apply, read_rows
 from ..io.outfile import STDOUT, check_output_file, replacing
 from ..io.readers import batched
 from ..io.sources import expand_inputs
-from .group import ParameterError, main
+from .group import ParameterError, index_folder, main
 
 _ALGO = ("threshold", "metric", "tokenizer", "ngram", "num_perm", "scheme", "seed", "bits", "weighting", "idf",
          "user_dict", "stop_words", "top_n", "compat", "lsh_mode", "recall", "bands", "rows")
@@ -98,19 +97,6 @@ class _Skipped(list):
 
     def __len__(self) -> int:
         return self.count
-
-
-def _index_folder(ctx, param, value):
-    """PATH of a command that reads an index folder's files: an SQLite index of neardup 0.x is refused
-    naming ``neardup index migrate``, another file as not an index folder."""
-    if os.path.isfile(value):
-        if is_sqlite_file(value):
-            try:
-                raise click.ClickException(str(legacy_refusal(value)))
-            except NotAnIndexError as exc:
-                raise click.ClickException(str(exc)) from None
-        raise click.BadParameter(f"{value} is a file, not an index folder", ctx=ctx, param=param)
-    return value
 
 
 @main.group()
@@ -304,7 +290,7 @@ def compact(path):
 
 
 @index.command()
-@click.argument("path", type=click.Path(exists=True), callback=_index_folder)
+@click.argument("path", type=click.Path(exists=True), callback=index_folder)
 @click.argument("dest", type=click.Path())
 def backup(path, dest):
     """Copy the index at PATH as a new index folder DEST, consistently: segments hard-linked where the
@@ -419,7 +405,7 @@ def migrate(old, new, as_json):
 
 
 @index.command()
-@click.argument("path", type=click.Path(exists=True), callback=_index_folder)
+@click.argument("path", type=click.Path(exists=True), callback=index_folder)
 @click.option("--repair", "repair_to", type=click.Path(), default=None, metavar="NEW",
               help="Salvage what verifies into a new index at NEW (the damaged one is left as it is).")
 @click.option("--json", "as_json", is_flag=True, help="The report as one JSON object.")

@@ -10,13 +10,13 @@ import sys
 import click
 
 from ..text.dictionaries import read_limited
-from .group import main
+from .group import index_folder, main
 from .index import _open
 
 LOG_FORMATS = ("text", "json")        # --log-format
 
 @main.command()
-@click.option("--index", "index_path", required=True, type=click.Path(exists=True, file_okay=False),
+@click.option("--index", "index_path", required=True, type=click.Path(exists=True), callback=index_folder,
               help="The index folder (made by `neardup index create` or `neardup dedup --index`).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
