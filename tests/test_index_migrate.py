@@ -275,16 +275,23 @@ def test_a_killed_migration_leaves_no_new_index(tmp_path):
     assert migrate_sqlite(old, tmp_path / "new")["documents"] == 149
 
 
-def test_pending_writes_in_the_files_log_are_migrated(tmp_path):
-    """A file with writes still in its SQLite log (a neardup 0.x writer that has not checkpointed):
-    the migration reads through the log, in one snapshot."""
-    old = _copy(tmp_path, "minhash")
+def _remove_newest_in_the_log(old: Path):
+    """Remove the newest document of ``old`` as neardup 0.x's writer would, its write left in the
+    SQLite log (no checkpoint): (the open connection, which holds the log, and the removed id)."""
     con = sqlite3.connect(old)
     con.execute("PRAGMA wal_autocheckpoint=0")
     gone = con.execute("SELECT key FROM docs ORDER BY id DESC LIMIT 1").fetchone()[0]
     con.execute("DELETE FROM bands WHERE doc = (SELECT max(id) FROM docs)")
     con.execute("DELETE FROM docs WHERE id = (SELECT max(id) FROM docs)")
     con.commit()
+    return con, gone
+
+
+def test_pending_writes_in_the_files_log_are_migrated(tmp_path):
+    """A file with writes still in its SQLite log (a neardup 0.x writer that has not checkpointed):
+    the migration reads through the log, in one snapshot."""
+    old = _copy(tmp_path, "minhash")
+    con, gone = _remove_newest_in_the_log(old)
     try:
         assert Path(f"{old}-wal").stat().st_size > 0
         assert migrate_sqlite(old, tmp_path / "new")["documents"] == 148
@@ -301,12 +308,7 @@ def test_a_log_no_process_holds_is_read_from_a_private_copy(tmp_path):
     live = tmp_path / "live"
     live.mkdir()
     old = _copy(live, "minhash")
-    con = sqlite3.connect(old)
-    con.execute("PRAGMA wal_autocheckpoint=0")
-    gone = con.execute("SELECT key FROM docs ORDER BY id DESC LIMIT 1").fetchone()[0]
-    con.execute("DELETE FROM bands WHERE doc = (SELECT max(id) FROM docs)")
-    con.execute("DELETE FROM docs WHERE id = (SELECT max(id) FROM docs)")
-    con.commit()
+    con, gone = _remove_newest_in_the_log(old)
     stopped = tmp_path / "stopped"
     stopped.mkdir()
     shutil.copyfile(old, stopped / old.name)                       # what a killed writer leaves: file and log

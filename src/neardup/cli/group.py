@@ -72,9 +72,10 @@ def index_folder(ctx, param, value):
     if os.path.isfile(value):
         if is_sqlite_file(value):
             try:
-                raise click.ClickException(str(legacy_refusal(value)))
-            except NotAnIndexError as exc:
-                raise click.ClickException(str(exc)) from None
+                refusal = legacy_refusal(value)
+            except NotAnIndexError as exc:      # (an SQLite database that is not a neardup index)
+                refusal = exc
+            raise click.ClickException(str(refusal))
         raise click.BadParameter(f"{value} is a file, not an index folder", ctx=ctx, param=param)
     return value
 

@@ -33,6 +33,7 @@ from ..dedup.incremental import create_index, index_kind
 from ..dedup.progress import begin, plain_size, reporting
 from ..errors import InputFormatError
 from ..index.disk import open_index
+from ..index.files import taken
 from ..index.migrate import migrate_sqlite
 from ..index.repair import repair_index, verify_index
 from ..index.store import DuplicateKeyError, InvalidKeyError, check_key, key_candidates
@@ -392,11 +393,8 @@ def migrate(old, new, as_json):
       neardup index migrate crawl.ndx crawl-migrated
       neardup index migrate old/news.ndx news-idx --json
     """
-    p = Path(new)
     if not new:
         raise click.BadParameter("an empty path", param_hint="NEW")
-    if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):
-        raise click.ClickException(f"{new} already exists; migrate writes a new index")
     out = migrate_sqlite(old, new)
     if as_json:
         click.echo(json.dumps(out, sort_keys=True))
@@ -421,8 +419,7 @@ def verify(path, repair_to, as_json):
       neardup index verify idx --repair idx-salvaged --json
     """
     if repair_to is not None:
-        p = Path(repair_to)
-        if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):
+        if taken(repair_to):
             raise click.ClickException(f"{repair_to} already exists; --repair writes a new index")
         report = repair_index(path, repair_to)
     else:

@@ -293,11 +293,13 @@ class BaseDiskIndex:
         order = np.lexsort((ids[ci], self._rank(scores), qi))
         return qi[order], ci[order], scores[order], keys, ids, cvals
 
-    def _query(self, values: np.ndarray, empty: np.ndarray, accept) -> list[list[tuple]]:
+    def _query(self, values: np.ndarray, empty: np.ndarray, accept, **how) -> list[list[tuple]]:
+        """Per query row, its ``(key, score)`` matches as :meth:`_matches` orders them (``how``: a
+        flavour's own options of it, e.g. a containment index's ``direction``)."""
         out: list[list[tuple]] = [[] for _ in range(values.shape[0])]
         if not (~empty).any():
             return out
-        qi, ci, scores, keys, _, _ = self._matches(values, empty, accept)
+        qi, ci, scores, keys, _, _ = self._matches(values, empty, accept, **how)
         for q, c, s in zip(qi.tolist(), ci.tolist(), scores.tolist()):
             out[q].append((keys[c], s))
         return out

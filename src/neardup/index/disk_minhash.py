@@ -340,15 +340,6 @@ class ContainmentDiskIndex(DiskIndex):
         order = np.lexsort((ids[ci], self._rank(scores), qi))
         return qi[order], ci[order], scores[order], keys, ids, cvals
 
-    def _query(self, values: np.ndarray, empty: np.ndarray, accept, direction: str = "either") -> list[list[tuple]]:
-        out: list[list[tuple]] = [[] for _ in range(values.shape[0])]
-        if not (~empty).any():
-            return out
-        qi, ci, scores, keys, _, _ = self._matches(values, empty, accept, direction)
-        for q, c, sc in zip(qi.tolist(), ci.tolist(), scores.tolist()):
-            out[q].append((keys[c], sc))
-        return out
-
     def add_signatures(self, keys: Sequence, values, sizes=None, replace: bool = False) -> None:
         """Add precomputed signatures (as :meth:`DiskIndex.add_signatures`) with their distinct-shingle
         counts ``sizes`` (0 exactly for an empty signature)."""
@@ -378,5 +369,5 @@ class ContainmentDiskIndex(DiskIndex):
             values = values.values
         a = self._as_values(values, self.num_perm)
         ext, empty = self._with_sizes(a, _check_sizes(sizes, a, self._empty))
-        return self._query(ext, empty, AtLeast(t), direction)
+        return self._query(ext, empty, AtLeast(t), direction=direction)
 

@@ -320,15 +320,6 @@ class VerifiedSimHashDiskIndex(SimHashDiskIndex):
         order = np.lexsort((ids[ci], self._rank(scores), qi))
         return qi[order], ci[order], scores[order], keys, ids, cvals
 
-    def _query(self, values, empty, accept):
-        out: list[list[tuple]] = [[] for _ in range(values.shape[0])]
-        if not (~empty).any():
-            return out
-        qi, ci, scores, keys, _, _ = self._matches(values, empty, accept)
-        for q, c, s in zip(qi.tolist(), ci.tolist(), scores.tolist()):
-            out[q].append((keys[c], float(s)))
-        return out
-
     def _threshold(self, threshold) -> float:
         t = self.threshold if threshold is None else float(threshold)
         if not 0.0 <= t <= 1.0:

@@ -24,6 +24,13 @@ SEGMENT_FILES = ("sigs", "key_off", "key_bytes", "key_hash", "key_row", "bands",
 _CHUNK = 16 << 20
 
 
+def taken(path) -> bool:
+    """Whether ``path`` holds something a new index may not replace: anything but nothing there or an
+    empty folder (a symbolic link counts, even a dangling one)."""
+    p = Path(path)
+    return p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir()))
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

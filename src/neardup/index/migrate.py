@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import ConfigError
 from .disk import open_index_class
 from .disk_base import set_up, stored_config
+from .files import taken
 from .segments_open import building
 from .sqlite_legacy import LegacySQLiteIndex, is_sqlite_file
 from .store import IndexCorruptError, InvalidKeyError, NotAnIndexError, check_key
@@ -53,7 +54,7 @@ def migrate_sqlite(path, new_path, batch: int = 65536) -> dict:
         if not src.exists():
             raise FileNotFoundError(f"no SQLite index file at {src}")
         raise NotAnIndexError(f"{src} is not a neardup index (not an SQLite database)")
-    if dest.is_symlink() or dest.exists() and not (dest.is_dir() and not any(dest.iterdir())):
+    if taken(dest):
         raise FileExistsError(f"{dest} already exists; migrate writes a new index")
     with LegacySQLiteIndex.open(src) as old:
         config = _config(old)

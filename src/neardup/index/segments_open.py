@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import wal
-from .files import digest, fsync_dir, load_array, remove_owned, write_atomic, write_new
+from .files import digest, fsync_dir, load_array, remove_owned, taken, write_atomic, write_new
 from .segment import VERIFY_ON_OPEN, Segment, merge
 from .segments_manifest import (
     FORMAT,
@@ -56,7 +56,7 @@ class Opening:
         two processes creating one index get one index and one ``FileExistsError``. An existing
         empty folder at ``path`` is used (e.g. made by ``mkdir`` or ``tempfile``)."""
         p = Path(path)
-        if p.is_symlink() or p.exists() and not (p.is_dir() and not any(p.iterdir())):
+        if taken(p):
             raise FileExistsError(f"{p} already exists; open it, or remove it to start over")
         tmp = building(p, "index")
         made = [tmp / MANIFEST, tmp / "LOCK", tmp / "wal-0.log"]

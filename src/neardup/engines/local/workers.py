@@ -568,7 +568,7 @@ def read_and_sign(specs: list[InputSpec], cfg: DedupConfig, corpus: Corpus, edit
         parts.close()
     corpus.row_source.extend(rows_of)
     bar.end(rows=corpus.n_rows, documents=len(corpus.doc_row), skipped=len(corpus.skipped))
-    if method_of(cfg).spans:   # documents numbered here; what the workers found is in corpus.spans
+    if spanned:   # documents numbered here; what the workers found is in corpus.spans
         empty = np.concatenate(empties) if empties else np.zeros(0, dtype=bool)
         return Signed(np.arange(empty.shape[0], dtype=np.int64), empty, None, None)
     features = None
