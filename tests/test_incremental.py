@@ -249,3 +249,21 @@ def test_a_known_id_with_another_text_is_refused_unless_replace(tmp_path):
         assert i.query(" ".join(words[300:340]))[0] == ("d2", 1.0) and "new" in i and len(i) == 6
     with pytest.raises(ConfigError, match="replace"):
         _cfg(replace=True).resolved()
+
+
+@pytest.mark.parametrize("method,extra", [("minhash", {}), ("minhash", {"metric": "containment"}),
+                                          ("simhash", {}), ("simhash", {"bits": 3})])
+def test_a_day_of_only_empty_documents(tmp_path, method, extra):
+    """A day whose documents are all empty (blank, whitespace) probes the index with no row: every row
+    is kept as empty, nothing matched, the index keeps its documents (empty ones are stored, never
+    matched). It stopped with a traceback before (an empty batch of band keys could not be folded)."""
+    day1, day2 = tmp_path / "day1.jsonl", tmp_path / "day2.jsonl"
+    day1.write_text(json.dumps({"id": "a", "text": "some words here for one document of text"}) + "\n")
+    day2.write_text(json.dumps({"id": "b", "text": ""}) + "\n" + json.dumps({"id": "c", "text": "  \n "}) + "\n")
+    idx = tmp_path / "idx"
+    run_dedup([str(day1)], str(tmp_path / "o1"), _cfg(index=str(idx), method=method, **extra))
+    rep = run_dedup([str(day2)], str(tmp_path / "o2"), _cfg(index=str(idx), method=method, **extra))
+    recs = _records(tmp_path / "o2")
+    assert [(r["id"], r["kept"], r["empty"]) for r in recs] == [("b", True, True), ("c", True, True)]
+    assert rep["index"]["matched_documents"] == 0 and rep["index"]["documents_before"] == 1
+    assert _index_keys(idx, method) == {"a", "b", "c"}

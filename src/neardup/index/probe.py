@@ -41,13 +41,12 @@ def probe(st: IndexStore, values: np.ndarray, rows: np.ndarray, band_keys, kind:
     from ..kernels.index_probe import probe_segment, probe_segment_parallel  # noqa: PLC0415  (numba kernels, 3 ms of import for every command: only a query runs them)
 
     rows = np.asarray(rows, dtype=np.int64)
-    folded = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64).reshape(rows.shape[0], -1)))
     qs, ds, ss = [], [], []
-    if rows.shape[0] == 0:
-        z = np.zeros(0, np.int64)
-        return z, z, np.zeros(0)
+    # (no query rows: nothing to fold — a (0, b) array has no shape (0, -1) — and nothing to probe)
+    folded = np.ascontiguousarray(fold32(np.asarray(band_keys, dtype=np.uint64).reshape(rows.shape[0], -1))) \
+        if rows.shape[0] else None
     with st.snapshot():
-        for v in st.views():
+        for v in st.views() if folded is not None else ():
             sig = _rows(v.sigs, v.n, values.dtype)
             chunks = _threads() if rows.shape[0] >= PARALLEL_QUERIES else 1
             cap = max(1024, 2 * rows.shape[0] // chunks)
