@@ -12,7 +12,10 @@ from ._lazy import lazy_names
 
 _WHERE = {
     **dict.fromkeys(('__version__',), '._version'),
-    **dict.fromkeys(('DedupConfig',), '.config'),
+    **dict.fromkeys((
+        'DedupConfig', 'ExactParams', 'LinesParams', 'MinHashParams', 'ResolvedConfig', 'SentencesParams',
+        'SimHashParams', 'SubstringsParams',
+    ), '.config'),
     **dict.fromkeys((
         'DuplicateResult', 'find_equal_duplicates', 'find_minhash_duplicates', 'find_simhash_duplicates',
         'join_pairs',
@@ -45,9 +48,10 @@ __all__ = [
     "exact_jaccard_pairs", "set_jaccard", "SCHEMES", "MinHash", "MinHasher", "SentenceSigner",
     "Signatures", "SimHasher", "exact_hash", "hamming", "hamming_array", "is_near", "Normalizer", "sign_sets",
     # running a deduplication
-    "DedupConfig", "run_dedup", "DuplicateResult", "find_minhash_duplicates", "find_simhash_duplicates",
-    "find_equal_duplicates", "join_pairs", "run_pairs", "LSHParams", "choose_params", "InputSpec",
-    "expand_inputs", "iter_documents",
+    "DedupConfig", "ResolvedConfig", "MinHashParams", "SimHashParams", "SentencesParams", "ExactParams",
+    "LinesParams", "SubstringsParams", "run_dedup", "DuplicateResult", "find_minhash_duplicates",
+    "find_simhash_duplicates", "find_equal_duplicates", "join_pairs", "run_pairs", "LSHParams", "choose_params",
+    "InputSpec", "expand_inputs", "iter_documents",
     # indexes
     "DiskIndex", "SimHashDiskIndex", "ContainmentDiskIndex", "open_index", "SimHashIndex", "MinHashLSH", "all_pairs",
     "ContainmentIndex", "containment_candidates", "containment_params",

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from ..config import DedupConfig
+from ..config import DedupConfig, ResolvedConfig
 
 _SCALED = ("B",)     # units shown as 1.2M; counts of rows, files or pairs as integers
 
@@ -145,7 +145,7 @@ _CURRENT: contextvars.ContextVar[Reporter] = contextvars.ContextVar("neardup_pro
 def reporting(progress: str | DedupConfig = "auto", quiet: bool = False):
     """Install a :class:`Reporter` for the block (``progress``: auto, bar, json or none, or a run's
     config, whose ``progress`` and ``quiet`` decide)."""
-    if isinstance(progress, DedupConfig):
+    if isinstance(progress, (DedupConfig, ResolvedConfig)):
         progress, quiet = progress.progress, progress.quiet
     mode = mode_of(progress, quiet)
     current = _CURRENT.get()
