@@ -87,7 +87,7 @@ def test_the_commands_warm_up_step_says_it_instead(monkeypatch, caplog, tmp_path
     monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / "stamp"))
     monkeypatch.setattr(warmup, "run_dedup", lambda *a, **k: _fake_compile("neardup.kernels.hashing"))
     with caplog.at_level(logging.INFO, logger="neardup.compile"):
-        assert warmup.warm_up(DedupConfig(method="exact"), announce=False) is not None
+        assert warmup.warm_up(DedupConfig(method="exact").resolved(), announce=False) is not None
     assert caplog.records == [] and (tmp_path / "stamp").is_file()
 
 

@@ -26,7 +26,58 @@ WHOLE = [("minhash", {}), ("minhash", {"num_perm": 2, "lsh_mode": "datasketch"})
 def test_one_method_per_name_of_the_parameter_table():
     assert sorted(METHODS) == sorted(NAMES)
     assert all(m.name == name for name, m in METHODS.items())
-    assert method_of("simhash") is METHODS["simhash"] is method_of(DedupConfig(method="simhash"))
+    assert method_of("simhash") is METHODS["simhash"] is method_of(DedupConfig(method="simhash").resolved())
+
+
+def test_the_steps_take_only_a_resolved_configuration():
+    """A configuration that was never checked does not reach a step (DedupConfig(...).resolved() does)."""
+    with pytest.raises(TypeError, match="resolved configuration"):
+        method_of(DedupConfig(method="simhash"))
+    with pytest.raises(TypeError, match="resolved configuration"):
+        make_signer(DedupConfig())
+
+
+def _variants(n: int, seed: int) -> list[str]:
+    """Chains of edited copies of a few base texts (each copy a few words away from the one before)."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(400)]
+    out = []
+    for _ in range(4):
+        doc = list(rng.choice(words, 60))
+        for _ in range(n // 4):
+            doc = list(doc)
+            for _ in range(2):
+                doc[int(rng.integers(len(doc)))] = str(rng.choice(words))
+            out.append(" ".join(doc))
+    return out + out[:6:2] + ["", "short text"]        # (exact copies too: every method has pairs)
+
+
+@pytest.mark.parametrize("method,opts", [*WHOLE, ("minhash", {"verify": "exact"}), ("minhash", {"linkage": "components"}),
+                                         ("simhash", {"bits": 6, "max_drift": 0.1})])
+def test_the_finish_rule_is_the_finders(method, opts):
+    """Finishing a run's verified pairs by its method's rule (what the Spark engine does per component)
+    gives the clusters the method's finder gave: the rule is written once."""
+    from neardup.dedup.finish import finish
+    from neardup.dedup.verify import minhasher, verification_config
+
+    texts = _variants(48, 7)
+    cfg = DedupConfig(method=method, **opts).resolved()
+    values, empty, sizes = make_signer(cfg)(texts)[:3]
+    rule = method_of(cfg).finish_rule(cfg)
+    feats = None
+    if rule.sets:
+        feats = minhasher(verification_config(cfg) if method == "simhash" else cfg).shingler.features(texts)
+    corpus = Corpus(ids=list(range(len(texts))), lengths=array("q", [len(t) for t in texts]))
+    res = find_run(values, empty, sizes, feats if cfg.verify == "exact" else None, cfg, corpus,
+                   texts_of=lambda docs: [(int(d), texts[int(d)]) for d in docs])
+    done = finish(len(texts), res.pairs_lo, res.pairs_hi, res.pairs_sim, res.how(),
+                  rule.similarity(values, sizes, feats), threshold=rule.threshold, max_drift=rule.max_drift,
+                  linkage=rule.linkage, oracle=rule.oracle(values, feats) if rule.linkage == "bounded" else None,
+                  containment=rule.containment, sizes=sizes, lengths=np.asarray(corpus.lengths, dtype=np.int64))
+    assert res.pairs_lo.shape[0] > 0, "no pairs: the test would show nothing"
+    assert np.array_equal(done.clusters.cluster, res.clusters.cluster)
+    assert np.allclose(done.clusters.similarity, res.clusters.similarity)
+    assert np.array_equal(done.decided, res.clusters.decided)
 
 
 @pytest.mark.parametrize("method,opts", WHOLE)

@@ -89,9 +89,9 @@ def test_explicit_warmup_covers_the_index_for_both_methods(tmp_path, monkeypatch
     monkeypatch.setattr(warmup, "_warm_index", lambda *a: (calls.append(a[0].method), real(*a))[1])
     monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / f"stamp-{cfg.method}"))
     for method in ("minhash", "simhash"):
-        assert warmup.warm_up(DedupConfig(method=method), announce=False, force=True, explicit=True) > 0
+        assert warmup.warm_up(DedupConfig(method=method).resolved(), announce=False, force=True, explicit=True) > 0
     assert calls == ["minhash", "simhash"]
-    assert warmup.warm_up(DedupConfig(method="exact"), announce=False, force=True, explicit=True) >= 0
+    assert warmup.warm_up(DedupConfig(method="exact").resolved(), announce=False, force=True, explicit=True) >= 0
     assert calls == ["minhash", "simhash"]                       # no index for the other methods
 
 
@@ -106,7 +106,7 @@ def test_warm_up_compiles_the_linkage_on_all_threads_and_restores_its_limit(tmp_
     monkeypatch.setattr(cluster, "bounded_components_parts", lambda *a: calls.append(1) or real(*a))
     monkeypatch.setattr(cluster, "_linkage_threads", lambda edges: 2 if edges >= cluster.PARALLEL_LINKAGE_EDGES else 1)
     limit = cluster.PARALLEL_LINKAGE_EDGES
-    warmup.warm_up(DedupConfig(), announce=False, force=True, explicit=True)
+    warmup.warm_up(DedupConfig().resolved(), announce=False, force=True, explicit=True)
     assert calls and cluster.PARALLEL_LINKAGE_EDGES == limit
 
 
@@ -119,7 +119,7 @@ from neardup.similarity import jaccard
 
 cache, src, out = sys.argv[1:4]
 cfg = DedupConfig(workers=2, quiet=True)
-warm_up(cfg, announce=False, force=True)
+warm_up(cfg.resolved(), announce=False, force=True)
 
 def files():
     return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_size, os.stat(os.path.join(d, f)).st_mtime_ns)

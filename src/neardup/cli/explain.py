@@ -164,7 +164,7 @@ def _config(p: dict):
     label = str(p.get("lsh_mode") or "recall")
     values["lsh_mode"] = "datasketch" if "datasketch" in label else "recall"
     values["index"], values["replace"], values["resume"], values["spans"] = None, False, False, None
-    return DedupConfig(**values)
+    return DedupConfig(**values).resolved()        # (a damaged report is refused in one line)
 
 
 def _context(records: list[dict], ra: dict, rb: dict) -> tuple[list[dict], bool]:

@@ -18,7 +18,7 @@ from .group import main
 
 
 def _warm(method: str, force: bool) -> float | None:
-    return warm_up(DedupConfig(method=method), announce=False, force=force, explicit=True)
+    return warm_up(DedupConfig(method=method).resolved(), announce=False, force=force, explicit=True)
 
 
 @main.command()

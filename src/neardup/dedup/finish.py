@@ -3,8 +3,8 @@ decided. Written once: the local engine runs it on the whole graph of a run, the
 each partition of whole connected components (components are independent, so the result is the
 same).
 
-* which similarity a pair has (:func:`pair_similarity`) and what bounded linkage compares
-  (:func:`linkage_oracle`), per method and metric;
+* the rule of a run (:class:`FinishRule`: threshold, drift, linkage, which similarity a pair has
+  and what bounded linkage compares), written by each method;
 * the clustering rule: the symmetric one (:func:`~neardup.clusters.build_clusters`: linkage, keep
   policy, drift split) for Jaccard, SimHash and equal signatures; for containment the directed one
   (:mod:`neardup.clusters.containment`): a document is removed only for a kept document that holds
@@ -16,6 +16,7 @@ same).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,10 +24,7 @@ import numpy as np
 from ..clusters import Clusters, SimilarityOracle, build_clusters
 from ..clusters.cluster import LINKAGE_SAMPLE
 from ..clusters.containment import CONTAINED, containment_clusters
-from ..similarity.estimates import minhash_similarity
-from ..sketches.minhash import empty_value, jaccard_rows
-from ..sketches.simhash import hamming_array
-from .verify import HOW, exact_similarity, known_similarity
+from .verify import HOW, known_similarity
 
 #: how a removed row was decided: the pair decisions (:data:`~neardup.dedup.verify.HOW`), and the
 #: directed containment rule
@@ -49,44 +47,36 @@ class Finished:
         return self.clusters.decided
 
 
-def pair_similarity(method: str, metric: str, scheme: str | None, values, sizes=None, features=None,
-                    exact: bool = False):
-    """``similarity(a, b)`` of row pairs by the run's rule: SimHash 1 − d/64; MinHash the Jaccard
-    estimate (containment: the larger containment derived from it and the set sizes); with
-    ``exact``, the exact value on the shingle sets (``features``); equal signatures: 1."""
-    if method == "simhash":
-        fps = _fingerprints(values)
-        return lambda a, b: 1.0 - hamming_array(fps[a], fps[b]) / 64.0
-    if method != "minhash":
-        return lambda a, b: np.ones(np.asarray(a).shape[0])
-    if exact:
-        return lambda a, b: exact_similarity(features, a, b, metric)
+@dataclass(frozen=True)
+class FinishRule:
+    """How a run's verified pairs become clusters — the settings of :func:`finish` as the run's
+    method applies them — written once per method (:meth:`~neardup.dedup.methods.base.Method.finish_rule`):
+    the local finders follow it, and the Spark engine finishes each connected component by it.
+    ``sets``: pairs are compared on their exact shingle sets (the ``features`` given to
+    ``similarity`` and ``oracle``); ``similarity(values, sizes, features)`` gives any pair's
+    similarity (``similarity(a, b)``); ``oracle(values, features)`` what bounded linkage compares."""
 
-    def similarity(a, b):
-        j = jaccard_rows(values, a, b, scheme)
-        return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
-    return similarity
-
-
-def _fingerprints(values) -> np.ndarray:
-    """SimHash fingerprints, one per row, from a column or an (n, 1) matrix (no rows: none)."""
-    v = np.asarray(values)
-    return v if v.ndim == 1 else v[:, 0]
+    threshold: float
+    max_drift: float | None
+    linkage: str
+    similarity: Callable
+    oracle: Callable
+    containment: bool = False
+    sets: bool = False
 
 
-def linkage_oracle(method: str, metric: str, scheme: str | None, values, features=None,
-                   exact: bool = False) -> SimilarityOracle:
-    """What bounded linkage compares: MinHash rows, exact shingle sets, SimHash fingerprints, or
-    nothing (containment — not symmetric: merges follow the verified pairs — and equal signatures)."""
-    if method == "simhash":
-        return SimilarityOracle.simhash(_fingerprints(values))
-    if method != "minhash" or metric != "jaccard":
-        return SimilarityOracle.equal()
-    if exact:
-        u = features.unique()
-        return SimilarityOracle.exact(u.hashes, u.offsets)
+def equal_similarity(values=None, sizes=None, features=None):
+    """Equal signatures: every verified pair has similarity 1."""
+    return lambda a, b: np.ones(np.asarray(a).shape[0])
 
-    return SimilarityOracle.minhash(values, empty_value(scheme))
+
+def equal_oracle(values=None, features=None) -> SimilarityOracle:
+    """Equal signatures (and containment, whose merges follow the verified pairs): no comparison."""
+    return SimilarityOracle.equal()
+
+
+#: the rule of equal signatures (``--method sentences`` and ``exact``): transitive closure, nothing compared
+EQUAL_RULE = FinishRule(1.0, None, "components", equal_similarity, equal_oracle)
 
 
 def row_decisions(n: int, lo, hi, how, sim, rep) -> np.ndarray:
@@ -118,20 +108,21 @@ def row_decisions(n: int, lo, hi, how, sim, rep) -> np.ndarray:
     return out
 
 
-def finish(n: int, lo, hi, sim, how, similarity, *, method: str, threshold: float, max_drift=None,
-           linkage: str = "components", keep: str = "first", lengths=None, keys=None, oracle=None,
-           metric: str = "jaccard", sizes=None, fixed: int = 0, sample: int = LINKAGE_SAMPLE) -> Finished:
+def finish(n: int, lo, hi, sim, how, similarity, *, threshold: float, max_drift=None, linkage: str = "components",
+           keep: str = "first", lengths=None, keys=None, oracle=None, containment: bool = False, sizes=None,
+           fixed: int = 0, sample: int = LINKAGE_SAMPLE) -> Finished:
     """The clusters of ``n`` rows from their verified pairs (``lo``, ``hi``, similarity ``sim``,
     decision codes ``how``) by the run's rule (module docstring). ``similarity(a, b)``: any pair's
-    similarity (:func:`pair_similarity`); a pair checked exactly keeps its exact value. The first
-    ``fixed`` rows (an index's) are never removed by containment; the caller's ``lengths``/``keys``
-    already make them win the keep policy."""
+    similarity (:attr:`FinishRule.similarity`); a pair checked exactly keeps its exact value.
+    ``containment``: the directed rule (``sizes``: the set sizes). The first ``fixed`` rows (an
+    index's) are never removed by containment; the caller's ``lengths``/``keys`` already make them
+    win the keep policy."""
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     sim = np.asarray(sim, dtype=np.float64)
     how = np.asarray(how, dtype=np.uint8)
     known = known_similarity(similarity, lo, hi, sim, n, how)
-    if method == "minhash" and metric == "containment":
+    if containment:
         clusters, rule, overridden = containment_clusters(
             n, lo, hi, sim, sizes, threshold, known, keep=keep, lengths=lengths, keys=keys, linkage=linkage,
             max_drift=max_drift, oracle=oracle or SimilarityOracle.equal(), sample=sample, fixed=fixed)
@@ -150,5 +141,5 @@ def decision_name(code) -> str | None:
     return None if code == KEPT_ROW else ROW_HOW[code]
 
 
-__all__ = ["KEPT_ROW", "ROW_CONTAINED", "ROW_HOW", "Finished", "decision_name", "finish", "linkage_oracle",
-           "pair_similarity", "row_decisions"]
+__all__ = ["EQUAL_RULE", "KEPT_ROW", "ROW_CONTAINED", "ROW_HOW", "FinishRule", "Finished", "decision_name",
+           "equal_oracle", "equal_similarity", "finish", "row_decisions"]

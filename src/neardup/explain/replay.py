@@ -30,7 +30,8 @@ from ..config import DedupConfig, simhash_verified
 from ..dedup import find
 from ..dedup.candidates import _containment_mode, containment_candidate_pairs
 from ..dedup.find import find_equal_duplicates
-from ..dedup.finish import KEPT_ROW, decision_name, finish, linkage_oracle, pair_similarity
+from ..dedup.finish import KEPT_ROW, decision_name, finish
+from ..dedup.methods import method_of
 from ..dedup.signing import make_signer
 from ..dedup.verify import (
     CANDIDATE,
@@ -137,9 +138,8 @@ class SmallRun:
             lo, hi = containment_candidate_pairs(self.values, self.sizes, t, c.lsh_mode, c.recall, distinct)
         else:
             lo, hi = candidate_pairs(self.values, self.lsh.b, self.lsh.r, rows=distinct)
-        exact = c.verify == "exact"
-        self.similarity = pair_similarity("minhash", c.metric, c.scheme, self.values, self.sizes, self.features,
-                                          exact)
+        rule = method_of(c).finish_rule(c)     # (the run's: its similarity, linkage and containment rule)
+        self.similarity = rule.similarity(self.values, self.sizes, self.features)
         sim = np.asarray(self.similarity(lo, hi), dtype=np.float64).copy()
         how = np.full(lo.shape[0], {"none": CANDIDATE, "exact": EXACT}.get(c.verify, ESTIMATE), dtype=np.uint8)
         if self.z is None:
@@ -157,13 +157,11 @@ class SmallRun:
         esim = np.concatenate([np.ones(dup.shape[0]), sim[ok]])
         ehow = np.concatenate([np.zeros(dup.shape[0], np.uint8), how[ok]])
         self.edges = (elo, ehi, esim, ehow)
-        self.oracle = (linkage_oracle("minhash", c.metric, c.scheme, self.values, self.features, exact)
-                       if c.linkage == "bounded" else None)
-        self.linkage_similarity = (pair_similarity("minhash", "jaccard", c.scheme, self.values, self.sizes,
-                                                   self.features, exact) if c.metric == "jaccard" else None)
-        done = finish(n, elo, ehi, esim, ehow, self.similarity, method="minhash", threshold=t,
-                      max_drift=c.max_drift, linkage=c.linkage, keep=c.keep, lengths=self.lengths, keys=self.keys,
-                      oracle=self.oracle, metric=c.metric, sizes=self.sizes)
+        self.oracle = rule.oracle(self.values, self.features) if rule.linkage == "bounded" else None
+        self.linkage_similarity = None if rule.containment else self.similarity
+        done = finish(n, elo, ehi, esim, ehow, self.similarity, threshold=rule.threshold, max_drift=rule.max_drift,
+                      linkage=rule.linkage, keep=c.keep, lengths=self.lengths, keys=self.keys, oracle=self.oracle,
+                      containment=rule.containment, sizes=self.sizes)
         self.clusters, self.overridden = done.clusters, done.overridden
 
     def _simhash(self) -> None:
@@ -181,12 +179,11 @@ class SmallRun:
             self.features = minhasher(verification_config(c)).shingler.features(self.texts)
             res = find.find_simhash_verified(self.values, lambda rows: self.features, c.threshold, c.candidate_bits,
                                              max_drift=c.max_drift, **common)
-            self.linkage_similarity = pair_similarity("minhash", "jaccard", None, None, features=self.features,
-                                                      exact=True)
         else:
             res = find.find_simhash_duplicates(self.values, c.bits, max_drift_bits=simhash_drift_bits(c.max_drift),
                                                **common)
-            self.linkage_similarity = pair_similarity("simhash", "jaccard", None, self.values)
+        # what bounded linkage compared: the exact sets (verified) or the fingerprints (the method's rule)
+        self.linkage_similarity = method_of(c).finish_rule(c).similarity(self.values, None, self.features)
         self.edges = (res.pairs_lo, res.pairs_hi, res.pairs_sim, res.how())
         self.clusters, self.overridden = res.clusters, None
         self.oracle = True if c.linkage == "bounded" else None

@@ -4,6 +4,7 @@
 steps of a run ask :func:`method_of` for the run's method instead of branching on its name."""
 from __future__ import annotations
 
+from ...config import ResolvedConfig
 from .base import Method
 from .exact import Exact
 from .lines import Lines
@@ -16,8 +17,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (MinHash(), SimHash(), Sentence
 
 
 def method_of(cfg) -> Method:
-    """The :class:`Method` of a configuration (anything with ``.method``) or of a method's name."""
-    return METHODS[cfg if isinstance(cfg, str) else cfg.method]
+    """The :class:`Method` of a resolved configuration (the steps take no other) or of a method's name."""
+    if isinstance(cfg, str):
+        return METHODS[cfg]
+    if not isinstance(cfg, ResolvedConfig):
+        raise TypeError(f"the dedup's steps take a resolved configuration (DedupConfig(...).resolved()); got "
+                        f"{type(cfg).__name__}")
+    return METHODS[cfg.method]
 
 
 __all__ = ["METHODS", "Method", "method_of"]

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...config import DedupConfig
 from ...errors import ConfigError
+from ..finish import EQUAL_RULE, FinishRule
 from ..spans import make_signer
 
 
@@ -78,6 +79,11 @@ class Method:
     def sig_params(self, cfg: DedupConfig) -> dict:
         """The parameters a signature depends on (so a reader can tell whether two files compare)."""
         return {"convert": cfg.convert}
+
+    def finish_rule(self, cfg: DedupConfig) -> FinishRule:
+        """How the run's verified pairs become clusters (:class:`~neardup.dedup.finish.FinishRule`):
+        equal signatures by default (transitive closure, nothing compared)."""
+        return EQUAL_RULE
 
 
 class SpanMethod(Method):

@@ -10,7 +10,7 @@ import numpy as np
 from ...config import DedupConfig
 from ...sketches.sentences import exact_hash
 from ...text.normalize import Normalizer
-from ..finish import finish, pair_similarity
+from ..finish import EQUAL_RULE, finish
 from ..progress import begin
 from ..result import DuplicateResult
 from ..verify import IDENTICAL
@@ -34,8 +34,9 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
     link = first != order
     lo, hi = first[link], order[link]
     how = np.full(lo.shape[0], IDENTICAL, dtype=np.uint8)
-    done = finish(n, lo, hi, np.ones(lo.shape[0]), how, pair_similarity("equal", "jaccard", None, keys), method="equal",
-                  threshold=1.0, keep=keep, lengths=lengths, keys=user_keys)
+    rule = EQUAL_RULE
+    done = finish(n, lo, hi, np.ones(lo.shape[0]), how, rule.similarity(keys), threshold=rule.threshold,
+                  linkage=rule.linkage, keep=keep, lengths=lengths, keys=user_keys)
     step.end(n, pairs=int(lo.shape[0]))
     return DuplicateResult(done.clusters, lo, hi, np.ones(lo.shape[0]), int(lo.shape[0]),
                            {"method": "equal", "keep": keep}, {"group": time.perf_counter() - t0}, how)

@@ -16,12 +16,14 @@ import time
 
 import numpy as np
 
+from ...clusters import SimilarityOracle
 from ...clusters.cluster import LINKAGE_SAMPLE
 from ...config import DedupConfig
 from ...errors import ConfigError
 from ...features.shingles import Features
 from ...index.disk import ContainmentDiskIndex, DiskIndex, IndexConfigError
-from ...sketches.minhash import _DTYPES, Signatures, empty_value
+from ...similarity.estimates import minhash_similarity
+from ...sketches.minhash import _DTYPES, Signatures, empty_value, jaccard_rows
 from ..candidates import (
     MAX_BUCKET,
     LSHParams,
@@ -31,7 +33,7 @@ from ..candidates import (
     containment_lsh,
     identical_rows,
 )
-from ..finish import ROW_CONTAINED, finish, linkage_oracle, pair_similarity
+from ..finish import ROW_CONTAINED, FinishRule, finish
 from ..progress import begin
 from ..result import DuplicateResult, fixed_first, unfix
 from ..verify import (
@@ -43,6 +45,7 @@ from ..verify import (
     VERIFY,
     decide_borderline,
     exact_pairs_from_texts,
+    exact_similarity,
     minhasher,
 )
 from .base import Method
@@ -61,6 +64,32 @@ def _empty_rows(sigs: Signatures) -> np.ndarray:
     maybe = np.flatnonzero(values[:, 0] == e)
     out[maybe] = np.all(values[maybe] == e, axis=1)
     return out
+
+
+def minhash_pair_similarity(metric: str, scheme: str | None, values, sizes=None, features=None,
+                            exact: bool = False):
+    """``similarity(a, b)`` of row pairs by MinHash's rule: the Jaccard estimate of their signatures
+    (containment: the larger containment derived from it and the set sizes); with ``exact``, the exact
+    value on the shingle sets ``features``."""
+    if exact:
+        return lambda a, b: exact_similarity(features, a, b, metric)
+
+    def similarity(a, b):
+        j = jaccard_rows(values, a, b, scheme)
+        return j if metric == "jaccard" else minhash_similarity(j, sizes[a], sizes[b], metric)
+    return similarity
+
+
+def minhash_linkage_oracle(metric: str, scheme: str | None, values, features=None,
+                           exact: bool = False) -> SimilarityOracle:
+    """What bounded linkage compares: the signatures, or the exact shingle sets; nothing for
+    containment (not symmetric: its merges follow the verified pairs)."""
+    if metric != "jaccard":
+        return SimilarityOracle.equal()
+    if exact:
+        u = features.unique()
+        return SimilarityOracle.exact(u.hashes, u.offsets)
+    return SimilarityOracle.minhash(values, empty_value(scheme))
 
 
 def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LSHParams | None = None,
@@ -130,7 +159,7 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
     t0 = time.perf_counter()
     step = begin("verify", n_candidates, unit="pair")
     exact = verify == "exact" and features is not None
-    similarity = pair_similarity("minhash", metric, sigs.scheme, values, sizes, features, exact)
+    similarity = minhash_pair_similarity(metric, sigs.scheme, values, sizes, features, exact)
     border = {}
     parts = []
     for start in range(0, max(1, lo.shape[0]), VERIFY_CHUNK):   # in stretches: progress as pairs are estimated
@@ -164,10 +193,10 @@ def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LS
 
     t0 = time.perf_counter()
     step = begin("clusters", n, unit="doc")
-    oracle = linkage_oracle("minhash", metric, sigs.scheme, values, features, exact) if linkage == "bounded" else None
-    done = finish(n, lo, hi, sim, how, similarity, method="minhash", threshold=threshold, max_drift=max_drift,
-                  linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle, metric=metric, sizes=sizes,
-                  fixed=fixed, sample=sample)
+    oracle = minhash_linkage_oracle(metric, sigs.scheme, values, features, exact) if linkage == "bounded" else None
+    done = finish(n, lo, hi, sim, how, similarity, threshold=threshold, max_drift=max_drift, linkage=linkage,
+                  keep=keep, lengths=lengths, keys=keys, oracle=oracle, containment=metric == "containment",
+                  sizes=sizes, fixed=fixed, sample=sample)
     step.end(n, pairs=int(lo.shape[0]))
     timings["clusters"] = time.perf_counter() - t0
     if border:
@@ -260,6 +289,15 @@ class MinHash(Method):
                                 lsh_mode=cfg.lsh_mode, recall=cfg.recall, user_dict=cfg.user_dict,
                                 exist_ok=exist_ok)
 
+    def finish_rule(self, cfg):
+        exact = cfg.verify == "exact"
+        return FinishRule(cfg.threshold, cfg.max_drift, cfg.linkage,
+                          lambda values, sizes, features: minhash_pair_similarity(cfg.metric, cfg.scheme, values,
+                                                                                  sizes, features, exact),
+                          lambda values, features: minhash_linkage_oracle(cfg.metric, cfg.scheme, values, features,
+                                                                          exact),
+                          containment=cfg.metric == "containment", sets=exact)
+
     def warm_ups(self, cfg, explicit):
         return ("linkage", *(("band",) if cfg.verify == "borderline" else ()), *(("index",) if explicit else ()))
 
@@ -268,4 +306,4 @@ class MinHash(Method):
                 "ngram": cfg.ngram, "convert": cfg.convert}
 
 
-__all__ = ["VERIFY_CHUNK", "MinHash", "find_minhash_duplicates"]
+__all__ = ["VERIFY_CHUNK", "MinHash", "find_minhash_duplicates", "minhash_linkage_oracle", "minhash_pair_similarity"]

@@ -19,13 +19,31 @@ from ...errors import ConfigError
 from ...index.disk import SimHashDiskIndex, VerifiedSimHashDiskIndex
 from ...index.disk_simhash import SKETCH_SLOTS, pack_sketches, sketch_jaccard, sketcher, unpack_sketches
 from ...index.simhash_index import all_pairs
-from ...sketches.simhash import feature_signer
+from ...sketches.simhash import feature_signer, hamming_array
 from ...text.dictionaries import file_keys
-from ..finish import finish, linkage_oracle, pair_similarity
+from ..finish import FinishRule, finish
 from ..progress import begin
 from ..result import DuplicateResult, fixed_first, unfix
-from ..verify import ESTIMATE, EXACT, IDENTICAL, band_features, exact_similarity, simhash_drift_bits
+from ..verify import ESTIMATE, EXACT, IDENTICAL, band_features, clustering_rule, exact_similarity, simhash_drift_bits
 from .base import Method
+from .minhash import minhash_linkage_oracle, minhash_pair_similarity
+
+
+def _fingerprints(values) -> np.ndarray:
+    """SimHash fingerprints, one per row, from a column or an (n, 1) matrix."""
+    v = np.asarray(values)
+    return v if v.ndim == 1 else v[:, 0]
+
+
+def simhash_pair_similarity(values):
+    """``similarity(a, b)`` of row pairs by classic SimHash's rule: 1 − d/64 (d: Hamming distance)."""
+    fps = _fingerprints(values)
+    return lambda a, b: 1.0 - hamming_array(fps[a], fps[b]) / 64.0
+
+
+def simhash_linkage_oracle(values) -> SimilarityOracle:
+    """What bounded linkage compares under classic SimHash: the fingerprints' distances."""
+    return SimilarityOracle.simhash(_fingerprints(values))
 
 
 def _radius_pairs(fps: np.ndarray, valid, k: int):
@@ -63,10 +81,10 @@ def find_simhash_duplicates(fps: np.ndarray, k: int = 3, valid: np.ndarray | Non
     step = begin("clusters", n, unit="doc")
 
     drift = None if max_drift_bits is None else max_drift_bits / 64.0
-    oracle = linkage_oracle("simhash", "jaccard", None, fps) if linkage == "bounded" else None
-    done = finish(n, lo, hi, 1.0 - dist / 64.0, how, pair_similarity("simhash", "jaccard", None, fps),
-                  method="simhash", threshold=1.0 - k / 64.0, max_drift=drift, linkage=linkage, keep=keep,
-                  lengths=lengths, keys=keys, oracle=oracle, sample=sample)
+    oracle = simhash_linkage_oracle(fps) if linkage == "bounded" else None
+    done = finish(n, lo, hi, 1.0 - dist / 64.0, how, simhash_pair_similarity(fps), threshold=1.0 - k / 64.0,
+                  max_drift=drift, linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle,
+                  sample=sample)
     step.end(n, pairs=int(lo.shape[0]))
     timings["clusters"] = time.perf_counter() - t0
     return DuplicateResult(done.clusters, lo, hi, 1.0 - dist / 64.0, found,
@@ -113,7 +131,7 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
     timings["verify"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     step = begin("clusters", n, unit="doc")
-    exact = pair_similarity("minhash", "jaccard", None, None, features=feats, exact=True)
+    exact = minhash_pair_similarity("jaccard", None, None, features=feats, exact=True)
     if fixed:           # a fixed row's similarity to anything: its sketch's estimate (no text)
         def similarity(a, b, _exact=exact):
             a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
@@ -129,8 +147,8 @@ def find_simhash_verified(fps: np.ndarray, sets_of, threshold: float, k_c: int, 
     oracle = None
     if linkage == "bounded":
         oracle = (SimilarityOracle.exact_or_sketch(feats.hashes, feats.offsets, sketches, 0) if fixed
-                  else linkage_oracle("minhash", "jaccard", None, None, feats, exact=True))
-    done = finish(n, lo, hi, sim, how, similarity, method="minhash", threshold=threshold, max_drift=max_drift,
+                  else minhash_linkage_oracle("jaccard", None, None, feats, exact=True))
+    done = finish(n, lo, hi, sim, how, similarity, threshold=threshold, max_drift=max_drift,
                   linkage=linkage, keep=keep, lengths=lengths, keys=keys, oracle=oracle, sample=sample)
     step.end(n, pairs=int(lo.shape[0]))
     timings["clusters"] = time.perf_counter() - t0
@@ -191,6 +209,20 @@ class SimHash(Method):
         return find_simhash_duplicates(values, cfg.bits, valid=~empty, keep=cfg.keep, lengths=lengths, keys=keys,
                                        linkage=cfg.linkage, max_drift_bits=drift_bits, fixed=fixed)
 
+    def finish_rule(self, cfg):
+        """Verified SimHash: MinHash's rule on the exact shingle sets (Jaccard); classic SimHash: within
+        k bits (1 − k/64), the drift in whole bits, on the fingerprints."""
+        if simhash_verified(cfg):
+            return FinishRule(cfg.threshold, cfg.max_drift, cfg.linkage,
+                              lambda values, sizes, features: minhash_pair_similarity("jaccard", None, None, None,
+                                                                                      features, True),
+                              lambda values, features: minhash_linkage_oracle("jaccard", None, None, features, True),
+                              sets=True)
+        threshold, drift = clustering_rule(cfg)
+        return FinishRule(threshold, drift, cfg.linkage,
+                          lambda values, sizes, features: simhash_pair_similarity(values),
+                          lambda values, features: simhash_linkage_oracle(values))
+
     def index_kind(self, cfg):
         """``simhash-verified`` (the default rule) or ``simhash`` (the classic: ``--bits`` or ``--compat``)."""
         return "simhash-verified" if simhash_verified(cfg) else "simhash"
@@ -216,4 +248,5 @@ class SimHash(Method):
                 "convert": cfg.convert, **file_keys(cfg.idf, cfg.user_dict, cfg.stop_words)}
 
 
-__all__ = ["SimHash", "find_simhash_duplicates", "find_simhash_verified"]
+__all__ = ["SimHash", "find_simhash_duplicates", "find_simhash_verified", "simhash_linkage_oracle",
+           "simhash_pair_similarity"]

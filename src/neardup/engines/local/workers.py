@@ -33,7 +33,7 @@ from numba.np.ufunc import parallel
 
 from ..._arrays import concatenate_freeing, keep_freed_memory
 from ..._procs import kill_with_parent, signals_held
-from ...config import DedupConfig
+from ...config import DedupConfig, ResolvedConfig
 from ...dedup.methods import method_of
 from ...dedup.progress import begin, plain_size
 from ...dedup.signing import Both, make_signer
@@ -103,7 +103,7 @@ def _worker_init(cfg_dict: dict, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     keep_freed_memory()
-    _CFG = DedupConfig(**cfg_dict)
+    _CFG = ResolvedConfig(**cfg_dict)       # (resolved in the parent: not checked again)
     _SIGNER = make_signer(_CFG)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._arrays import keep_freed_memory
-from ...config import DedupConfig
+from ...config import DedupConfig, ResolvedConfig
 from ...dedup.signing import make_signer
 from ...errors import ConfigError
 from ...features.shingles import Features
@@ -37,7 +37,7 @@ def _signer(cfg_json: str):
     if s is None:
         keep_freed_memory()        # this Python worker signs batch after batch, as the local workers do
 
-        s = _SIGNERS[cfg_json] = make_signer(DedupConfig(**json.loads(cfg_json)))
+        s = _SIGNERS[cfg_json] = make_signer(ResolvedConfig(**json.loads(cfg_json)))
     return s
 
 

@@ -17,17 +17,13 @@ from pyspark.sql import functions as F
 
 from ..._arrays import sorted_unique
 from ...clusters.cluster import LINKAGE_SAMPLE
-from ...config import DedupConfig, simhash_verified
-from ...dedup.finish import finish, linkage_oracle, pair_similarity
+from ...config import DedupConfig, ResolvedConfig
+from ...dedup.finish import finish
 from ...dedup.methods import method_of
-from ...dedup.verify import (
-    clustering_rule,
-)
 from ...kernels.clusters import components
-from ...sketches.minhash import _DTYPES
 from .columns import _binary_rows, _cfg_json, _ragged_features
 from .session import _arrow_frame, _checkpoint, _shuffle_partitions, _task_threads
-from .verify import _budget, _driver_budget, _exact
+from .verify import _budget, _driver_budget, _sig_dtype
 
 # Up to this many verified edges (16 bytes each on the driver: 320 MB), connected components are
 # found on the driver by the local union–find kernel, in one pass; above it, by star rounds on the
@@ -88,38 +84,31 @@ def _finish_component(table, cfg_json):
 
 
 def _finish_table(table, cfg_json):
-    """:func:`_finish_component`'s work, on the threads the process has (the driver: all its cores)."""
-    cfg = json.loads(cfg_json)
-    exact = _exact(cfg)
-    method = cfg["method"] if cfg["method"] in ("minhash", "simhash") else "equal"
-    metric = cfg["metric"]
-    if simhash_verified(cfg):        # decided on exact sets (the band's): MinHash's finish with an exact check
-        method, exact, metric = "minhash", True, "jaccard"
+    """:func:`_finish_component`'s work, on the threads the process has (the driver: all its cores):
+    the local finish step by the run's rule (:meth:`~neardup.dedup.methods.base.Method.finish_rule`,
+    the rule the local finders follow)."""
+    cfg = ResolvedConfig(**json.loads(cfg_json))
+    rule = method_of(cfg).finish_rule(cfg)
     kind = table.column("kind").to_numpy(zero_copy_only=False)
     nodes = table.filter(pa.array(kind == 0))
     edges = table.filter(pa.array(kind == 1))
     rows = nodes.column("a").to_numpy().astype(np.int64)
     order = np.argsort(rows, kind="stable")
     rows = rows[order]
-    values = (_binary_rows(nodes.column("sig").combine_chunks(),
-                           np.uint64 if method != "minhash" else _DTYPES[cfg["scheme"]])[order])
+    values = _binary_rows(nodes.column("sig").combine_chunks(), _sig_dtype(cfg))[order]
     sizes = nodes.column("size").to_numpy(zero_copy_only=False).astype(np.int64)[order]
     score = nodes.column("score").to_numpy(zero_copy_only=False).astype(np.float64)[order]
     lo = np.searchsorted(rows, edges.column("a").to_numpy().astype(np.int64))
     hi = np.searchsorted(rows, edges.column("b").to_numpy().astype(np.int64))
     esim = edges.column("s").to_numpy(zero_copy_only=False).astype(np.float64)
     ehow = edges.column("h").to_numpy(zero_copy_only=False).astype(np.uint8)
-    scheme = cfg["scheme"]
-    feats = _ragged_features(nodes.column("sh")).subset(order) if exact else None
-    bounded = method != "equal" and cfg["linkage"] == "bounded"
-    threshold, drift = clustering_rule(cfg) if method != "equal" else (1.0, None)
-    keep = cfg["keep"]
-    similarity = pair_similarity(method, metric, scheme, values, sizes, feats, exact)
-    done = finish(rows.shape[0], lo, hi, esim, ehow, similarity, method=method, threshold=threshold, max_drift=drift,
-                  linkage=cfg["linkage"] if method != "equal" else "components", keep=keep,
+    feats = _ragged_features(nodes.column("sh")).subset(order) if rule.sets else None
+    keep = cfg.keep
+    done = finish(rows.shape[0], lo, hi, esim, ehow, rule.similarity(values, sizes, feats), threshold=rule.threshold,
+                  max_drift=rule.max_drift, linkage=rule.linkage, keep=keep,
                   lengths=score if keep == "longest" else None, keys=score if keep == "key" else None,
-                  oracle=linkage_oracle(method, metric, scheme, values, feats, exact) if bounded else None,
-                  metric=metric, sizes=sizes, fixed=int((rows < 0).sum()), sample=LINKAGE_SAMPLE)
+                  oracle=rule.oracle(values, feats) if rule.linkage == "bounded" else None,
+                  containment=rule.containment, sizes=sizes, fixed=int((rows < 0).sum()), sample=LINKAGE_SAMPLE)
     c = done.clusters
     return pa.table({"row": pa.array(rows, pa.int64()), "rep": pa.array(rows[c.cluster], pa.int64()),
                      "sim": pa.array(c.similarity, pa.float64()),
@@ -151,7 +140,7 @@ def _finish_on_driver(edges: DataFrame, docs: DataFrame, cfg: DedupConfig) -> Da
         return None
     wanted = docs.select("row", "sig", "size", "score", "sh").join(
         _arrow_frame(spark, pa.table({"row": pa.array(nodes, pa.int64())})), "row", "left_semi")
-    if _exact(cfg) or simhash_verified(cfg):    # the shingle sets travel too: their size is known only here
+    if method_of(cfg).finish_rule(cfg).sets:    # the shingle sets travel too: their size is known only here
         fits, _ = _budget(wanted, "sh")
         if not fits:
             return None

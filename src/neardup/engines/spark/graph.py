@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from ...config import DedupConfig, simhash_verified
 from ...dedup.candidates import MAX_BUCKET, choose_params, containment_candidate_pairs, containment_lsh
-from ...dedup.finish import pair_similarity
+from ...dedup.methods import method_of
 from ...dedup.verify import (
     CANDIDATE,
     ESTIMATE,
@@ -227,9 +227,10 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
                              max_bucket: int, exact_rows, fixed: bool):
     """MinHash's identical rows, candidates and estimates on the driver, by the local engine's own steps
     (:func:`~neardup.index.lsh.identical_rows`, :func:`~neardup.index.lsh.candidate_pairs` or
-    :func:`~neardup.dedup.candidates.containment_candidate_pairs`, :func:`~neardup.dedup.finish.pair_similarity`,
-    :func:`~neardup.dedup.verify.borderline_mask`), when the signatures fit the driver's budget
-    (:func:`~.verify._budget`; n × k × 4 bytes: 0.5 GB at a million documents): one collect of the
+    :func:`~neardup.dedup.candidates.containment_candidate_pairs`, the similarity of the method's
+    :meth:`~neardup.dedup.methods.base.Method.finish_rule`, :func:`~neardup.dedup.verify.borderline_mask`),
+    when the signatures fit the driver's budget (:func:`~.verify._budget`; n × k × 4 bytes: 0.5 GB at a
+    million documents): one collect of the
     signatures replaces three phases of joins and shuffles. The pairs go back as checkpointed
     DataFrames; the borderline band, ``--verify exact`` and the finish step run as on the other path.
     Returns the verified edges (lo, hi, sim, how) persisted, the candidate and edge counts and the
@@ -269,7 +270,7 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
         cands = _pairs_frame(spark, rows[lo], rows[hi], np.zeros(n_cand)).select("lo", "hi")
         sims = _similarities(cands, docs, cfg, driver=True).select("*", _how(EXACT))
     else:
-        sim = pair_similarity("minhash", cfg.metric, cfg.scheme, values, sizes)(lo, hi)
+        sim = method_of(cfg).finish_rule(cfg).similarity(values, sizes, None)(lo, hi)    # (the estimates)
         if cfg.verify == "borderline":
             t = float(cfg.threshold)
             params["borderline"] = borderline_band(n_cand, t, cfg.num_perm)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ...config import DedupConfig
+from ...config import DedupConfig, ResolvedConfig
 from ...dedup.incremental import add_kept, check_ids, is_key, matched_sized, rerun_view, run_key
 from ...dedup.methods import method_of
 from ...index.disk import open_index
@@ -55,7 +55,7 @@ def _index_matches(batches, path, cfg_json, hidden, token):
     """mapInArrow: (row, sig, empty, size) of new documents → (doc, id, sig, size) of the indexed documents that
     match any of them by the index's own probe (:func:`neardup.dedup.incremental.matched_sized`,
     what the local engine calls on all rows at once: a query's matches do not depend on the others)."""
-    cfg = DedupConfig(**json.loads(cfg_json))
+    cfg = ResolvedConfig(**json.loads(cfg_json))
     idx = _index_reader(path, token)
     dtype = _sig_dtype(cfg)
     idx.store.hide(hidden)

@@ -8,7 +8,7 @@ import csv
 import io
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -539,7 +539,7 @@ def _shingles_cfg(cfg: DedupConfig) -> DedupConfig:
     if simhash_verified(cfg):       # verified SimHash: the sets its candidates are checked on
         return replace(verification_config(cfg), verify="exact")
     scheme = "oph" if cfg.scheme.startswith("datasketch") else cfg.scheme
-    return DedupConfig(**{**asdict(cfg), "verify": "exact", "scheme": scheme})
+    return replace(cfg, verify="exact", scheme=scheme)
 
 
 def _exact_rows(spark, specs, num: _Numbering, cfg: DedupConfig):
@@ -585,7 +585,7 @@ def _fetch_texts(spark, specs, cfg: DedupConfig, num: _Numbering, rows: set) -> 
     if not rows:
         return {}
     out: dict = {}
-    cj = _cfg_json(DedupConfig(**{**asdict(cfg), "method": "exact", "keep": "first"}))
+    cj = _cfg_json(replace(cfg, method="exact", keep="first"))
     for fi, spec in enumerate(specs):
         lo, hi = num.starts[fi], num.starts[fi] + num.rows[fi]
         mine = [r for r in rows if lo <= r < hi]
