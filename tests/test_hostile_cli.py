@@ -194,6 +194,19 @@ def test_explain_refuses_an_input_whose_text_changed_with_an_old_mtime(finished)
     assert code != 0 and "in.jsonl changed since the run" in line and "characters" in line
 
 
+@pytest.mark.parametrize("name,value", [("threshold", 7), ("num_perm", "many"), ("keep", "middle")])
+def test_explain_refuses_a_damaged_parameter_in_the_report(finished, name, value):
+    """explain rebuilds the run from report.json's parameters and checks them as dedup does: a damaged
+    one is one line naming it, not a traceback or a replay under a rule the run never had."""
+    src, out, _ = finished
+    rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    rep["parameters"][name] = value
+    (out / "report.json").write_text(json.dumps(rep), encoding="utf-8")
+    code, _, err = _explain(out)
+    line = one_line_error(err)
+    assert code != 0 and f"{name} (--" in line and "Traceback" not in err
+
+
 def test_explain_refuses_a_word_file_modified_after_the_run(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", TEXTS, ids=[1, 2, 3])
     idf = tmp_path / "idf.txt"

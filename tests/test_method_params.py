@@ -144,3 +144,44 @@ def test_a_derived_copy_is_checked_again_when_resolved():
         bad.resolved()
     with pytest.raises(ConfigError, match="bits"):
         dataclasses.replace(r, bits=3).resolved()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--method", "simhash", "--num-perm", "64"], "not used by --method simhash: num_perm (--num-perm; applies to "
+                                                  "--method minhash)"),
+    (["--method", "simhash", "--scheme", "permutation"], "not used by --method simhash: scheme"),
+    (["--method", "sentences", "--ngram", "3"], "not used by --method sentences: ngram"),
+    (["--method", "sentences", "--seed", "7"], "not used by --method sentences: seed"),
+    (["--method", "minhash", "--top-n", "5"], "not used by --method minhash: top_n"),
+    (["--method", "minhash", "--sentences", "5"], "not used by --method minhash: sentences"),
+])
+def test_sign_refuses_another_methods_option_as_dedup_does(tmp_path, args, msg):
+    """`sign` took --num-perm with SimHash and --ngram with the sentence signature and ignored them; every
+    option now goes through the method's parameters, so a flag that would change nothing is one line."""
+    from hostile import cli, write_jsonl
+
+    src = write_jsonl(tmp_path / "in.jsonl")
+    for fmt in ("jsonl", "parquet"):
+        code, out, err = cli("sign", src, *args, "--format", fmt, "-o", tmp_path / f"sig.{fmt}")
+        assert code == 2 and msg in err and "Traceback" not in err, (fmt, err)
+        assert out == "" and not (tmp_path / f"sig.{fmt}").exists()
+
+
+def test_sign_writes_what_it_wrote_before_for_each_method(tmp_path):
+    """The fingerprints and signatures `sign` writes did not change with its options' new path: SimHash's
+    classic features (word 3-grams), MinHash's 5-grams, and the sentence signature, against values
+    computed directly."""
+    from hostile import cli, write_jsonl
+
+    from neardup import MinHasher, SentenceSigner, SimHasher
+
+    texts = ["the quick brown fox jumps over the lazy dog again and again", "a second document, not the first"]
+    src = write_jsonl(tmp_path / "in.jsonl", texts)
+    got = {}
+    for method in ("minhash", "simhash", "sentences"):
+        code, out, err = cli("sign", src, "--method", method)
+        assert code == 0, err
+        got[method] = [json.loads(line)[method] for line in out.splitlines()]
+    assert got["minhash"] == [row.tolist() for row in MinHasher(num_perm=128, ngram=5).sign_batch(texts).values]
+    assert got["simhash"] == [int(v) for v in SimHasher(ngram=3).sign_batch(texts)]
+    assert got["sentences"] == [int(v) for v in SentenceSigner(3).sign_batch(texts)]

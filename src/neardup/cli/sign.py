@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..config import DedupConfig, click_options, inapplicable
+from ..config import BY_NAME, DedupConfig, click_options, params_class
 from ..dedup.methods import method_of
 from ..dedup.progress import begin, plain_size, reporting
 from ..engines.local.sign import write_signatures
@@ -20,8 +20,6 @@ from ..io.readers import batched, iter_documents
 from ..io.sources import expand_inputs
 from ..text.dictionaries import word_files
 from .group import ParameterError, main
-
-DEFAULT_NGRAM = {"minhash": 5, "simhash": 3}
 
 
 @contextlib.contextmanager
@@ -68,42 +66,25 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
       neardup sign docs.jsonl --id-field id --method simhash --format parquet -o fingerprints.parquet
       neardup sign docs.jsonl --format npy -o signatures.npy --summary   # and signatures.ids.jsonl
     """
-    simhash_opts = {"weighting": weighting, "idf": idf, "user_dict": user_dict, "stop_words": stop_words,
-                    "top_n": top_n, "compat": compat}
-    wrong = inapplicable(method, [k for k, v in simhash_opts.items() if v is not None])   # dedup's rule
-    if wrong:
-        raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
     if jsonl is not None:
         if input_format is not None:
             raise click.UsageError("give --input-format or --jsonl/--files, not both")
         input_format = "jsonl" if jsonl else "file"
-    if method == "simhash":      # the feature options checked by the rules dedup and the index follow
-        try:     # (the fingerprint of the classic SimHash's features — word 3-grams by default — as always)
-            cfg = DedupConfig(method="simhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
-                              bits=None if compat else 3, **simhash_opts).resolved()
-        except ConfigError as exc:
-            raise ParameterError(str(exc)) from None
-        ngram = cfg.ngram
-    elif method == "minhash" and user_dict is not None:     # the same rule (jieba only) and file check
-        try:
-            user_dict = DedupConfig(method="minhash", tokenizer=tokenizer, ngram=ngram, convert=convert,
-                                    user_dict=user_dict).resolved().user_dict
-        except ConfigError as exc:
-            raise ParameterError(str(exc)) from None
-    ngram = ngram or DEFAULT_NGRAM.get(method, 5)
-    run = DedupConfig(
-        method=method, num_perm=num_perm, scheme=scheme, seed=seed, tokenizer=tokenizer,
-        ngram=None if method == "sentences" else cfg.ngram if method == "simhash" else ngram,
-        convert=convert, sentences=sentences,
-        text_field=text_field, id_field=id_field, on_error=on_error, input_format=input_format,
-        workers=workers, batch_size=batch_size, progress=progress, **(simhash_opts if method == "simhash" else
-                                                   {"user_dict": user_dict} if method == "minhash" else {}))
-    if fmt != "jsonl":
-        return _sign_binary(inputs, output, fmt, summary, run)
-    try:        # (SimHash: the classic fingerprint's configuration above, as the binary formats sign it)
-        run = cfg if method == "simhash" else run.resolved()
+    # the method's options, checked by dedup's rules (an option of another method is refused, as by dedup)
+    algo = {"num_perm": num_perm, "scheme": scheme, "seed": seed, "tokenizer": tokenizer, "ngram": ngram,
+            "convert": convert, "weighting": weighting, "idf": idf, "user_dict": user_dict, "stop_words": stop_words,
+            "top_n": top_n, "compat": compat, "sentences": sentences}
+    given = {name: value for name, value in algo.items() if value != BY_NAME[name].default}
+    if "bits" in params_class(method).names() and compat is None:
+        given["bits"] = 3       # SimHash's fingerprint as sign has always written it: the classic rule's features
+    try:
+        run = DedupConfig(method=method, **given, text_field=text_field, id_field=id_field, on_error=on_error,
+                          input_format=input_format, workers=workers, batch_size=batch_size,
+                          progress=progress).resolved()
     except ConfigError as exc:
         raise ParameterError(str(exc)) from None
+    if fmt != "jsonl":
+        return _sign_binary(inputs, output, fmt, summary, run)
     signer = method_of(run).value_signer(run)
     key = method_of(run).column
 

@@ -24,7 +24,7 @@ from ..errors import ConfigError, InputFormatError
 from ..text.normalize import _converter
 from .exact import ExactParams
 from .lines import LinesParams
-from .method import CLASSES, MethodParams
+from .method import CLASSES, MethodParams, params_class
 from .minhash import MinHashParams
 from .options import click_options
 from .param import Param
@@ -211,4 +211,4 @@ def _resolve(cfg: DedupConfig) -> ResolvedConfig:
 __all__ = ["BY_NAME", "DEFAULTS", "METHODS", "NOT_BANDED", "PARAMS", "SIMHASH_VERIFIED", "DedupConfig",
            "ExactParams", "LinesParams", "MethodParams", "MinHashParams", "Param", "ResolvedConfig", "SentencesParams",
            "SimHashParams", "SubstringsParams", "check_banded", "click_options", "cpu_count", "inapplicable",
-           "simhash_verified", "_DOCUMENTS", "_MINHASH", "_SHINGLED", "_SPANS"]
+           "params_class", "simhash_verified", "_DOCUMENTS", "_MINHASH", "_SHINGLED", "_SPANS"]

@@ -66,6 +66,11 @@ def method_params(name: str):
     return make
 
 
+def params_class(method: str) -> type[MethodParams]:
+    """The parameter class of the method named ``method``."""
+    return CLASSES[method]
+
+
 def word_files(c) -> None:
     """The user's word files (``--idf``, ``--user-dict``, ``--stop-words``) read now, so that a bad
     line stops the run before any input is read, and their paths made absolute (an index or a Spark
@@ -80,4 +85,4 @@ def word_files(c) -> None:
             setattr(c, name, os.path.abspath(value))
 
 
-__all__ = ["CLASSES", "MethodParams", "method_params", "word_files"]
+__all__ = ["CLASSES", "MethodParams", "method_params", "params_class", "word_files"]
