@@ -10,9 +10,16 @@ import sys
 import click
 
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
+from ..dedup.plan import describe, plan
 from ..engines.local import run_dedup
 from ..errors import NeardupError
 from .group import ParameterError, main
+
+#: how each engine runs the plan's steps (``--plan``)
+_ENGINES = {"local": "local engine: read_sign in {workers} worker processes over blocks of the inputs; the steps after "
+                     "it in this process, on all its cores; write re-reads the inputs",
+            "spark": "spark engine: read_sign in mapInArrow tasks; the steps after it on the driver when the values "
+                     "fit half its memory, else a map step in mapInArrow and a step by a key after a shuffle on it"}
 
 
 @main.command()
@@ -27,7 +34,10 @@ from .group import ParameterError, main
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
               help="A Spark setting for --engine spark (repeatable), e.g. spark.driver.memory=16g; by default "
                    "the driver gets 40 % of this machine's memory in local mode.")
-def dedup(inputs, outdir, engine, spark_conf, **params):
+@click.option("--plan", "show_plan", is_flag=True,
+              help="Print the run's steps with its parameters (what each step does, what flows through it and "
+                   "how its work divides) and stop: no input is read, nothing is written.")
+def dedup(inputs, outdir, engine, spark_conf, show_plan, **params):
     """Deduplicate INPUTS (JSONL[.gz|.zst|.bz2], Parquet, CSV, text lines, folders, '-'; globs allowed) into
     OUTDIR.
 
@@ -75,6 +85,12 @@ def dedup(inputs, outdir, engine, spark_conf, **params):
         cfg = DedupConfig(**params).resolved()
     except NeardupError as exc:
         raise ParameterError(str(exc)) from None
+    if show_plan:
+        click.echo(f"neardup dedup --method {cfg.method} --engine {engine}: {len(plan(cfg))} steps (no input read, "
+                   "nothing written)")
+        click.echo(describe(cfg))
+        click.echo(_ENGINES[engine].format(workers=cfg.workers))
+        return
     quiet = cfg.quiet
     if params["workers"] > cfg.workers and not quiet:
         click.echo(f"neardup: --workers {params['workers']} capped at {cfg.workers}, the CPUs this process may use "

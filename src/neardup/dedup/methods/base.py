@@ -12,6 +12,7 @@ from ...config import DedupConfig
 from ...errors import ConfigError
 from ..finish import EQUAL_RULE, FinishRule
 from ..spans import make_signer
+from ..step import Step
 
 
 class Method:
@@ -80,6 +81,14 @@ class Method:
         """The parameters a signature depends on (so a reader can tell whether two files compare)."""
         return {"convert": cfg.convert}
 
+    def signs(self, cfg: DedupConfig) -> str:
+        """What signing makes of a document (the plan's ``read_sign`` step, one line)."""
+        raise NotImplementedError
+
+    def steps(self, cfg: DedupConfig) -> tuple[Step, ...]:
+        """The method's own steps of a run's plan (:mod:`neardup.dedup.plan`), after signing."""
+        raise NotImplementedError
+
     def finish_rule(self, cfg: DedupConfig) -> FinishRule:
         """How the run's verified pairs become clusters (:class:`~neardup.dedup.finish.FinishRule`):
         equal signatures by default (transitive closure, nothing compared)."""
@@ -94,6 +103,13 @@ class SpanMethod(Method):
 
     def signer(self, cfg: DedupConfig):
         return make_signer(cfg)
+
+    def steps(self, cfg):
+        return (Step("find", "documents", "span", self.finds(cfg)),)
+
+    def finds(self, cfg) -> str:
+        """What the span step removes (one line)."""
+        raise NotImplementedError
 
 
 __all__ = ["Method", "SpanMethod"]

@@ -13,6 +13,7 @@ from ...text.normalize import Normalizer
 from ..finish import EQUAL_RULE, finish
 from ..progress import begin
 from ..result import DuplicateResult
+from ..step import Step
 from ..verify import IDENTICAL
 from .base import Method
 
@@ -45,6 +46,13 @@ def find_equal_duplicates(keys: np.ndarray, valid: np.ndarray | None = None, kee
 class Exact(Method):
     name = "exact"
     column = "sentences"        # (the uint64 column of `neardup sign`, shared with the sentence signatures)
+
+    def signs(self, cfg):
+        return "normalise the text" + (f" ({cfg.convert})" if cfg.convert else "") + "; hash it to 64 bits"
+
+    def steps(self, cfg):
+        return (Step("group", "documents", "signature", f"documents with equal signatures are one cluster; keep "
+                                                        f"{cfg.keep}"),)
 
     def signer(self, cfg: DedupConfig):
         def sign(texts):

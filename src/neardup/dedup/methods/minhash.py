@@ -36,6 +36,7 @@ from ..candidates import (
 from ..finish import ROW_CONTAINED, FinishRule, finish
 from ..progress import begin
 from ..result import DuplicateResult, fixed_first, unfix
+from ..step import Step
 from ..verify import (
     CANDIDATE,
     ESTIMATE,
@@ -90,6 +91,18 @@ def minhash_linkage_oracle(metric: str, scheme: str | None, values, features=Non
         u = features.unique()
         return SimilarityOracle.exact(u.hashes, u.offsets)
     return SimilarityOracle.minhash(values, empty_value(scheme))
+
+
+def _clustering(cfg, members: str, containment: bool = False) -> str:
+    """The plan's words for the clustering of ``cfg`` (MinHash's and SimHash's); ``members``: how close
+    bounded linkage keeps a cluster's members."""
+    if containment:
+        rule = "a document is removed only for a kept document that holds it"
+    elif cfg.linkage == "bounded":
+        rule = f"bounded linkage (most similar pairs first; members stay {members})"
+    else:
+        rule = "connected components"
+    return f"{rule}; keep {cfg.keep}"
 
 
 def find_minhash_duplicates(sigs: Signatures, threshold: float = 0.8, *, lsh: LSHParams | None = None,
@@ -297,6 +310,32 @@ class MinHash(Method):
                           lambda values, features: minhash_linkage_oracle(cfg.metric, cfg.scheme, values, features,
                                                                           exact),
                           containment=cfg.metric == "containment", sets=exact)
+
+    def signs(self, cfg):
+        return (f"normalise; {cfg.tokenizer} {cfg.ngram}-gram shingles; MinHash ({cfg.scheme}, k = {cfg.num_perm}, "
+                f"seed {cfg.seed})")
+
+    def steps(self, cfg):
+        t, k = cfg.threshold, cfg.num_perm
+        containment = cfg.metric == "containment"
+        if containment and cfg.bands is None:
+            lsh = containment_lsh(t, k, cfg.lsh_mode, cfg.recall)
+            bands = f"LSH per size ratio (containment; up to {lsh.b} bands of {lsh.r} rows)"
+        else:
+            lsh = choose_params(t, k, cfg.lsh_mode, cfg.recall, cfg.bands, cfg.rows)
+            bands = f"LSH, {lsh.b} bands of {lsh.r} rows"
+        measure = "containment (from the Jaccard estimate and the set sizes)" if containment else "Jaccard estimate"
+        verify = {"minhash": f"each pair's {measure} from the {k} slots >= {t}",
+                  "borderline": f"each pair's {measure} from the {k} slots >= {t}; those within a few standard "
+                                f"errors of {t} decided exactly, on shingles re-read from their texts",
+                  "exact": f"each pair's exact {'containment' if containment else 'Jaccard'} of its shingle sets "
+                           f">= {t}",
+                  "none": "every candidate pair accepted unchecked"}[cfg.verify]
+        return (Step("identical", "documents", "signature", "documents with equal signatures link to the first"),
+                Step("candidates", "documents", "band key", f"{bands}: documents sharing a band's key are pairs"),
+                Step("verify", "candidate pairs", None, verify),
+                Step("clusters", "verified pairs", "component",
+                     _clustering(cfg, f">= {t:g} - {cfg.max_drift:g}", containment)))
 
     def warm_ups(self, cfg, explicit):
         return ("linkage", *(("band",) if cfg.verify == "borderline" else ()), *(("index",) if explicit else ()))

@@ -11,6 +11,10 @@ from .exact import Exact
 class Sentences(Exact):
     name = "sentences"
 
+    def signs(self, cfg):
+        return (f"split the normalised text into sentences; hash the {cfg.sentences} longest into one 64-bit "
+                "signature")
+
     def signer(self, cfg: DedupConfig):
         ss = SentenceSigner(n=cfg.sentences, convert=cfg.convert)
 

@@ -24,9 +24,10 @@ from ...text.dictionaries import file_keys
 from ..finish import FinishRule, finish
 from ..progress import begin
 from ..result import DuplicateResult, fixed_first, unfix
+from ..step import Step
 from ..verify import ESTIMATE, EXACT, IDENTICAL, band_features, clustering_rule, exact_similarity, simhash_drift_bits
 from .base import Method
-from .minhash import minhash_linkage_oracle, minhash_pair_similarity
+from .minhash import _clustering, minhash_linkage_oracle, minhash_pair_similarity
 
 
 def _fingerprints(values) -> np.ndarray:
@@ -238,6 +239,25 @@ class SimHash(Method):
                                        weighting=cfg.weighting or "tf", top_n=cfg.top_n, idf=cfg.idf,
                                        compat=cfg.compat, user_dict=cfg.user_dict, stop_words=cfg.stop_words,
                                        exist_ok=exist_ok)
+
+    def signs(self, cfg):
+        if cfg.compat is not None:
+            return f"{cfg.compat}'s features and 64-bit fingerprint, exactly"
+        return (f"normalise; {cfg.tokenizer} {cfg.ngram}-gram features, {cfg.weighting or 'tf'} weights; folded into "
+                "a 64-bit SimHash")
+
+    def steps(self, cfg):
+        if simhash_verified(cfg):
+            return (Step("candidates", "documents", "table key", f"permuted tables: every pair of fingerprints "
+                                                                 f"within {cfg.candidate_bits} bits (exact)"),
+                    Step("verify", "candidate pairs", None, f"each pair's exact Jaccard of word 5-gram shingles >= "
+                                                            f"{cfg.threshold}, on texts re-read"),
+                    Step("clusters", "verified pairs", "component",
+                         _clustering(cfg, f">= {cfg.threshold:g} - {cfg.max_drift:g}")))
+        drift = simhash_drift_bits(cfg.max_drift) or 0
+        return (Step("candidates", "documents", "table key", f"permuted tables: every pair of fingerprints within "
+                                                             f"{cfg.bits} bits, accepted unchecked"),
+                Step("clusters", "verified pairs", "component", _clustering(cfg, f"within {cfg.bits} + {drift} bits")))
 
     def warm_ups(self, cfg, explicit):
         return ("linkage", *(("index",) if explicit else ()))

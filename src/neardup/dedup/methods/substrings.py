@@ -9,6 +9,12 @@ from .base import SpanMethod
 class Substrings(SpanMethod):
     name = "substrings"
 
+    def signs(self, cfg):
+        return "keep each text's UTF-8 bytes for the suffix array"
+
+    def finds(self, cfg):
+        return f"remove exact repeats of {cfg.min_length} bytes or more (suffix array), after their first occurrence"
+
     def warm_ups(self, cfg, explicit):
         return ("stretches",)
 
