@@ -137,6 +137,9 @@ def test_click_options_refuses_overrides_outside_the_table():
         click_options(("text_field",), defaults={"no_such_option": 1})
     with pytest.raises(RuntimeError, match="offers"):
         click_options(("tokenizer",), choices={"tokenizer": ("word", "nonsense")})
+    for lows in ({"num_perm": 3}, {"tokenizer": 1}, {"text_field": 0}):     # only a wider numeric lower bound
+        with pytest.raises(RuntimeError, match="lows may only widen"):
+            click_options(("num_perm", "tokenizer", "text_field"), lows=lows)
 
 
 def test_idf_batch_size_above_its_bound_is_one_line(tmp_path):

@@ -17,7 +17,7 @@ from ..explain.replay import SmallRun
 from ..explain.verdict import verdict
 from ..index.lsh import choose_params
 from ..similarity.jaccard import containment_pairs, exact_jaccard_pairs
-from ..sketches.minhash import DEFAULT_SCHEME, SCHEMES, MinHasher
+from ..sketches.minhash import MinHasher
 from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import SimHasher, feature_signer, hamming
 from ..text.dictionaries import read_limited
@@ -51,8 +51,8 @@ def _read_text_arg(value: str, literal: bool, which: str) -> str:
 
 
 #: the options of the table compare takes: those that decide a pair (the clustering's linkage and
-#: drift decide nothing for two documents; --num-perm and --scheme are compare's own, wider: k = 1
-#: and bottom-k estimate, though dedup refuses them)
+#: drift decide nothing for two documents), besides --num-perm and --scheme, which compare takes
+#: wider: k = 1 and bottom-k estimate, though dedup refuses them
 FEATURES = ("method", "threshold", "metric", "tokenizer", "convert", "ngram", "seed", "bits", "candidate_bits",
             "weighting", "idf", "user_dict", "stop_words", "top_n", "compat", "sentences", "lsh_mode", "recall",
             "bands", "rows", "verify", "keep")
@@ -91,10 +91,9 @@ def _run_config(method, given, num_perm, scheme, algo) -> tuple[DedupConfig | No
 @click.argument("a")
 @click.argument("b")
 @click.option("--text", "literal", is_flag=True, help="A and B are the texts themselves, not file names.")
-@click.option("--num-perm", type=click.IntRange(1, 65536), default=128, show_default=True,
-              help="MinHash signature length k (1 estimates only: dedup needs 2 or more).")
-@click.option("--scheme", type=click.Choice(SCHEMES), default=DEFAULT_SCHEME, show_default=True,
-              help="MinHash scheme (bottomk estimates only: dedup cannot band it).")
+@click_options(("num_perm", "scheme"), all_schemes=True, lows={"num_perm": 1},
+               helps={"num_perm": "MinHash signature length k (1 estimates only: dedup needs 2 or more).",
+                      "scheme": "MinHash scheme (bottomk estimates only: dedup cannot band it)."})
 @click_options(FEATURES)
 @click.option("--show", type=click.IntRange(0), default=5, show_default=True, help="Shingles to show of each kind.")
 @click.option("--slots", type=click.Choice(["matter", "all"]), default="matter", show_default=True,

@@ -7,15 +7,21 @@ from .table import BY_NAME, NOT_BANDED, PARAMS
 
 
 def click_options(names=None, exclude=(), all_schemes: bool = False, defaults: dict | None = None,
-                  choices: dict | None = None, helps: dict | None = None, required=()):
+                  choices: dict | None = None, helps: dict | None = None, required=(), lows: dict | None = None):
     """A decorator adding the command-line options of :data:`PARAMS` (``names``: those, in the
     table's order; else all with a flag), each with its name, type, bounds, default and help from the
     table. ``--scheme`` offers the schemes that band (a scheme of :data:`NOT_BANDED` is one line
     naming it), or every scheme with ``all_schemes`` (``neardup sign``, which bands nothing). A
     command whose use of a parameter is narrower says so here, by name: ``defaults`` (name → its
     default there), ``choices`` (name → the subset it offers), ``helps`` (name → its help there),
-    ``required`` (names it cannot do without)."""
-    defaults, choices, helps = defaults or {}, choices or {}, helps or {}
+    ``required`` (names it cannot do without). One whose use is wider says so too: ``lows`` (name →
+    a lower bound below the table's, e.g. ``compare``'s ``--num-perm 1``, which estimates only)."""
+    defaults, choices, helps, lows = defaults or {}, choices or {}, helps or {}, lows or {}
+    for name, low in lows.items():
+        p = BY_NAME.get(name)
+        if p is None or p.kind not in (int, float) or p.lo is None or low > p.lo:
+            raise RuntimeError(f"click_options: lows may only widen a numeric parameter's lower bound; got "
+                               f"{name}={low!r}")
     for name in (*defaults, *choices, *helps, *required):
         if name not in BY_NAME:
             raise KeyError(f"click_options: {name!r} is not a parameter of the table")
@@ -46,10 +52,11 @@ def click_options(names=None, exclude=(), all_schemes: bool = False, defaults: d
             return Schemes([str(c) for c in choices.get(p.name, p.choices)])
         if p.choices is not None:
             return click.Choice([str(c) for c in choices.get(p.name, p.choices)])
+        lo, lo_open = (lows[p.name], False) if p.name in lows else (p.lo, p.lo_open)
         if p.kind is int:
-            return click.IntRange(p.lo, p.hi, min_open=p.lo_open, max_open=p.hi_open)
+            return click.IntRange(lo, p.hi, min_open=lo_open, max_open=p.hi_open)
         if p.kind is float:
-            return click.FloatRange(p.lo, p.hi, min_open=p.lo_open, max_open=p.hi_open)
+            return click.FloatRange(lo, p.hi, min_open=lo_open, max_open=p.hi_open)
         return str
 
     def decorate(fn):
