@@ -194,6 +194,19 @@ def test_explain_refuses_an_input_whose_text_changed_with_an_old_mtime(finished)
     assert code != 0 and "in.jsonl changed since the run" in line and "characters" in line
 
 
+def test_explain_a_run_with_spans_and_its_options(tmp_path):
+    """A run with --spans and its own options (--spans-order before, --unit, --min-docs): explain
+    replays the whole-document decision without the span step's options (they are not refused)."""
+    src = write_jsonl(tmp_path / "in.jsonl", TEXTS, ids=[1, 2, 3])
+    out = tmp_path / "out"
+    run_dedup([str(src)], str(out), DedupConfig(id_field="id", html=False, quiet=True, workers=1, spans="lines",
+                                                spans_order="before", unit="paragraph", min_docs=2))
+    ran = os.stat(out / "report.json").st_mtime_ns
+    os.utime(src, ns=(ran - 10**9, ran - 10**9))
+    code, text, err = _explain(out)
+    assert code == 0 and "Traceback" not in err and text, err
+
+
 @pytest.mark.parametrize("name,value", [("threshold", 7), ("num_perm", "many"), ("keep", "middle")])
 def test_explain_refuses_a_damaged_parameter_in_the_report(finished, name, value):
     """explain rebuilds the run from report.json's parameters and checks them as dedup does: a damaged

@@ -36,9 +36,11 @@ def test_one_class_per_method_whose_fields_are_the_tables():
     """The fields of a method's class are exactly the table's algorithm parameters that name the method,
     in the table's order, with the table's defaults: nothing is declared twice, so nothing can drift."""
     assert set(CLASSES) == set(METHODS)
+    span_options = {"unit", "min_docs", "min_length", "min_remaining"}    # (a whole-document method's --spans)
     for method, cls in CLASSES.items():
         assert cls.method == method and issubclass(cls, MethodParams)
-        want = [p for p in PARAMS if p.group == "algorithm" and p.methods is not None and method in p.methods]
+        want = [p for p in PARAMS if p.group == "algorithm" and p.methods is not None
+                and (method in p.methods or (method in BY_NAME["spans"].methods and p.name in span_options))]
         fields = dataclasses.fields(cls)
         assert [f.name for f in fields] == [p.name for p in want], method
         assert [f.default for f in fields] == [p.default for p in want], method
@@ -58,7 +60,7 @@ def test_the_config_dataclass_and_its_frozen_twin_match_the_table():
 @pytest.mark.parametrize("cls,other", [(MinHashParams, "bits"), (MinHashParams, "sentences"),
                                        (SimHashParams, "num_perm"), (SimHashParams, "verify"),
                                        (SentencesParams, "threshold"), (ExactParams, "ngram"),
-                                       (LinesParams, "keep"), (SubstringsParams, "unit")])
+                                       (LinesParams, "keep"), (SubstringsParams, "unit"), (LinesParams, "spans")])
 def test_another_methods_parameter_cannot_be_expressed(cls, other):
     with pytest.raises(TypeError, match=other):
         cls(**{other: BY_NAME[other].default})
@@ -113,6 +115,11 @@ def test_using_builds_the_same_run_as_the_flat_fields():
     assert a == b
     s = DedupConfig.using(SimHashParams(bits=5), text_field="body").resolved()
     assert (s.method, s.bits, s.text_field) == ("simhash", 5, "body")
+    spanned = DedupConfig.using(MinHashParams(spans="lines", unit="paragraph", min_docs=2, min_remaining=3)).resolved()
+    assert spanned == DedupConfig(spans="lines", unit="paragraph", min_docs=2, min_remaining=3).resolved()
+    assert DedupConfig.using(spanned.params).resolved() == spanned
+    with pytest.raises(ConfigError, match="not used by --method minhash: unit"):
+        DedupConfig.using(MinHashParams(unit="paragraph")).resolved()
     with pytest.raises(ConfigError, match="threshold belong in the method's parameters"):
         DedupConfig.using(MinHashParams(), threshold=0.5)
     with pytest.raises(ConfigError, match="takes a method's parameters"):
@@ -123,7 +130,8 @@ def test_using_builds_the_same_run_as_the_flat_fields():
                                  DedupConfig(method="simhash"), DedupConfig(method="simhash", compat="1e0ng"),
                                  DedupConfig(method="sentences", sentences=5), DedupConfig(method="exact"),
                                  DedupConfig(method="lines", unit="paragraph", min_docs=2),
-                                 DedupConfig(method="substrings", min_length=50), DedupConfig(spans="lines")])
+                                 DedupConfig(method="substrings", min_length=50), DedupConfig(spans="lines"),
+                                 DedupConfig(method="simhash", spans="substrings", min_length=40, spans_order="before")])
 def test_a_resolved_configs_params_give_it_back(cfg):
     """The method's parameters of a resolved configuration, with its other parameters, resolve to it
     again (resolution is idempotent), and it survives a pickle (a worker process) and JSON (a Spark task)."""
@@ -154,6 +162,8 @@ def test_a_derived_copy_is_checked_again_when_resolved():
     (["--method", "sentences", "--seed", "7"], "not used by --method sentences: seed"),
     (["--method", "minhash", "--top-n", "5"], "not used by --method minhash: top_n"),
     (["--method", "minhash", "--sentences", "5"], "not used by --method minhash: sentences"),
+    (["--method", "simhash", "--num-perm", "128"], "not used by --method simhash: num_perm"),     # (its default)
+    (["--method", "sentences", "--tokenizer", "word"], "not used by --method sentences: tokenizer"),
 ])
 def test_sign_refuses_another_methods_option_as_dedup_does(tmp_path, args, msg):
     """`sign` took --num-perm with SimHash and --ngram with the sentence signature and ignored them; every

@@ -408,6 +408,27 @@ def test_dataframe_api(spark, planted):
         find_clusters(sign_dataframe(df.limit(5), cfg), cfg)
 
 
+def test_dataframe_api_verified_simhash(spark, planted, tmp_path):
+    """dedup_dataframe with verified SimHash (the default --method simhash): its candidates' texts are
+    signed as MinHash shingle sets to be checked, and that configuration must resolve (it carried
+    SimHash's candidate_bits and was refused, whenever there was a candidate). The kept flags and
+    representatives are the local engine's."""
+    from neardup.engines.spark import dedup_dataframe
+
+    texts = [json.loads(x)["text"] for x in planted.read_text(encoding="utf-8").splitlines()
+             if x.startswith('{"id"')][:200]
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "row long, text string")
+    cfg = DedupConfig(method="simhash", workers=1, quiet=True)
+    out = {r["row"]: r for r in dedup_dataframe(df, cfg, row_col="row").collect()}
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    run_dedup([str(src)], str(tmp_path / "local"), cfg)
+    local = [json.loads(x) for x in (tmp_path / "local" / "clusters.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sum(not r["kept"] for r in local) > 0, "no duplicates: the test would show nothing"
+    assert [out[i]["kept"] for i in range(len(texts))] == [r["kept"] for r in local]
+    assert [out[i]["cluster_row"] for i in range(len(texts))] == [r["cluster"] for r in local]
+
+
 def test_bad_row_stops_the_run_like_local(spark, finish, planted, tmp_path):
     from neardup.engines.spark import run_spark_dedup
     from neardup.io.formats import InputFormatError

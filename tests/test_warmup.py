@@ -81,6 +81,17 @@ def test_warmup_command_in_parallel_processes_fills_the_cache(tmp_path):
     assert any(f.suffix == ".nbi" for f in (tmp_path / "cache").rglob("*"))      # numba's index files
 
 
+def test_the_warm_up_of_a_run_with_index_and_replace_compiles(tmp_path, monkeypatch):
+    """A first run with --index IDX --replace warms up on its own small run without the index: that
+    configuration dropped --index but kept --replace, which needs it, so it was refused and the warm-up
+    was skipped in silence (the run then compiled as it went)."""
+    monkeypatch.setattr(warmup, "stamp_path", lambda cfg: str(tmp_path / "stamp"))
+    monkeypatch.setenv("NEARDUP_WARMUP", "1")        # (the suite turns the automatic warm-up off)
+    cfg = DedupConfig(index=str(tmp_path / "idx"), id_field="id", replace=True).resolved()
+    assert warmup.warm_up(cfg, announce=False, force=True) is not None
+    assert (tmp_path / "stamp").exists() and not (tmp_path / "idx").exists()
+
+
 def test_explicit_warmup_covers_the_index_for_both_methods(tmp_path, monkeypatch):
     """`neardup warmup` also runs dedup --index twice and the service's check-and-add and query on
     the index it made (for SimHash this once met a crash in check-and-add): no error, for both."""

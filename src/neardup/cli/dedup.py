@@ -10,7 +10,7 @@ import sys
 import click
 
 from ..config import PARAMS, DedupConfig, click_options, inapplicable
-from ..dedup.plan import describe, plan
+from ..dedup.plan import describe, plan, refusals
 from ..engines.local import run_dedup
 from ..errors import NeardupError
 from .group import ParameterError, main
@@ -85,12 +85,6 @@ def dedup(inputs, outdir, engine, spark_conf, show_plan, **params):
         cfg = DedupConfig(**params).resolved()
     except NeardupError as exc:
         raise ParameterError(str(exc)) from None
-    if show_plan:
-        click.echo(f"neardup dedup --method {cfg.method} --engine {engine}: {len(plan(cfg))} steps (no input read, "
-                   "nothing written)")
-        click.echo(describe(cfg))
-        click.echo(_ENGINES[engine].format(workers=cfg.workers))
-        return
     quiet = cfg.quiet
     if params["workers"] > cfg.workers and not quiet:
         click.echo(f"neardup: --workers {params['workers']} capped at {cfg.workers}, the CPUs this process may use "
@@ -108,6 +102,16 @@ def dedup(inputs, outdir, engine, spark_conf, show_plan, **params):
             extra["spark_conf"] = parse_spark_conf(spark_conf)
         except NeardupError as exc:
             raise ParameterError(str(exc)) from None
+    if show_plan:
+        try:
+            refusals(cfg, outdir)
+        except NeardupError as exc:
+            raise ParameterError(str(exc)) from None
+        click.echo(f"neardup dedup --method {cfg.method} --engine {engine}: {len(plan(cfg, outdir))} steps (no "
+                   "input read, nothing written)")
+        click.echo(describe(cfg, outdir))
+        click.echo(_ENGINES[engine].format(workers=cfg.workers))
+        return
     report = run(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]), **extra)
     if not quiet:
         c = report["counts"]

@@ -1,6 +1,7 @@
 """Per-method parameter classes (text-dedup's config per algorithm): each method's parameters as a
 frozen dataclass whose fields are the ``algorithm`` parameters of :data:`~.table.PARAMS` that change
-that method's result — so a parameter another method uses cannot be given to it — checked by the
+that method's result (for a whole-document method, also the options of a span step it can carry,
+``--spans``) — so a parameter another method uses cannot be given to it — checked by the
 table's constraints when constructed. A class also holds its method's defaults (for parameters whose
 table default is None) and the rules that tie its parameters together (:meth:`MethodParams.resolve`).
 The fields are generated from the table, never written twice; ``tests/test_params.py`` checks that
@@ -52,12 +53,22 @@ class MethodParams:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+def _belongs(p, name: str) -> bool:
+    """Whether parameter ``p`` is a field of method ``name``'s class: an algorithm parameter of the
+    method, or — for a whole-document method, which can carry a span step (``--spans``) — one of the
+    span methods' options."""
+    if p.group != "algorithm" or p.methods is None:
+        return False
+    spans = BY_NAME["spans"]
+    return name in p.methods or (name in spans.methods and set(p.methods) <= set(spans.choices))
+
+
 def method_params(name: str):
     """Class decorator: the frozen dataclass of method ``name``'s parameters, its fields the table's
-    ``algorithm`` parameters whose ``methods`` include it, in the table's order, with its defaults."""
+    parameters that belong to it (:func:`_belongs`), in the table's order, with its defaults."""
     def make(cls):
         fields = [(p.name, p.kind | None if p.nullable else p.kind, dataclasses.field(default=p.default))
-                  for p in PARAMS if p.group == "algorithm" and p.methods is not None and name in p.methods]
+                  for p in PARAMS if _belongs(p, name)]
         made = dataclasses.make_dataclass(cls.__name__, fields, bases=(cls,), frozen=True,
                                           namespace={"method": name, "__doc__": cls.__doc__})
         made.__module__, made.__qualname__ = cls.__module__, cls.__qualname__    # (pickled by name)

@@ -50,8 +50,10 @@ class Finished:
 @dataclass(frozen=True)
 class FinishRule:
     """How a run's verified pairs become clusters — the settings of :func:`finish` as the run's
-    method applies them — written once per method (:meth:`~neardup.dedup.methods.base.Method.finish_rule`):
-    the local finders follow it, and the Spark engine finishes each connected component by it.
+    method applies them (:meth:`~neardup.dedup.methods.base.Method.finish_rule`). The Spark engine
+    finishes each connected component by it, and ``explain`` replays by it; the local finders, public
+    functions with their own arguments, build the same pieces from the same functions of the method's
+    module (``tests/test_methods.py`` checks that both give the same clusters).
     ``sets``: pairs are compared on their exact shingle sets (the ``features`` given to
     ``similarity`` and ``oracle``); ``similarity(values, sizes, features)`` gives any pair's
     similarity (``similarity(a, b)``); ``oracle(values, features)`` what bounded linkage compares."""

@@ -12,16 +12,33 @@ runs each plan and checks that the steps the run timed are the plan's, in its or
 """
 from __future__ import annotations
 
-from ..config import ResolvedConfig
+from ..config import ResolvedConfig, check_banded
+from ..errors import ConfigError
+from ..io.outdir import STDOUT
+from . import resume
 from .methods import method_of
 from .spans import span_method, spans_beside
 from .step import Step
 
 
-def plan(cfg: ResolvedConfig) -> tuple[Step, ...]:
-    """The steps of the run ``cfg`` (resolved: the method's defaults filled in), in order."""
+def refusals(cfg: ResolvedConfig, outdir: str) -> None:
+    """What a run refuses before it looks at any input: a scheme LSH cannot band, ``--resume`` where it
+    keeps nothing, ``--pairs`` to standard output (``neardup dedup`` and ``--plan`` alike)."""
+    check_banded(cfg)
+    resume.check_resumable(cfg, [], outdir)
+    if outdir == STDOUT and cfg.pairs:
+        raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept rows; "
+                          "give an output folder")
+
+
+def plan(cfg: ResolvedConfig, outdir: str | None = None) -> tuple[Step, ...]:
+    """The steps of the run ``cfg`` (resolved: the method's defaults filled in) into ``outdir``, in order."""
     method = method_of(cfg)
     steps = [Step("read_sign", "documents", None, method.signs(cfg))]
+    if cfg.resume:
+        steps.append(Step("checkpoint", "documents", None, "keep pass 1's signatures beside OUTDIR (removed when "
+                                                           "the run succeeds; a rerun with --resume reads them back "
+                                                           "instead, timed as resume_load)"))
     spans = spans_beside(cfg)
     if spans is not None and cfg.spans_order == "before":
         steps.insert(0, _span_step(spans, "first, on the whole texts; documents are then compared on what is left"))
@@ -31,7 +48,8 @@ def plan(cfg: ResolvedConfig) -> tuple[Step, ...]:
     steps += method.steps(cfg)
     if spans is not None and cfg.spans_order == "after":
         steps.append(_span_step(spans, "among the documents kept"))
-    steps.append(Step("write", "inputs", None, _outputs(cfg)))
+    steps.append(Step("write", "inputs", None, "the kept rows to standard output" if outdir == STDOUT
+                      else _outputs(cfg)))
     return tuple(steps)
 
 
@@ -57,13 +75,13 @@ def _outputs(cfg: ResolvedConfig) -> str:
     return what
 
 
-def describe(cfg: ResolvedConfig) -> str:
+def describe(cfg: ResolvedConfig, outdir: str | None = None) -> str:
     """The plan as text: one numbered line per step (name, what flows and how it divides, what it does)."""
-    steps = plan(cfg)
+    steps = plan(cfg, outdir)
     width = max(len(s.name) for s in steps)
     flows = [f"{s.over}, {s.division}" for s in steps]
     fw = max(len(f) for f in flows)
     return "\n".join(f"{i:>2}. {s.name:<{width}}  {f:<{fw}}  {s.does}" for i, (s, f) in enumerate(zip(steps, flows), 1))
 
 
-__all__ = ["Step", "describe", "outputs", "plan"]
+__all__ = ["Step", "describe", "outputs", "plan", "refusals"]

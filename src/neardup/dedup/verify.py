@@ -301,7 +301,8 @@ def verification_config(cfg: DedupConfig) -> DedupConfig:
     """What verified SimHash checks its candidates on: the Jaccard of word 5-gram shingles (MinHash's
     default sets), of the text as the run normalised it (``--convert``)."""
     return replace(cfg, method="minhash", tokenizer="word", ngram=5, user_dict=None, num_perm=128, scheme="oph",
-                   metric="jaccard")
+                   metric="jaccard", bits=None, candidate_bits=None, weighting=None, idf=None, stop_words=None,
+                   top_n=None, compat=None)      # (SimHash's own: a MinHash configuration that resolves)
 
 
 def band_features(cfg: DedupConfig, texts_of, n: int, offset: int = 0):

@@ -26,12 +26,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...config import DedupConfig, check_banded
+from ...config import DedupConfig
 from ...dedup import resume
 from ...dedup.find import DuplicateResult, find_run
 from ...dedup.finish import ROW_CONTAINED, ROW_HOW
 from ...dedup.incremental import add_kept, check_ids, check_index_path, matched, opened_index, run_key
 from ...dedup.methods import method_of
+from ...dedup.plan import refusals
 from ...dedup.progress import begin, reporting, shows_progress
 from ...dedup.records import check_parquet_ids, duplicate_ids, write_clusters, write_pairs, write_rows
 from ...dedup.report import (
@@ -192,7 +193,7 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     which imports the calling script again, as ``multiprocessing`` does on macOS and Windows — a
     script must then keep its top-level work under ``if __name__ == "__main__":``."""
     cfg = (config or DedupConfig()).resolved()
-    check_banded(cfg)
+    refusals(cfg, outdir)          # (what needs no input: before the inputs are looked at)
     t_start = time.perf_counter()
     specs = expand_inputs(list(inputs), cfg.input_format)
     check_fields_apply(specs, cfg.text_field, cfg.id_field)
@@ -201,9 +202,6 @@ def run_dedup(inputs: list[str], outdir: str, config: DedupConfig | None = None,
 
     resume.check_resumable(cfg, specs, outdir)
     if outdir == STDOUT:
-        if cfg.pairs:
-            raise ConfigError("pairs (--pairs) writes OUTDIR/pairs.parquet, and -o - writes nothing but the kept "
-                              "rows; give an output folder")
         with reporting(cfg):
             return _run_to_stdout(specs, cfg, command, t_start, stdout, warm)
     checkpoint = resume.checkpoint_dir(outdir) if cfg.resume else None

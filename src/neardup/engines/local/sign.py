@@ -65,6 +65,7 @@ def write_signatures(inputs: list[str], output: str, cfg: DedupConfig, fmt: str)
         raise ConfigError("--format npy writes two files (the matrix and its ids); give -o FILE.npy")
     if fmt == "npy" and not output.endswith(".npy"):
         raise ConfigError(f"--format npy: -o must name a .npy file; got {output!r}")
+    cfg = cfg.resolved()
     check_sign_outputs(output, fmt, expand_inputs(list(inputs), cfg.input_format), cfg)
     with reporting(cfg):
         values, empty, ids, rows, skipped, _ = sign_corpus(inputs, cfg)

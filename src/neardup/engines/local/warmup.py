@@ -146,9 +146,9 @@ def warm_up(cfg: DedupConfig, announce: bool, force: bool = False, explicit: boo
               file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     step = begin("compile", unit="run", bar=False)    # (a JSON event; a terminal has the message)
-    small = replace(cfg, workers=1, quiet=True, progress="none", index=None, id_field=None, text_field="text",
-                    input_format="jsonl", on_error="raise", keep="longest" if cfg.keep == "key" else cfg.keep,
-                    keep_field=None, batch_size=2)
+    small = replace(cfg, workers=1, quiet=True, progress="none", index=None, replace=False, id_field=None,
+                    text_field="text", input_format="jsonl", on_error="raise",
+                    keep="longest" if cfg.keep == "key" else cfg.keep, keep_field=None, batch_size=2)
     _WARMING = True
     try:
         with tempfile.TemporaryDirectory(prefix="neardup-warmup-") as tmp:
