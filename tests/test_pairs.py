@@ -229,6 +229,21 @@ def test_pairs_hostile_options_and_folders(tmp_path):
     assert rep["parameters"]["threshold"] == 0.5
 
 
+def test_run_pairs_takes_a_resolved_configuration_and_refuses_what_it_ignores(tmp_path):
+    """run_pairs given a resolved configuration (verified SimHash fills max_drift 0.05, not the classic
+    2/64) joins; an option the join does not use, set by the caller, is one ConfigError naming it."""
+    from neardup import DedupConfig, run_pairs
+    from neardup.errors import ConfigError
+
+    src = write_jsonl(tmp_path / "in.jsonl")
+    for i, cfg in enumerate((DedupConfig(method="simhash"), DedupConfig(), DedupConfig(method="simhash", bits=3))):
+        rep = run_pairs([str(src)], str(tmp_path / f"o{i}"), DedupConfig(**{**cfg.__dict__, "quiet": True}).resolved())
+        assert rep["counts"]["pairs"] >= 1, rep["counts"]
+    for kw in ({"max_drift": 0.1}, {"method": "simhash", "max_drift": 0.1}, {"keep": "longest"}):
+        with pytest.raises(ConfigError, match=f"not used by neardup pairs: {next(k for k in kw if k != 'method')}"):
+            run_pairs([str(src)], str(tmp_path / "x"), DedupConfig(**kw))
+
+
 def test_dedup_pairs_refusals(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl")
     code, _, err = cli("dedup", src, "-o", "-", "--pairs")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from ..._arrays import sorted_unique
 from ..._version import __version__
-from ...config import _DOCUMENTS, DEFAULTS, DedupConfig, check_banded
+from ...config import _DOCUMENTS, DedupConfig, check_banded
 from ...dedup.find import HOW, TooManyPairsError, find_run, join_pairs
 from ...dedup.methods import method_of
 from ...dedup.progress import begin, reporting, shows_progress
@@ -54,9 +54,10 @@ def run_pairs(inputs: list[str], outdir: str, config: DedupConfig | None = None,
     read. ``max_pairs``: refuse (before writing) a join with more pairs (None: no limit)."""
     raw = config or DedupConfig()
     unset = {name: DedupConfig.__dataclass_fields__[name].default for name in NOT_USED}
-    set_ = [name for name in NOT_USED                  # (what the user set: the resolved config fills defaults)
-            if getattr(raw, name) not in (unset[name], DEFAULTS.get(raw.method, {}).get(name, unset[name]))]
     cfg = raw.resolved()
+    # what the user set: neither unset nor what resolution fills in by itself (a resolved config given)
+    filled = DedupConfig(**{**asdict(raw), **unset}).resolved()
+    set_ = [name for name in NOT_USED if getattr(raw, name) not in (unset[name], getattr(filled, name))]
     check_banded(cfg)
     if method_of(cfg).spans:
         raise ConfigError(f"method (--method) must be one of {', '.join(_DOCUMENTS)} for a join of documents; "
