@@ -38,7 +38,7 @@ def test_a_run_times_its_plans_steps_and_writes_its_outputs(tmp_path, opts):
     written = sorted(n + "/" if (tmp_path / "out" / n).is_dir() else n for n in os.listdir(tmp_path / "out")
                      if not n.startswith("."))     # (.neardup-manifest.json: what neardup wrote there)
     assert written == sorted(outputs(cfg))
-    text = describe(cfg)
+    text = describe(steps)
     assert len(text.splitlines()) == len(steps) and all(s.name in text for s in steps)
 
 

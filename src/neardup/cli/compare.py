@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from ..config import NOT_BANDED, PARAMS, DedupConfig, click_options, inapplicable
+from ..config import NOT_BANDED, DedupConfig, click_options
 from ..dedup.methods import method_of
 from ..errors import ConfigError, InputFormatError
 from ..explain import explain_minhash, explain_sentences, explain_simhash, render
@@ -22,7 +22,7 @@ from ..sketches.sentences import SentenceSigner
 from ..sketches.simhash import SimHasher, feature_signer, hamming
 from ..text.dictionaries import read_limited
 from ..text.normalize import Normalizer
-from .group import main
+from .group import main, refuse_unused, typed
 
 MAX_DOCUMENT_BYTES = 32 << 20
 """The most ``neardup compare`` reads of A or of B (32 MiB; at most this + 1 bytes are read, so an
@@ -61,17 +61,9 @@ _CHOOSE = {**dict.fromkeys(("bits", "candidate_bits", "weighting", "idf", "stop_
                            "simhash"), "sentences": "sentences"}
 
 
-def _given(ctx) -> list[str]:
-    return [p.name for p in PARAMS if p.name in FEATURES
-            and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
-
-
-def _run_config(method, given, num_perm, scheme, algo) -> tuple[DedupConfig | None, str | None]:
+def _run_config(method, num_perm, scheme, algo) -> tuple[DedupConfig | None, str | None]:
     """The configuration of the two-document run (None with why where dedup would refuse the estimating
-    options compare allows: k = 1, bottom-k); an option that does not apply is refused in one line."""
-    wrong = inapplicable(method, given)
-    if wrong:
-        raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
+    options compare allows: k = 1, bottom-k)."""
     if method_of(method).spans:
         raise click.UsageError(f"--method {method} removes spans inside documents; compare judges whole documents "
                                "(minhash, simhash, sentences, exact)")
@@ -117,7 +109,7 @@ def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **al
     """
 
     ctx = click.get_current_context()
-    given = _given(ctx)
+    given = typed(ctx, FEATURES)
     if "method" not in given:
         chosen = {_CHOOSE[g] for g in given if g in _CHOOSE}
         if len(chosen) == 1:
@@ -129,7 +121,8 @@ def compare(a, b, literal, num_perm, scheme, show, slots, as_json, explain, **al
     if scheme.startswith("datasketch") and seed >= 2**32:
         raise ConfigError(f"seed (--seed) must be below 2**32 with --scheme {scheme} (datasketch's seeds are "
                           f"32-bit); got {seed}")
-    cfg, no_verdict = _run_config(method, given, num_perm, scheme, algo)
+    refuse_unused(ctx, method, FEATURES)
+    cfg, no_verdict = _run_config(method, num_perm, scheme, algo)
     ta, tb = _read_text_arg(a, literal, "A"), _read_text_arg(b, literal, "B")
     tokenizer, ngram = algo["tokenizer"], algo["ngram"] or 5
     convert = algo["convert"]

@@ -9,11 +9,11 @@ import sys
 
 import click
 
-from ..config import PARAMS, DedupConfig, click_options, inapplicable
+from ..config import PARAMS, DedupConfig, click_options
 from ..dedup.plan import describe, plan, refusals
 from ..engines.local import run_dedup
 from ..errors import NeardupError
-from .group import ParameterError, main
+from .group import ParameterError, main, refuse_unused
 
 #: how each engine runs the plan's steps (``--plan``)
 _ENGINES = {"local": "local engine: read_sign in {workers} worker processes over blocks of the inputs; the steps after "
@@ -66,12 +66,8 @@ def dedup(inputs, outdir, engine, spark_conf, show_plan, **params):
       neardup dedup 'news/*.jsonl' -o news-out --method simhash --tokenizer jieba    # Chinese: jieba's words
       neardup dedup docs.jsonl --id-field id -o out --index seen-idx   # also drops what earlier runs kept
     """
-    ctx = click.get_current_context()
-    given = [p.name for p in PARAMS
-             if p.name in params and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
-    wrong = inapplicable(params["method"], given, params.get("spans"))   # also a flag given with its default value
-    if wrong:
-        raise click.UsageError(f"not used by --method {params['method']}: {'; '.join(wrong)}")
+    refuse_unused(click.get_current_context(), params["method"], [p.name for p in PARAMS if p.name in params],
+                  params.get("spans"))
     if engine == "spark":
         try:
             from ..engines.spark import run_spark_dedup  # noqa: PLC0415  (the spark extra: --engine spark only)
@@ -107,9 +103,10 @@ def dedup(inputs, outdir, engine, spark_conf, show_plan, **params):
             refusals(cfg, outdir)
         except NeardupError as exc:
             raise ParameterError(str(exc)) from None
-        click.echo(f"neardup dedup --method {cfg.method} --engine {engine}: {len(plan(cfg, outdir))} steps (no "
-                   "input read, nothing written)")
-        click.echo(describe(cfg, outdir))
+        steps = plan(cfg, outdir)
+        click.echo(f"neardup dedup --method {cfg.method} --engine {engine}: {len(steps)} steps (no input read, "
+                   "nothing written)")
+        click.echo(describe(steps))
         click.echo(_ENGINES[engine].format(workers=cfg.workers))
         return
     report = run(list(inputs), outdir, cfg, command="neardup " + " ".join(sys.argv[1:]), **extra)

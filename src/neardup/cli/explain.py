@@ -9,7 +9,7 @@ import click
 import numpy as np
 import pyarrow.parquet as pq
 
-from ..config import BY_NAME, PARAMS, DedupConfig
+from ..config import BY_NAME, PARAMS, SPAN_OPTIONS, DedupConfig
 from ..dedup.verify import borderline_z
 from ..explain import explain_pair, render
 from ..explain.replay import SmallRun
@@ -164,9 +164,8 @@ def _config(p: dict):
     label = str(p.get("lsh_mode") or "recall")
     values["lsh_mode"] = "datasketch" if "datasketch" in label else "recall"
     values["index"], values["replace"], values["resume"], values["spans"] = None, False, False, None
-    for q in PARAMS:       # the span step's options (explain replays the whole-document decision alone)
-        if q.name == "spans_order" or (q.methods is not None and set(q.methods) <= set(BY_NAME["spans"].choices)):
-            values[q.name] = q.default
+    for name in ("spans_order", *SPAN_OPTIONS):     # (explain replays the whole-document decision alone)
+        values[name] = BY_NAME[name].default
     return DedupConfig(**values).resolved()        # (a damaged report is refused in one line)
 
 

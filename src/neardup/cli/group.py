@@ -17,6 +17,7 @@ import click
 
 from .._arrays import prefer_small_pages
 from .._version import __version__
+from ..config import inapplicable
 from ..errors import NeardupError, stop_cause, user_message
 from ..index.sqlite_legacy import is_sqlite_file, legacy_refusal
 from ..index.store import NotAnIndexError
@@ -64,6 +65,19 @@ class _Group(click.Group):
 
 
 _INTERRUPTED = 0     # the signal that stopped the run (SIGINT, SIGTERM), if one did
+
+
+def typed(ctx, names) -> list[str]:
+    """The options among ``names`` that the user gave on the command line (also with their default value)."""
+    return [n for n in names if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+
+
+def refuse_unused(ctx, method: str, names, spans: str | None = None) -> None:
+    """One usage line when an option among ``names`` that the user gave (:func:`typed`) is not used by
+    ``method`` (with ``--spans``): the rule of every command that takes the table's options."""
+    wrong = inapplicable(method, typed(ctx, names), spans)
+    if wrong:
+        raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
 
 
 def index_folder(ctx, param, value):

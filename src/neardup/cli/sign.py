@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..config import BY_NAME, DedupConfig, click_options, inapplicable, params_class
+from ..config import BY_NAME, DedupConfig, click_options, params_class
 from ..dedup.methods import method_of
 from ..dedup.progress import begin, plain_size, reporting
 from ..engines.local.sign import write_signatures
@@ -19,7 +19,7 @@ from ..io.outfile import check_output_file, replacing
 from ..io.readers import batched, iter_documents
 from ..io.sources import expand_inputs
 from ..text.dictionaries import word_files
-from .group import ParameterError, main
+from .group import ParameterError, main, refuse_unused
 
 
 @contextlib.contextmanager
@@ -74,11 +74,7 @@ def sign(inputs, method, num_perm, scheme, seed, tokenizer, ngram, convert, weig
     algo = {"num_perm": num_perm, "scheme": scheme, "seed": seed, "tokenizer": tokenizer, "ngram": ngram,
             "convert": convert, "weighting": weighting, "idf": idf, "user_dict": user_dict, "stop_words": stop_words,
             "top_n": top_n, "compat": compat, "sentences": sentences}
-    ctx = click.get_current_context()
-    typed = [n for n in algo if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
-    wrong = inapplicable(method, typed)        # (also an option typed with its default value, as dedup refuses it)
-    if wrong:
-        raise click.UsageError(f"not used by --method {method}: {'; '.join(wrong)}")
+    refuse_unused(click.get_current_context(), method, algo)    # (also one typed with its default value)
     given = {name: value for name, value in algo.items() if value != BY_NAME[name].default}
     if "bits" in params_class(method).names() and compat is None:
         given["bits"] = 3       # SimHash's fingerprint as sign has always written it: the classic rule's features

@@ -40,6 +40,7 @@ from .table import (
     METHODS,
     NOT_BANDED,
     PARAMS,
+    SPAN_OPTIONS,
     check_banded,
     inapplicable,
     simhash_verified,
@@ -49,12 +50,16 @@ from .table import (
 DEFAULTS = {m: dict(CLASSES[m].defaults) for m in METHODS}
 
 
-def _group(cfg, name: str) -> dict:
-    return {p.name: getattr(cfg, p.name) for p in PARAMS if p.group == name}
+class _Groups:
+    """What a configuration, as given or resolved, gives by the table's groups."""
+
+    def group(self, name: str) -> dict:
+        """The parameters of one group (``algorithm``, ``input``, ``output``, ``run``) as a dict."""
+        return {p.name: getattr(self, p.name) for p in PARAMS if p.group == name}
 
 
 @dataclass
-class DedupConfig:
+class DedupConfig(_Groups):
     """A deduplication run's parameters as given (see :data:`PARAMS` for each one's constraints and
     help; :class:`MinHashParams` and its siblings hold one method's). :meth:`resolved` checks them
     and gives the :class:`ResolvedConfig` that the dedup's steps take."""
@@ -109,10 +114,6 @@ class DedupConfig:
     progress: str = "auto"               # auto (bars on a terminal) | bar | json | none
     resume: bool = False                 # keep pass 1 beside OUTDIR; continue from it after an interruption
 
-    def group(self, name: str) -> dict:
-        """The parameters of one group (``algorithm``, ``input``, ``output``, ``run``) as a dict."""
-        return _group(self, name)
-
     @classmethod
     def using(cls, params: MethodParams, **others) -> DedupConfig:
         """A configuration of the method of ``params`` (e.g. ``MinHashParams(threshold=0.9)``, checked
@@ -137,12 +138,8 @@ class DedupConfig:
             raise ConfigError(str(exc)) from None           # or an optional dependency it needs
 
 
-class _Resolved:
+class _Resolved(_Groups):
     """What :class:`ResolvedConfig` adds to its generated fields."""
-
-    def group(self, name: str) -> dict:
-        """The parameters of one group (``algorithm``, ``input``, ``output``, ``run``) as a dict."""
-        return _group(self, name)
 
     def resolved(self) -> ResolvedConfig:
         """Checked again (a copy made by :func:`dataclasses.replace` is not checked when made)."""
@@ -189,8 +186,8 @@ def _resolve(cfg: DedupConfig) -> ResolvedConfig:
         why = None
         if not c.id_field:
             why = "given with --id-field (ids name the documents in the index across runs)"
-        elif method.index_refusal(c):
-            why = method.index_refusal(c)
+        elif (refusal := method.index_refusal(c)) is not None:
+            why = refusal
         elif c.spans is not None:
             why = "used without --spans (the index keeps whole documents)"
         elif c.convert is not None:
@@ -208,7 +205,7 @@ def _resolve(cfg: DedupConfig) -> ResolvedConfig:
     return ResolvedConfig(**dataclasses.asdict(c))
 
 
-__all__ = ["BY_NAME", "DEFAULTS", "METHODS", "NOT_BANDED", "PARAMS", "SIMHASH_VERIFIED", "DedupConfig",
+__all__ = ["BY_NAME", "DEFAULTS", "METHODS", "NOT_BANDED", "PARAMS", "SIMHASH_VERIFIED", "SPAN_OPTIONS", "DedupConfig",
            "ExactParams", "LinesParams", "MethodParams", "MinHashParams", "Param", "ResolvedConfig", "SentencesParams",
            "SimHashParams", "SubstringsParams", "check_banded", "click_options", "cpu_count", "inapplicable",
            "params_class", "simhash_verified", "_DOCUMENTS", "_MINHASH", "_SHINGLED", "_SPANS"]

@@ -13,7 +13,7 @@ import os
 from typing import ClassVar
 
 from ..text.dictionaries import file_keys, idf_tokenizer_mismatch
-from .table import BY_NAME, PARAMS
+from .table import BY_NAME, PARAMS, SPAN_OPTIONS
 
 #: method name → its parameter class (filled by :func:`method_params`)
 CLASSES: dict[str, type[MethodParams]] = {}
@@ -59,8 +59,7 @@ def _belongs(p, name: str) -> bool:
     span methods' options."""
     if p.group != "algorithm" or p.methods is None:
         return False
-    spans = BY_NAME["spans"]
-    return name in p.methods or (name in spans.methods and set(p.methods) <= set(spans.choices))
+    return name in p.methods or (name in BY_NAME["spans"].methods and p.name in SPAN_OPTIONS)
 
 
 def method_params(name: str):

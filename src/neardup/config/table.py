@@ -157,6 +157,9 @@ def _params() -> tuple[Param, ...]:
 
 PARAMS: tuple[Param, ...] = _params()
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
+#: the span step's own parameters (those of the span methods alone): a whole-document method takes them
+#: with --spans
+SPAN_OPTIONS: tuple[str, ...] = tuple(p.name for p in PARAMS if p.methods is not None and set(p.methods) <= set(_SPANS))
 
 
 def inapplicable(method: str, given, spans: str | None = None) -> list[str]:
@@ -195,4 +198,5 @@ def check_banded(cfg) -> None:
                                                    f"({NOT_BANDED[cfg.scheme]})")
 
 
-__all__ = ["BY_NAME", "METHODS", "NOT_BANDED", "PARAMS", "check_banded", "inapplicable", "simhash_verified"]
+__all__ = ["BY_NAME", "METHODS", "NOT_BANDED", "PARAMS", "SPAN_OPTIONS", "check_banded", "inapplicable",
+           "simhash_verified"]

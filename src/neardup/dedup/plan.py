@@ -54,7 +54,7 @@ def plan(cfg: ResolvedConfig, outdir: str | None = None) -> tuple[Step, ...]:
 
 
 def _span_step(cfg: ResolvedConfig, when: str) -> Step:
-    return Step("spans", "documents", "span", f"{method_of(cfg).steps(cfg)[0].does}, {when}")
+    return Step("spans", "documents", "span", f"{method_of(cfg).finds(cfg)}, {when}")
 
 
 def outputs(cfg: ResolvedConfig) -> list[str]:
@@ -75,9 +75,9 @@ def _outputs(cfg: ResolvedConfig) -> str:
     return what
 
 
-def describe(cfg: ResolvedConfig, outdir: str | None = None) -> str:
-    """The plan as text: one numbered line per step (name, what flows and how it divides, what it does)."""
-    steps = plan(cfg, outdir)
+def describe(steps: tuple[Step, ...]) -> str:
+    """A plan (:func:`plan`) as text: one numbered line per step (name, what flows and how it divides,
+    what it does)."""
     width = max(len(s.name) for s in steps)
     flows = [f"{s.over}, {s.division}" for s in steps]
     fw = max(len(f) for f in flows)

@@ -86,7 +86,7 @@ def _finish_component(table, cfg_json):
 def _finish_table(table, cfg_json):
     """:func:`_finish_component`'s work, on the threads the process has (the driver: all its cores):
     the local finish step by the run's rule (:meth:`~neardup.dedup.methods.base.Method.finish_rule`,
-    the rule the local finders follow)."""
+    which gives the local finders' clusters: ``tests/test_methods.py``)."""
     cfg = ResolvedConfig(**json.loads(cfg_json))
     rule = method_of(cfg).finish_rule(cfg)
     kind = table.column("kind").to_numpy(zero_copy_only=False)

@@ -230,11 +230,10 @@ def _minhash_edges_on_driver(spark, live: DataFrame, docs: DataFrame, cfg: Dedup
     :func:`~neardup.dedup.candidates.containment_candidate_pairs`, the similarity of the method's
     :meth:`~neardup.dedup.methods.base.Method.finish_rule`, :func:`~neardup.dedup.verify.borderline_mask`),
     when the signatures fit the driver's budget (:func:`~.verify._budget`; n × k × 4 bytes: 0.5 GB at a
-    million documents): one collect of the
-    signatures replaces three phases of joins and shuffles. The pairs go back as checkpointed
-    DataFrames; the borderline band, ``--verify exact`` and the finish step run as on the other path.
-    Returns the verified edges (lo, hi, sim, how) persisted, the candidate and edge counts and the
-    report's LSH parameters."""
+    million documents): one collect of the signatures replaces three phases of joins and shuffles. The
+    pairs go back as checkpointed DataFrames; the borderline band, ``--verify exact`` and the finish
+    step run as on the other path. Returns the verified edges (lo, hi, sim, how) persisted, the
+    candidate and edge counts and the report's LSH parameters."""
     t0 = time.perf_counter()
     got = live.select("row", "sig", "size").toArrow()
     rows = got.column("row").to_numpy().astype(np.int64)
